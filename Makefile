@@ -1,0 +1,67 @@
+# bayesperf build, test and report targets.
+#
+# Each area of the project owns a fragment in mk/<area>.mk that appends to the variables
+# below and adds its own targets; this file only wires them together. Everything a target
+# needs is installed by `make deps` (apt-get, as root), because CI starts from a clean
+# machine.
+
+GO      ?= go
+BIN     := bin
+SHELL   := /bin/bash
+
+# Debian packages the build and the tests need; fragments append.
+APT_PKGS := linux-perf gcc make
+# Extra prerequisites of `make test` (besides deps and build); fragments append.
+TEST_PREREQS :=
+# Short fuzz runs that `make test` does: "pkgpath:FuzzName" entries; fragments append.
+FUZZ_TARGETS :=
+FUZZ_SHORT ?= 10s
+FUZZ_LONG  ?= 5m
+# Packages under test; `make test PKGS=./ringbuf/...` narrows it.
+PKGS ?= ./...
+TEST_TIMEOUT ?= 75m
+
+.PHONY: all build deps test test-go fuzz fuzz-short run bench generate docs clean
+all: build
+
+include $(wildcard mk/*.mk)
+
+build: $(BIN)/bayesperf $(BUILD_EXTRA)
+
+$(BIN)/bayesperf: FORCE
+	@mkdir -p $(BIN)
+	$(GO) build -o $@ ./cmd/bayesperf
+
+FORCE:
+
+# deps installs the Debian packages that are missing. It is a no-op when all are present.
+deps:
+	@missing=$$(for p in $(APT_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		if [ "$$(id -u)" != 0 ]; then echo "make deps: need root to apt-get install $$missing" >&2; exit 1; fi; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+# test sets up everything and runs every test, then a short run of each fuzz target.
+test: deps build $(TEST_PREREQS)
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	$(MAKE) --no-print-directory fuzz-short
+
+fuzz-short:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name ($(FUZZ_SHORT))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_SHORT) $$pkg; \
+	done
+
+fuzz:
+	$(MAKE) fuzz-short FUZZ_SHORT=$(FUZZ_LONG)
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,21 @@
+package main
+
+import (
+	"fmt"
+	"runtime/debug"
+)
+
+func init() {
+	register(command{name: "version", summary: "print the version of bayesperf", run: func([]string) int {
+		v := "devel"
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			for _, s := range bi.Settings {
+				if s.Key == "vcs.revision" {
+					v = s.Value
+				}
+			}
+		}
+		fmt.Println("bayesperf", v)
+		return 0
+	}})
+}

@@ -1,0 +1,3 @@
+module github.com/bayesperf/bayesperf
+
+go 1.26.0
