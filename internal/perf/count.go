@@ -20,3 +20,12 @@ type Snapshot struct {
 	TimeNs int64   // CLOCK_MONOTONIC time of the snapshot
 	Counts []Count // cumulative, one per event
 }
+
+// Collector delivers snapshots of a fixed set of events, one per multiplexing slice. The
+// BPF collector (package bpf) and the read() collector both implement it, so the sidecar
+// and eval can use either and say which.
+type Collector interface {
+	Name() string            // "bpf" or "read"
+	Next() (Snapshot, error) // blocks until the next slice boundary
+	Close() error
+}
