@@ -60,6 +60,13 @@ fuzz-short:
 fuzz:
 	$(MAKE) fuzz-short FUZZ_SHORT=$(FUZZ_LONG)
 
+# run sets up everything and shows the main job on a built-in workload: more events than
+# (virtual) counters, Linux's scaled values and bayesperf's corrected values with their
+# 95% intervals, each scored against the exact truth. The demo itself is defined by the
+# eval fragment (mk/eval.mk) as run-demo.
+run: deps build
+	@$(MAKE) --no-print-directory run-demo
+
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 

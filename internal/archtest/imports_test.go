@@ -1,0 +1,83 @@
+package archtest
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/bayesperf/bayesperf"
+
+// rule says which module-internal and third-party imports a package tree may have.
+// Standard-library imports are always allowed.
+type rule struct {
+	tree    string   // package path prefix, relative to the module
+	allowed []string // prefixes (module-relative for ours, full for third-party)
+}
+
+// rules mirror docs/architecture.md. Keep the two in step.
+var rules = []rule{
+	// Pure math: no syscalls, no knowledge of collectors, mirrors or the shim.
+	{"inference", []string{"inference", "gonum.org/v1/gonum"}},
+	// The perf ring ABI: knows nothing about inference or BPF.
+	{"ringbuf", []string{"ringbuf", "golang.org/x/sys"}},
+	// The shim's Go side (ABI mirror, messages): below the sidecar.
+	{"shim", []string{"shim", "ringbuf", "internal/perf", "golang.org/x/sys"}},
+	// BPF collection: owns the BPF objects; produces perf.Snapshots.
+	{"bpf", []string{"bpf", "internal/perf", "github.com/cilium/ebpf", "golang.org/x/sys"}},
+	// perf_event_open and event names: the bottom of the system side.
+	{"internal/perf", []string{"internal/perf", "golang.org/x/sys"}},
+}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Standard   bool
+}
+
+func TestImportDirections(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	var checked int
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		for _, r := range rules {
+			if rel != r.tree && !strings.HasPrefix(rel, r.tree+"/") {
+				continue
+			}
+			checked++
+			for _, imp := range p.Imports {
+				if !allowed(imp, r.allowed) {
+					t.Errorf("%s imports %s, which docs/architecture.md does not allow for %s/", rel, imp, r.tree)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no package matched any rule: the module path or the rules are wrong")
+	}
+}
+
+func allowed(imp string, prefixes []string) bool {
+	if !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {
+		return true // standard library
+	}
+	for _, p := range prefixes {
+		full := p
+		if !strings.Contains(strings.SplitN(p, "/", 2)[0], ".") {
+			full = module + "/" + p
+		}
+		if imp == full || strings.HasPrefix(imp, full+"/") {
+			return true
+		}
+	}
+	return false
+}
