@@ -1,0 +1,225 @@
+package relation
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Bind specialises relations to the events of one run: every sum(GLOB) is expanded to
+// the run's events that match GLOB, and only relations whose events are all in events
+// are kept. A relation with a sum that matches none of the run's events is dropped (an
+// empty sum would assert that the left side is zero, which is not what anyone meant).
+//
+// Exhaustive sums (see Sum) are only exact over all the host's matching events; Bind
+// does not know them, so it weakens such relations to the inequality that still holds
+// when the missing terms are any non-negative counts (raw_syscalls:sys_enter >=
+// syscalls:sys_enter_read + syscalls:sys_enter_write), or drops them when no such
+// inequality follows. Use BindUniverse when the host's event list is known.
+func Bind(rels []Relation, events []string) []Relation {
+	return BindUniverse(rels, events, nil)
+}
+
+// BindUniverse is Bind with the list of all events the host has (for example every
+// tracepoint under /sys/kernel/tracing/events): an exhaustive sum whose glob matches
+// only events of the run stays exact. A nil universe means "unknown".
+func BindUniverse(rels []Relation, events, universe []string) []Relation {
+	have := make(map[string]bool, len(events))
+	sorted := append([]string(nil), events...)
+	sort.Strings(sorted)
+	for _, e := range events {
+		have[e] = true
+	}
+	var out []Relation
+	for _, r := range rels {
+		b, ok := bindOne(r, sorted, have, universe)
+		if ok {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// missingPrefix names the placeholder events that stand for the terms of an exhaustive
+// sum that the run lacks; no perf event name starts with a NUL byte.
+const missingPrefix = "\x00missing"
+
+func bindOne(r Relation, events []string, have map[string]bool, universe []string) (Relation, bool) {
+	empty := false
+	incomplete := 0
+	// withMissing is the relation with a placeholder term added to each incomplete sum,
+	// used only to find the sign with which the missing counts enter.
+	var bindExpr func(e Expr, placeholder bool) Expr
+	bindExpr = func(e Expr, placeholder bool) Expr {
+		switch e := e.(type) {
+		case Sum:
+			terms := []string{}
+			for _, ev := range events {
+				if Match(e.Glob, ev) {
+					terms = append(terms, ev)
+				}
+			}
+			if len(terms) == 0 {
+				empty = true
+			}
+			if e.Exhaustive && !covers(e.Glob, have, universe) {
+				if placeholder {
+					terms = append(terms, fmt.Sprintf("%s%d", missingPrefix, incomplete))
+				}
+				incomplete++
+			}
+			return Sum{Glob: e.Glob, Terms: terms, Exhaustive: e.Exhaustive}
+		case Neg:
+			return Neg{X: bindExpr(e.X, placeholder)}
+		case Binary:
+			return Binary{Op: e.Op, L: bindExpr(e.L, placeholder), R: bindExpr(e.R, placeholder)}
+		case Call:
+			args := make([]Expr, len(e.Args))
+			for i, a := range e.Args {
+				args[i] = bindExpr(a, placeholder)
+			}
+			return Call{Fn: e.Fn, Args: args}
+		case Cond:
+			return Cond{If: bindExpr(e.If, placeholder), Then: bindExpr(e.Then, placeholder), Else: bindExpr(e.Else, placeholder)}
+		}
+		return e
+	}
+	out := r
+	out.LHS = bindExpr(r.LHS, false)
+	out.RHS = bindExpr(r.RHS, false)
+	if empty {
+		return Relation{}, false
+	}
+	for _, ev := range out.Events() {
+		if !have[ev] {
+			return Relation{}, false
+		}
+	}
+	if incomplete == 0 {
+		return out, true
+	}
+	// Weaken: with m_i >= 0 the missing terms, L − R = base + Σ c_i m_i (op) 0.
+	incomplete = 0
+	probe := r
+	probe.LHS = bindExpr(r.LHS, true)
+	probe.RHS = bindExpr(r.RHS, true)
+	lin, ok := probe.Linearize()
+	if !ok {
+		return Relation{}, false
+	}
+	pos, neg := 0, 0
+	for ev, c := range lin.Coef {
+		if len(ev) > 0 && ev[0] == 0 {
+			if c > 0 {
+				pos++
+			} else {
+				neg++
+			}
+		}
+	}
+	switch {
+	case (r.Op == Eq || r.Op == Le) && neg == 0 && pos > 0:
+		out.Op = Le // base = −Σ c_i m_i <= 0
+	case (r.Op == Eq || r.Op == Ge) && pos == 0 && neg > 0:
+		out.Op = Ge
+	default:
+		return Relation{}, false
+	}
+	out.Note = "weakened to an inequality: the run lacks some events of an exhaustive sum"
+	if r.Note != "" {
+		out.Note = r.Note + "; " + out.Note
+	}
+	return out, true
+}
+
+// covers reports whether the run has every event of universe that matches glob. With
+// an unknown universe it cannot tell and says no.
+func covers(glob string, have map[string]bool, universe []string) bool {
+	if universe == nil {
+		return false
+	}
+	for _, ev := range universe {
+		if Match(glob, ev) && !have[ev] {
+			return false
+		}
+	}
+	return true
+}
+
+// Match reports whether name matches the shell-style glob: * matches any run of
+// characters (including / and :, which event names contain), ? one character, [abc],
+// [a-z] and [!a-z] a character class. A malformed class matches nothing.
+func Match(glob, name string) bool {
+	// Iterative matcher with single-star backtracking: linear in practice, and never
+	// exponential on hostile globs such as "*a*a*a*a*b".
+	g, n := 0, 0
+	starG, starN := -1, 0
+	for n < len(name) {
+		if g < len(glob) {
+			switch glob[g] {
+			case '*':
+				starG, starN = g, n
+				g++
+				continue
+			case '?':
+				g++
+				n++
+				continue
+			case '[':
+				if end, ok := matchClass(glob[g:], name[n]); end > 0 {
+					if ok {
+						g += end
+						n++
+						continue
+					}
+				} else {
+					return false
+				}
+			default:
+				if glob[g] == name[n] {
+					g++
+					n++
+					continue
+				}
+			}
+		}
+		if starG < 0 {
+			return false
+		}
+		starN++
+		g, n = starG+1, starN
+	}
+	for g < len(glob) && glob[g] == '*' {
+		g++
+	}
+	return g == len(glob)
+}
+
+// matchClass matches c against the class at the start of glob ("[...]"). It returns the
+// length of the class (0 when malformed) and whether c is in it.
+func matchClass(glob string, c byte) (int, bool) {
+	i := 1
+	negate := false
+	if i < len(glob) && (glob[i] == '!' || glob[i] == '^') {
+		negate = true
+		i++
+	}
+	in := false
+	first := true
+	for i < len(glob) && (glob[i] != ']' || first) {
+		first = false
+		lo := glob[i]
+		hi := lo
+		if i+2 < len(glob) && glob[i+1] == '-' && glob[i+2] != ']' {
+			hi = glob[i+2]
+			i += 2
+		}
+		if lo <= c && c <= hi {
+			in = true
+		}
+		i++
+	}
+	if i >= len(glob) {
+		return 0, false
+	}
+	return i + 1, in != negate
+}
