@@ -1,0 +1,226 @@
+//go:build ignore
+
+// snapshot.c: at every slice tick, read (count, enabled, running) of every event of the
+// thread (or CPU) that is running, and hand one record to user space through a BPF ring
+// buffer. Compiled by bpf2go (see gen.go); the object is committed so that building the
+// Go package never needs clang.
+//
+// The program uses no libbpf headers: the few helper declarations it needs are written
+// out below from the UAPI header, so `make generate` needs only clang and linux UAPI.
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+
+#define SEC(name) __attribute__((section(name), used))
+#define __uint(name, val) int(*name)[val]
+#define __type(name, val) typeof(val) *name
+
+static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)BPF_FUNC_map_lookup_elem;
+static long (*bpf_map_update_elem)(void *map, const void *key, const void *value, __u64 flags) = (void *)BPF_FUNC_map_update_elem;
+static long (*bpf_map_delete_elem)(void *map, const void *key) = (void *)BPF_FUNC_map_delete_elem;
+static __u64 (*bpf_ktime_get_ns)(void) = (void *)BPF_FUNC_ktime_get_ns;
+static __u64 (*bpf_get_current_pid_tgid)(void) = (void *)BPF_FUNC_get_current_pid_tgid;
+static __u32 (*bpf_get_smp_processor_id)(void) = (void *)BPF_FUNC_get_smp_processor_id;
+static long (*bpf_perf_event_read_value)(void *map, __u64 flags, struct bpf_perf_event_value *buf, __u32 size) = (void *)BPF_FUNC_perf_event_read_value;
+static long (*bpf_ringbuf_output)(void *ringbuf, void *data, __u64 size, __u64 flags) = (void *)BPF_FUNC_ringbuf_output;
+static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *src) = (void *)BPF_FUNC_probe_read_kernel;
+
+// MAX_EVENTS bounds the events per thread (or CPU); the Go side refuses more.
+#define MAX_EVENTS 128
+// SLOT_PENDING marks a thread seen forking but whose events user space has not opened yet.
+#define SLOT_PENDING 0xffffffffu
+
+enum kind {
+	KIND_TICK = 1, // periodic snapshot of a running thread (or CPU)
+	KIND_EXIT = 2, // last snapshot of a thread, taken in its exit path
+	KIND_FORK = 3, // a tracked thread created a task: user space must open its events
+	KIND_GONE = 4, // a thread exited before user space opened its events
+};
+
+enum stat {
+	STAT_TICKS = 0,   // timer interrupts seen, tracked thread running or not
+	STAT_RECORDS,     // snapshot records submitted
+	STAT_DROPS,       // records lost because the ring buffer was full
+	STAT_READ_ERRORS, // bpf_perf_event_read_value failures
+	STAT_MAX,
+};
+
+// header starts every record; a notice (KIND_FORK, KIND_GONE) is only a header.
+struct header {
+	__u64 time_ns; // bpf_ktime_get_ns: CLOCK_MONOTONIC
+	__u32 tid;     // thread whose events were read (the child for KIND_FORK)
+	__u32 slot;    // slot of the thread (the parent tid for KIND_FORK)
+	__u16 kind;
+	__u16 nr;      // number of values that follow
+	__u32 cpu;
+	__u32 errs; // number of values that could not be read (sent as zeros)
+	__s32 err;  // first read error, negative errno
+};
+
+// record is a snapshot; only the first nr values are sent.
+struct record {
+	struct header h;
+	struct bpf_perf_event_value vals[MAX_EVENTS];
+};
+
+// Set by user space before loading; frozen afterwards.
+const volatile __u32 nr_events = 1;
+const volatile __u32 system_wide = 0;    // slots are CPUs, every tick is a snapshot
+const volatile __u32 follow_forks = 0;   // report tasks created by tracked threads
+const volatile __u32 fork_child_off = 0; // offset of child_pid in the sched_process_fork record
+
+// events holds the per-thread (or per-CPU) counters at index slot*nr_events+i. User space
+// creates it with the real size: libbpf-style loaders clamp max_entries to the CPUs.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+	__uint(max_entries, 1);
+} events SEC(".maps");
+
+// threads maps a tracked tid to its slot (or SLOT_PENDING).
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 18);
+} records SEC(".maps");
+
+// scratch builds a record off the 512-byte BPF stack.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct record);
+	__uint(max_entries, 1);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, STAT_MAX);
+} stats SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &which);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline void snapshot(__u32 tid, __u32 slot, __u16 kind)
+{
+	__u32 zero = 0;
+	struct record *r = bpf_map_lookup_elem(&scratch, &zero);
+	if (!r)
+		return;
+	__u32 n = nr_events;
+	if (n > MAX_EVENTS)
+		n = MAX_EVENTS;
+	__u64 base = (__u64)slot * n;
+	r->h.tid = tid;
+	r->h.slot = slot;
+	r->h.kind = kind;
+	r->h.nr = n;
+	r->h.cpu = bpf_get_smp_processor_id();
+	r->h.errs = 0;
+	r->h.err = 0;
+	for (__u32 i = 0; i < MAX_EVENTS; i++) {
+		if (i >= n)
+			break;
+		long e = bpf_perf_event_read_value(&events, (base + i) & BPF_F_INDEX_MASK, &r->vals[i], sizeof(r->vals[i]));
+		if (e) {
+			r->vals[i].counter = 0;
+			r->vals[i].enabled = 0;
+			r->vals[i].running = 0;
+			if (!r->h.errs)
+				r->h.err = e;
+			r->h.errs++;
+			count(STAT_READ_ERRORS);
+		}
+	}
+	// Taken after the reads so that the time never precedes the values.
+	r->h.time_ns = bpf_ktime_get_ns();
+	__u64 size = __builtin_offsetof(struct record, vals) + (__u64)n * sizeof(r->vals[0]);
+	if (size > sizeof(*r))
+		size = sizeof(*r);
+	if (bpf_ringbuf_output(&records, r, size, 0))
+		count(STAT_DROPS);
+	else
+		count(STAT_RECORDS);
+}
+
+static __always_inline void notice(__u32 tid, __u32 slot, __u16 kind)
+{
+	struct header r = {};
+	r.time_ns = bpf_ktime_get_ns();
+	r.tid = tid;
+	r.slot = slot;
+	r.kind = kind;
+	r.cpu = bpf_get_smp_processor_id();
+	// Forced wake-up: user space must open the new thread's events quickly.
+	if (bpf_ringbuf_output(&records, &r, sizeof(r), BPF_RB_FORCE_WAKEUP))
+		count(STAT_DROPS);
+}
+
+// on_tick runs on the slice timer (a cpu-clock sampling event on every CPU).
+SEC("perf_event")
+int on_tick(void *ctx)
+{
+	count(STAT_TICKS);
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	if (system_wide) {
+		snapshot(tid, bpf_get_smp_processor_id(), KIND_TICK);
+		return 0;
+	}
+	__u32 *slot = bpf_map_lookup_elem(&threads, &tid);
+	if (!slot || *slot == SLOT_PENDING)
+		return 0;
+	snapshot(tid, *slot, KIND_TICK);
+	return 0;
+}
+
+// on_exit runs in the exiting thread, before the kernel detaches its perf events, so the
+// values it reads are the thread's final ones (up to the few instructions left).
+SEC("tracepoint/sched/sched_process_exit")
+int on_exit(void *ctx)
+{
+	if (system_wide)
+		return 0;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 *slot = bpf_map_lookup_elem(&threads, &tid);
+	if (!slot)
+		return 0;
+	if (*slot == SLOT_PENDING)
+		notice(tid, SLOT_PENDING, KIND_GONE);
+	else
+		snapshot(tid, *slot, KIND_EXIT);
+	bpf_map_delete_elem(&threads, &tid);
+	return 0;
+}
+
+// on_fork marks a task created by a tracked thread as pending right away, so that the tasks
+// it creates in turn are seen even before user space has opened its events.
+SEC("tracepoint/sched/sched_process_fork")
+int on_fork(void *ctx)
+{
+	if (system_wide || !follow_forks)
+		return 0;
+	__u32 parent = (__u32)bpf_get_current_pid_tgid();
+	if (!bpf_map_lookup_elem(&threads, &parent))
+		return 0;
+	__s32 child = 0;
+	if (bpf_probe_read_kernel(&child, sizeof(child), (char *)ctx + fork_child_off) || child <= 0)
+		return 0;
+	__u32 key = (__u32)child, pending = SLOT_PENDING;
+	bpf_map_update_elem(&threads, &key, &pending, BPF_NOEXIST);
+	notice(key, parent, KIND_FORK);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";
