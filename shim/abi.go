@@ -1,0 +1,142 @@
+package shim
+
+import "unsafe"
+
+// Names of the environment variables the shim reads.
+const (
+	EnvSocket  = "BAYESPERF_SOCKET"  // path of the sidecar's socket
+	EnvVerbose = "BAYESPERF_VERBOSE" // "1": the shim logs to stderr
+)
+
+// Message framing constants (bayesperf_abi.h).
+const (
+	MsgMagic   uint32 = 0x50594142
+	ABIVersion uint16 = 1
+)
+
+// Message types; a reply has the request's type | MsgReply.
+const (
+	MsgHello      uint16 = 1
+	MsgRegister   uint16 = 2
+	MsgUnregister uint16 = 3
+	MsgRefresh    uint16 = 4
+	MsgReply      uint16 = 0x8000
+)
+
+// AttrMax is the largest perf_event_attr prefix the shim forwards.
+const AttrMax = 256
+
+// PageSize is the size of the client page and of every mirror page.
+const PageSize = 4096
+
+// Magic numbers of the shared pages.
+const (
+	ClientMagic uint32 = 0x544e4c43
+	MirrorMagic uint32 = 0x5252494d
+)
+
+// Mirror states (bp_mirror_hdr.state).
+const (
+	MirrorEmpty  uint32 = 0 // never published: the shim reads the kernel
+	MirrorOK     uint32 = 1 // values valid
+	MirrorKernel uint32 = 2 // the sidecar cannot serve this event; the shim reads the kernel
+)
+
+// MirrorFinal is set in bp_mirror_hdr.flags when the values will not change any more.
+const MirrorFinal uint32 = 1
+
+// MsgHdr is struct bp_msg_hdr.
+type MsgHdr struct {
+	Magic   uint32
+	Version uint16
+	Type    uint16
+	Size    uint32 // whole message, header included
+	Seq     uint32
+}
+
+// Hello is struct bp_hello.
+type Hello struct {
+	Pid   int32
+	Flags uint32
+}
+
+// HelloReply is struct bp_hello_reply.
+type HelloReply struct {
+	Status     int32
+	SidecarPid int32
+	StaleNs    uint64
+	PageSize   uint32
+	Pad        uint32
+}
+
+// Register is struct bp_register: one perf_event_open the shim performed, as the caller
+// asked for it.
+type Register struct {
+	Handle      uint32
+	GroupHandle uint32
+	Pid         int32
+	CPU         int32
+	GroupFd     int32
+	AttrSize    uint32
+	Flags       uint64
+	Attr        [AttrMax]byte
+}
+
+// RegisterReply is struct bp_register_reply.
+type RegisterReply struct {
+	Status int32
+	Handle uint32
+}
+
+// Handle is struct bp_handle (body of UNREGISTER and REFRESH).
+type Handle struct {
+	Handle uint32
+	Pad    uint32
+}
+
+// Status is struct bp_status (body of the REFRESH reply).
+type Status struct {
+	Status int32
+	Handle uint32
+}
+
+// ClientPage is struct bp_client_page: per-connection counters the shim increments.
+type ClientPage struct {
+	Magic            uint32
+	Version          uint32
+	MirrorReads      uint64
+	PassthroughReads uint64
+	SyncRefreshes    uint64
+	Reserved         [4]uint64
+}
+
+// MirrorValue is struct bp_mirror_value.
+type MirrorValue struct {
+	Value uint64
+	ID    uint64
+	Lost  uint64
+}
+
+// MirrorHdr is struct bp_mirror_hdr.
+type MirrorHdr struct {
+	Seq        uint32
+	Magic      uint32
+	State      uint32
+	Flags      uint32
+	UpdateNs   uint64
+	ReadFormat uint64
+	Enabled    uint64
+	Running    uint64
+	Nr         uint32
+	Pad        uint32
+	Generation uint64
+}
+
+// MirrorMaxValues is how many values (group members) one mirror page holds.
+const MirrorMaxValues = (PageSize - int(unsafe.Sizeof(MirrorHdr{}))) / int(unsafe.Sizeof(MirrorValue{}))
+
+// MirrorPage is struct bp_mirror_page.
+type MirrorPage struct {
+	Hdr    MirrorHdr
+	Values [MirrorMaxValues]MirrorValue
+}

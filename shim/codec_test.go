@@ -1,0 +1,192 @@
+package shim
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+func TestEncodeDecodeRoundTrip(t *testing.T) {
+	reg := Register{Handle: 7, GroupHandle: 3, Pid: 42, CPU: -1, GroupFd: 5, AttrSize: 128, Flags: 8}
+	for i := range reg.Attr {
+		reg.Attr[i] = byte(i * 7)
+	}
+	msgs := []struct {
+		typ  uint16
+		body any
+	}{
+		{MsgHello, Hello{Pid: 1234, Flags: 1}},
+		{MsgHello | MsgReply, HelloReply{Status: -13, SidecarPid: 99, StaleNs: 2e6, PageSize: PageSize}},
+		{MsgRegister, reg},
+		{MsgRegister | MsgReply, RegisterReply{Status: 0, Handle: 7}},
+		{MsgUnregister, Handle{Handle: 9}},
+		{MsgRefresh, Handle{Handle: 10}},
+		{MsgRefresh | MsgReply, Status{Status: -32, Handle: 10}},
+	}
+	for _, m := range msgs {
+		b, err := Encode(m.typ, 77, m.body)
+		if err != nil {
+			t.Fatalf("encode %#x: %v", m.typ, err)
+		}
+		h, body, err := Decode(b)
+		if err != nil {
+			t.Fatalf("decode %#x: %v", m.typ, err)
+		}
+		if h.Type != m.typ || h.Seq != 77 || int(h.Size) != len(b) {
+			t.Errorf("header %+v after encoding type %#x seq 77 (%d bytes)", h, m.typ, len(b))
+		}
+		if !reflect.DeepEqual(body, m.body) {
+			t.Errorf("type %#x: decoded %+v, want %+v", m.typ, body, m.body)
+		}
+		// Every strict prefix and every one-byte extension is malformed.
+		for n := range len(b) {
+			if _, _, err := Decode(b[:n]); !errors.Is(err, ErrMalformed) {
+				t.Fatalf("type %#x truncated to %d bytes: err %v, want ErrMalformed", m.typ, n, err)
+			}
+		}
+		if _, _, err := Decode(append(bytes.Clone(b), 0)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("type %#x with a trailing byte: err %v, want ErrMalformed", m.typ, err)
+		}
+	}
+	if _, err := Encode(MsgHello, 1, Handle{}); err == nil {
+		t.Error("encoding a Handle as HELLO succeeded; want a size error")
+	}
+}
+
+func TestDecodeRejectsBadRegister(t *testing.T) {
+	for _, r := range []Register{{Handle: 0, AttrSize: 64}, {Handle: 1, AttrSize: 63}, {Handle: 1, AttrSize: AttrMax + 1}} {
+		b, err := Encode(MsgRegister, 1, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+			t.Errorf("register handle %d attr_size %d: err %v, want ErrMalformed", r.Handle, r.AttrSize, err)
+		}
+	}
+}
+
+// TestReadRoundTrip checks ParseRead against AppendRead and ReadSize for every
+// read_format combination, with random values and group sizes.
+func TestReadRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for format := range uint64(32) {
+		for _, nr := range []int{1, 2, 5} {
+			if format&FormatGroup == 0 && nr > 1 {
+				continue
+			}
+			v := Values{Members: make([]MirrorValue, nr)}
+			if format&FormatTotalTimeEnabled != 0 {
+				v.Enabled = rng.Uint64()
+			}
+			if format&FormatTotalTimeRunning != 0 {
+				v.Running = rng.Uint64()
+			}
+			for i := range v.Members {
+				v.Members[i].Value = rng.Uint64()
+				if format&FormatID != 0 {
+					v.Members[i].ID = rng.Uint64()
+				}
+				if format&FormatLost != 0 {
+					v.Members[i].Lost = rng.Uint64()
+				}
+			}
+			b := AppendRead(nil, format, v)
+			if len(b) != ReadSize(format, nr) {
+				t.Errorf("format %#x nr %d: encoded %d bytes, ReadSize says %d", format, nr, len(b), ReadSize(format, nr))
+			}
+			got, err := ParseRead(format, b)
+			if err != nil {
+				t.Fatalf("format %#x nr %d: %v", format, nr, err)
+			}
+			if !reflect.DeepEqual(got, v) {
+				t.Errorf("format %#x nr %d: parsed %+v, want %+v", format, nr, got, v)
+			}
+			if _, err := ParseRead(format, b[:len(b)-1]); !errors.Is(err, ErrMalformed) {
+				t.Errorf("format %#x nr %d: short buffer accepted", format, nr)
+			}
+		}
+	}
+}
+
+func TestParseAttr(t *testing.T) {
+	b := make([]byte, 64)
+	b[0] = 1  // PERF_TYPE_SOFTWARE
+	b[8] = 2  // config
+	b[32] = 3 // read_format enabled|running
+	b[40] = 1 // disabled
+	a, err := ParseAttr(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Type != 1 || a.Config != 2 || a.ReadFormat != 3 || a.Bits&AttrDisabled == 0 {
+		t.Errorf("parsed %+v", a)
+	}
+	b[32] = 0x40
+	if _, err := ParseAttr(b); !errors.Is(err, ErrMalformed) {
+		t.Errorf("unknown read_format bit accepted: %v", err)
+	}
+	if _, err := ParseAttr(b[:63]); !errors.Is(err, ErrMalformed) {
+		t.Errorf("63-byte attr accepted: %v", err)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, typ := range []uint16{MsgHello, MsgRegister, MsgRefresh | MsgReply} {
+		var body any
+		switch typ {
+		case MsgHello:
+			body = Hello{Pid: 1}
+		case MsgRegister:
+			body = Register{Handle: 1, AttrSize: 64}
+		default:
+			body = Status{}
+		}
+		b, _ := Encode(typ, 1, body)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, body, err := Decode(b)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error does not wrap ErrMalformed: %v", err)
+			}
+			return
+		}
+		// A message that decodes re-encodes to the same bytes.
+		again, err := Encode(h.Type, h.Seq, body)
+		if err != nil {
+			t.Fatalf("re-encode %+v: %v", h, err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding differs")
+		}
+	})
+}
+
+func FuzzParseRead(f *testing.F) {
+	f.Add(uint64(3), AppendRead(nil, 3, Values{Enabled: 1, Running: 2, Members: []MirrorValue{{Value: 3}}}))
+	f.Add(uint64(15), AppendRead(nil, 15, Values{Members: []MirrorValue{{1, 2, 0}, {3, 4, 0}}}))
+	f.Fuzz(func(t *testing.T, format uint64, b []byte) {
+		v, err := ParseRead(format, b)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error does not wrap ErrMalformed: %v", err)
+			}
+			return
+		}
+		if again := AppendRead(nil, format, v); !bytes.Equal(again, b) {
+			t.Fatalf("format %#x: re-encoding differs", format)
+		}
+	})
+}
+
+func FuzzParseAttr(f *testing.F) {
+	f.Add(make([]byte, 64))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if _, err := ParseAttr(b); err != nil && !errors.Is(err, ErrMalformed) {
+			t.Fatalf("error does not wrap ErrMalformed: %v", err)
+		}
+	})
+}

@@ -1,0 +1,147 @@
+/*
+ * bayesperf_abi.h: the ONE binary interface between the C shim (libbayesperf.so) and the
+ * Go sidecar. Go mirrors every struct and constant of this file in package shim
+ * (shim/abi.go); shim/abi_test.go compiles a C program against this header at test time
+ * and checks every size and offset against the Go view, so the two cannot drift.
+ *
+ * Both ends run on the same host: integers are in host byte order, every struct has
+ * explicit padding and no implicit holes.
+ *
+ * Transport: a SOCK_SEQPACKET Unix socket whose path is in $BAYESPERF_SOCKET. One message
+ * per packet: a bp_msg_hdr followed by the body of its type. File descriptors travel as
+ * SCM_RIGHTS ancillary data (at most one per message). Requests are answered in order on
+ * the same connection; UNREGISTER has no reply.
+ *
+ * Shared memory: the sidecar creates every page below in a memfd sealed with
+ * F_SEAL_SHRINK|F_SEAL_GROW (mirror pages also F_SEAL_FUTURE_WRITE, so the shim can only
+ * map them read-only) and hands it over with SCM_RIGHTS.
+ */
+#ifndef BAYESPERF_ABI_H
+#define BAYESPERF_ABI_H
+
+#include <stdint.h>
+
+#define BP_ENV_SOCKET "BAYESPERF_SOCKET"   /* path of the sidecar's socket */
+#define BP_ENV_VERBOSE "BAYESPERF_VERBOSE" /* "1": the shim logs to stderr */
+
+#define BP_MSG_MAGIC 0x50594142u /* "BAYP" in little-endian memory order */
+#define BP_ABI_VERSION 1u
+
+/* Message types. Replies are the request type | BP_MSG_REPLY. */
+enum {
+	BP_MSG_HELLO = 1,      /* shim -> sidecar: bp_hello; reply bp_hello_reply + client page fd */
+	BP_MSG_REGISTER = 2,   /* shim -> sidecar: bp_register + perf fd; reply bp_register_reply + mirror fd */
+	BP_MSG_UNREGISTER = 3, /* shim -> sidecar: bp_handle; no reply */
+	BP_MSG_REFRESH = 4,    /* shim -> sidecar: bp_handle; reply bp_status after the mirror is republished */
+	BP_MSG_REPLY = 0x8000,
+};
+
+struct bp_msg_hdr {
+	uint32_t magic;   /* BP_MSG_MAGIC */
+	uint16_t version; /* BP_ABI_VERSION */
+	uint16_t type;    /* BP_MSG_* */
+	uint32_t size;    /* whole message, header included */
+	uint32_t seq;     /* chosen by the requester, echoed in the reply */
+};
+
+struct bp_hello {
+	int32_t pid; /* getpid() of the client; checked against SO_PEERCRED */
+	uint32_t flags;
+};
+
+struct bp_hello_reply {
+	int32_t status;      /* 0 or -errno */
+	int32_t sidecar_pid;
+	uint64_t stale_ns;   /* a mirror older than this must be refreshed before it is served */
+	uint32_t page_size;  /* size of the client page and of every mirror page */
+	uint32_t pad;
+};
+
+#define BP_ATTR_MAX 256 /* largest perf_event_attr the shim forwards (kernel 6.x: 136) */
+
+struct bp_register {
+	uint32_t handle;       /* chosen by the shim, unique per connection, never 0 */
+	uint32_t group_handle; /* handle of the group leader, 0 if none or not registered */
+	int32_t pid;           /* perf_event_open arguments, as the caller passed them */
+	int32_t cpu;
+	int32_t group_fd;
+	uint32_t attr_size;    /* bytes of attr that are valid (attr.size, 64 when it was 0) */
+	uint64_t flags;
+	uint8_t attr[BP_ATTR_MAX];
+};
+
+struct bp_register_reply {
+	int32_t status; /* 0: mirror fd attached; <0: -errno, the shim passes this fd through */
+	uint32_t handle;
+};
+
+struct bp_handle {
+	uint32_t handle;
+	uint32_t pad;
+};
+
+struct bp_status {
+	int32_t status;
+	uint32_t handle;
+};
+
+/* The client page: one per connection, written by the shim (relaxed atomic adds). */
+#define BP_CLIENT_MAGIC 0x544e4c43u /* "CLNT" */
+struct bp_client_page {
+	uint32_t magic;
+	uint32_t version;
+	uint64_t mirror_reads;      /* read()s answered from a mirror page */
+	uint64_t passthrough_reads; /* read()s on registered fds that went to the kernel */
+	uint64_t sync_refreshes;    /* mirror reads that had to ask for a refresh first */
+	uint64_t reserved[4];
+};
+
+/*
+ * A counting mirror page: one per registered event, written only by the sidecar under a
+ * seqlock. Writer: seq += 1 (odd), store fields, seq += 1 (even), every store a sequentially
+ * consistent atomic. Reader: load-acquire seq (retry while odd), copy, acquire fence, reload
+ * seq and retry if it moved. values[] holds nr entries: one for a plain read, the whole
+ * group (leader first) when read_format has PERF_FORMAT_GROUP. enabled and running are those
+ * of the read (the leader's for a group read).
+ */
+#define BP_MIRROR_MAGIC 0x5252494du /* "MIRR" */
+#define BP_PAGE_SIZE 4096u
+
+enum {
+	BP_MIRROR_EMPTY = 0, /* never published: the shim reads the kernel */
+	BP_MIRROR_OK = 1,    /* values are valid */
+	BP_MIRROR_KERNEL = 2,/* the sidecar cannot serve this event (read error, EOF, too many
+	                        members): the shim reads the kernel, which gives the same answer */
+};
+
+/* flags */
+#define BP_MIRROR_F_FINAL 1u /* target gone or event disabled: values will not change */
+
+struct bp_mirror_value {
+	uint64_t value;
+	uint64_t id;
+	uint64_t lost;
+};
+
+struct bp_mirror_hdr {
+	uint32_t seq;
+	uint32_t magic;
+	uint32_t state;       /* BP_MIRROR_* */
+	uint32_t flags;       /* BP_MIRROR_F_* */
+	uint64_t update_ns;   /* CLOCK_MONOTONIC time of the kernel read behind these values */
+	uint64_t read_format; /* the attr's read_format, for the shim's layout */
+	uint64_t enabled;
+	uint64_t running;
+	uint32_t nr;          /* entries valid in values[] */
+	uint32_t pad;
+	uint64_t generation;  /* publishes so far */
+};
+
+#define BP_MIRROR_MAX_VALUES ((BP_PAGE_SIZE - sizeof(struct bp_mirror_hdr)) / sizeof(struct bp_mirror_value))
+
+struct bp_mirror_page {
+	struct bp_mirror_hdr hdr;
+	struct bp_mirror_value values[BP_MIRROR_MAX_VALUES];
+};
+
+#endif /* BAYESPERF_ABI_H */
