@@ -1,0 +1,263 @@
+package perf
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Event is one open perf event: its fd and the attr it was opened with. Close it when done.
+// An Event may be read from several goroutines at once (read(2) is atomic per call), but
+// Close must not race with other methods.
+type Event struct {
+	fd   int
+	Attr Attr
+	// Name is how the event was asked for, for messages; empty when opened from a raw attr.
+	Name    string
+	leader  *Event   // group leader when opened into a group
+	members []*Event // members opened into this leader's group, in order
+}
+
+// Targets of Open.
+const (
+	AnyCPU  = -1 // pid-bound event that follows its task on every CPU
+	ThisPid = 0  // the calling thread (and its children with FlagInherit)
+	NoGroup = -1 // no group leader: the event leads its own group
+)
+
+// Open calls perf_event_open(2) with attr for task pid (0 = caller, -1 = every task on cpu)
+// on cpu (-1 = any), joining the group of leader (nil = a new group). The fd is opened
+// close-on-exec. The attr is passed in this package's AttrSize layout; its Size field is
+// sent as is, so a zero Size gets VER0 (64-byte) semantics from the kernel.
+func Open(attr Attr, pid, cpu int, leader *Event) (*Event, error) {
+	gfd := NoGroup
+	if leader != nil {
+		gfd = leader.fd
+	}
+	buf := attr.Encode()
+	fd, _, errno := unix.Syscall6(unix.SYS_PERF_EVENT_OPEN, uintptr(unsafe.Pointer(&buf[0])),
+		uintptr(pid), uintptr(cpu), uintptr(gfd), uintptr(unix.PERF_FLAG_FD_CLOEXEC), 0)
+	runtime.KeepAlive(buf)
+	if errno != 0 {
+		return nil, fmt.Errorf("perf_event_open type=%d config=%#x pid=%d cpu=%d: %w", attr.Type, attr.Config, pid, cpu, explainOpenErr(errno))
+	}
+	e := &Event{fd: int(fd), Attr: attr, leader: leader}
+	if leader != nil {
+		leader.members = append(leader.members, e)
+	}
+	return e, nil
+}
+
+// ErrNotSupported says the kernel or the machine lacks the event (no hardware PMU here).
+var ErrNotSupported = errors.New("event not supported by this kernel or machine")
+
+func explainOpenErr(errno unix.Errno) error {
+	switch errno {
+	case unix.ENOENT, unix.EOPNOTSUPP, unix.ENODEV:
+		return fmt.Errorf("%w (%w)", ErrNotSupported, errno)
+	case unix.EACCES, unix.EPERM:
+		return fmt.Errorf("%w: run as root or lower /proc/sys/kernel/perf_event_paranoid", errno)
+	}
+	return errno
+}
+
+// FD is the event's file descriptor, for polling, BPF maps or handing to another process.
+func (e *Event) FD() int { return e.fd }
+
+// Close closes the fd. Closing twice returns an error rather than closing someone else's fd.
+func (e *Event) Close() error {
+	if e.fd < 0 {
+		return errors.New("close perf event: already closed")
+	}
+	err := unix.Close(e.fd)
+	e.fd = -1
+	if err != nil {
+		return fmt.Errorf("close perf event: %w", err)
+	}
+	return nil
+}
+
+func (e *Event) ioctl(req uint, arg int, what string) error {
+	if err := unix.IoctlSetInt(e.fd, req, arg); err != nil {
+		return fmt.Errorf("%s perf event %s: %w", what, e.Name, err)
+	}
+	return nil
+}
+
+// Enable starts counting (PERF_EVENT_IOC_ENABLE); group=true applies to the whole group of
+// which e is the leader.
+func (e *Event) Enable(group bool) error {
+	return e.ioctl(unix.PERF_EVENT_IOC_ENABLE, groupFlag(group), "enable")
+}
+
+// Disable stops counting (PERF_EVENT_IOC_DISABLE); time_enabled stops too.
+func (e *Event) Disable(group bool) error {
+	return e.ioctl(unix.PERF_EVENT_IOC_DISABLE, groupFlag(group), "disable")
+}
+
+// Reset zeroes the counter value (not the times), PERF_EVENT_IOC_RESET.
+func (e *Event) Reset(group bool) error {
+	return e.ioctl(unix.PERF_EVENT_IOC_RESET, groupFlag(group), "reset")
+}
+
+// ID returns the kernel's unique id of the event (PERF_EVENT_IOC_ID), as read with FormatID.
+func (e *Event) ID() (uint64, error) {
+	var id uint64
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(e.fd), uintptr(unix.PERF_EVENT_IOC_ID), uintptr(unsafe.Pointer(&id)))
+	if errno != 0 {
+		return 0, fmt.Errorf("get id of perf event %s: %w", e.Name, errno)
+	}
+	return id, nil
+}
+
+func groupFlag(g bool) int {
+	if g {
+		return unix.PERF_IOC_FLAG_GROUP
+	}
+	return 0
+}
+
+// Value is one event's part of a read: its count and, per read_format, its id and lost count.
+type Value struct {
+	Value, ID, Lost uint64
+}
+
+// Reading is a decoded read(2) of an event: the times are the (group leader's) enabled
+// and running ns, and Values has one entry, or one per group member with FormatGroup.
+type Reading struct {
+	Enabled, Running uint64
+	Values           []Value
+}
+
+// ReadSize is the number of bytes read(2) returns for read_format rf and n group members
+// (n is ignored without FormatGroup).
+func ReadSize(rf uint64, n int) int {
+	per := 8
+	if rf&FormatID != 0 {
+		per += 8
+	}
+	if rf&FormatLost != 0 {
+		per += 8
+	}
+	hdr := 0
+	if rf&FormatTotalTimeEnabled != 0 {
+		hdr += 8
+	}
+	if rf&FormatTotalTimeRunning != 0 {
+		hdr += 8
+	}
+	if rf&FormatGroup != 0 {
+		return 8 + hdr + n*per
+	}
+	return hdr + per
+}
+
+// DecodeReading decodes the bytes of a read(2) with read_format rf into r, reusing
+// r.Values. It fails, never panics, on short or inconsistent input.
+func DecodeReading(b []byte, rf uint64, r *Reading) error {
+	le := binary.LittleEndian
+	off := 0
+	next := func() (uint64, bool) {
+		if off+8 > len(b) {
+			return 0, false
+		}
+		v := le.Uint64(b[off:])
+		off += 8
+		return v, true
+	}
+	short := fmt.Errorf("decode perf read: %d bytes too short for read_format %#x", len(b), rf)
+	var ok bool
+	readTimes := func() error {
+		if rf&FormatTotalTimeEnabled != 0 {
+			if r.Enabled, ok = next(); !ok {
+				return short
+			}
+		}
+		if rf&FormatTotalTimeRunning != 0 {
+			if r.Running, ok = next(); !ok {
+				return short
+			}
+		}
+		return nil
+	}
+	readValue := func() (Value, error) {
+		var v Value
+		if v.Value, ok = next(); !ok {
+			return v, short
+		}
+		if rf&FormatGroup == 0 {
+			if err := readTimes(); err != nil {
+				return v, err
+			}
+		}
+		if rf&FormatID != 0 {
+			if v.ID, ok = next(); !ok {
+				return v, short
+			}
+		}
+		if rf&FormatLost != 0 {
+			if v.Lost, ok = next(); !ok {
+				return v, short
+			}
+		}
+		return v, nil
+	}
+	r.Enabled, r.Running = 0, 0
+	r.Values = r.Values[:0]
+	// Layouts (include/uapi/linux/perf_event.h): a single event reads value, enabled,
+	// running, id, lost; a group reads nr, enabled, running, then nr × (value, id, lost).
+	n := uint64(1)
+	if rf&FormatGroup != 0 {
+		if n, ok = next(); !ok {
+			return short
+		}
+		if n > uint64(len(b))/8 {
+			return fmt.Errorf("decode perf read: %d members claimed in %d bytes", n, len(b))
+		}
+		if err := readTimes(); err != nil {
+			return err
+		}
+	}
+	for range n {
+		v, err := readValue()
+		if err != nil {
+			return err
+		}
+		r.Values = append(r.Values, v)
+	}
+	return nil
+}
+
+// ReadInto reads the event (a group leader reads its whole group with FormatGroup) into
+// r using buf as scratch; buf must hold ReadSize(rf, members). It does not allocate when
+// r.Values has capacity.
+func (e *Event) ReadInto(buf []byte, r *Reading) error {
+	n, err := unix.Read(e.fd, buf)
+	if err != nil {
+		return fmt.Errorf("read perf event %s: %w", e.Name, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("read perf event %s: end of file (event in error state or target gone)", e.Name)
+	}
+	return DecodeReading(buf[:n], e.Attr.ReadFormat, r)
+}
+
+// ReadCount reads a single (non-group) event opened with both time formats as the raw
+// triple.
+func (e *Event) ReadCount() (Count, error) {
+	rf := e.Attr.ReadFormat
+	if rf&FormatGroup != 0 {
+		return Count{}, fmt.Errorf("read count of %s: event has FormatGroup, use ReadInto", e.Name)
+	}
+	buf := make([]byte, ReadSize(rf, 1))
+	var r Reading
+	r.Values = make([]Value, 0, 1)
+	if err := e.ReadInto(buf, &r); err != nil {
+		return Count{}, err
+	}
+	return Count{Value: r.Values[0].Value, Enabled: r.Enabled, Running: r.Running}, nil
+}

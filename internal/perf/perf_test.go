@@ -1,0 +1,430 @@
+package perf
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The test binary doubles as a target program: with BAYESPERF_PERF_HELPER=getppid:N it
+// makes N getppid calls and exits, so tracepoint counts are known exactly.
+func TestMain(m *testing.M) {
+	if h := os.Getenv("BAYESPERF_PERF_HELPER"); h != "" {
+		n, _ := strconv.Atoi(strings.TrimPrefix(h, "getppid:"))
+		for range n {
+			unix.Getppid()
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: opens tracepoints and other tasks' events")
+	}
+}
+
+func TestAttrLayoutMatchesXSys(t *testing.T) {
+	// x/sys/unix's PerfEventAttr is generated from the kernel headers; our Encode offsets
+	// must agree with it field by field.
+	var u unix.PerfEventAttr
+	a := Attr{Type: 1, Size: 2, Config: 3, SamplePeriod: 4, SampleType: 5, ReadFormat: 6, Flags: 7,
+		WakeupEvents: 8, BPType: 9, Config1: 10, Config2: 11, BranchSampleType: 12, SampleRegsUser: 13,
+		SampleStackUser: 14, ClockID: 15, SampleRegsIntr: 16, AuxWatermark: 17, SampleMaxStack: 18,
+		AuxSampleSize: 20, SigData: 22}
+	b := a.Encode()
+	n := min(int(unsafe.Sizeof(u)), len(b))
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&u)), unsafe.Sizeof(u))[:n], b[:n])
+	got := []uint64{uint64(u.Type), uint64(u.Size), u.Config, u.Sample, u.Sample_type, u.Read_format, u.Bits,
+		uint64(u.Wakeup), uint64(u.Bp_type), u.Ext1, u.Ext2, u.Branch_sample_type, u.Sample_regs_user,
+		uint64(u.Sample_stack_user), uint64(u.Clockid), u.Sample_regs_intr, uint64(u.Aux_watermark),
+		uint64(u.Sample_max_stack), uint64(u.Aux_sample_size), u.Sig_data}
+	want := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 20, 22}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("fields through x/sys layout = %v, want %v", got, want)
+	}
+}
+
+func TestDecodeAttrSizes(t *testing.T) {
+	a := Attr{Type: TypeSoftware, Size: AttrSize, Config: SWPageFaults, Config2: 77, Config3: 99, Flags: FlagDisabled | FlagInherit}
+	got, err := DecodeAttr(a.Encode())
+	if err != nil || got != a {
+		t.Fatalf("round trip: %+v, %v; want %+v", got, err, a)
+	}
+	// Size 0 is VER0: only 64 bytes count, config2 and later are not seen.
+	a.Size = 0
+	got, err = DecodeAttr(a.Encode()[:64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Config2 != 0 || got.Config3 != 0 || got.Config != SWPageFaults || got.EffectiveSize() != 64 {
+		t.Fatalf("VER0 decode = %+v", got)
+	}
+	// Too short for the declared size.
+	a.Size = AttrSizeVer1
+	if _, err := DecodeAttr(a.Encode()[:64]); err == nil {
+		t.Fatal("decode of 64 bytes with size 72 succeeded")
+	}
+	// A bigger struct with unknown non-zero tail is refused like the kernel's E2BIG.
+	big := append(a.Encode(), make([]byte, 8)...)
+	big[4] = byte(len(big))
+	if _, err := DecodeAttr(big); err != nil {
+		t.Fatalf("zero tail refused: %v", err)
+	}
+	big[len(big)-1] = 1
+	if _, err := DecodeAttr(big); err == nil {
+		t.Fatal("non-zero unknown tail accepted")
+	}
+	a.SetPreciseIP(2)
+	if a.PreciseIP() != 2 || a.Flags&FlagInherit == 0 {
+		t.Fatalf("precise_ip bits clobbered flags: %#x", a.Flags)
+	}
+}
+
+func helperCmd(n int) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("BAYESPERF_PERF_HELPER=getppid:%d", n))
+	return cmd
+}
+
+func TestTracepointCountsExactly(t *testing.T) {
+	requireRoot(t)
+	const n = 12345
+	evs, err := ParseEvents("syscalls:sys_enter_getppid,{dummy,raw_syscalls:sys_enter,task-clock}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opened []*Event
+	cmd := helperCmd(n)
+	err = StartAttached(cmd, func(pid int) error {
+		var leader *Event
+		for i, d := range evs {
+			a := d.Attr
+			a.Flags |= FlagInherit
+			var l *Event
+			if d.Grouped && i > 0 && evs[i-1].Group == d.Group {
+				l = leader
+			} else if d.Grouped {
+				a.ReadFormat |= FormatGroup
+			}
+			e, err := Open(a, pid, AnyCPU, l)
+			if err != nil {
+				return err
+			}
+			e.Name = d.Name
+			if l == nil && d.Grouped {
+				leader = e
+			}
+			opened = append(opened, e)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewReadCollector(opened, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := c.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Counts[0].Value; got != n {
+		t.Errorf("sys_enter_getppid = %d, want %d", got, n)
+	}
+	if got := s.Counts[2].Value; got < n {
+		t.Errorf("raw_syscalls:sys_enter = %d, want at least the %d getppid calls", got, n)
+	}
+	if s.Counts[3].Value == 0 || s.Counts[0].Enabled == 0 || s.Counts[0].Running != s.Counts[0].Enabled {
+		t.Errorf("task-clock/times implausible: %+v", s.Counts)
+	}
+	// A group read reports the leader's times for every member.
+	if s.Counts[2].Enabled != s.Counts[1].Enabled {
+		t.Errorf("group members report different times: %+v", s.Counts[1:])
+	}
+}
+
+func TestEnableDisableStopsCounting(t *testing.T) {
+	d, err := ParseEvents("task-clock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := d[0].Attr
+	a.Flags |= FlagDisabled
+	e, err := Open(a, ThisPid, AnyCPU, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	spin := func() {
+		x := 0
+		for i := range 20_000_000 {
+			x += i
+		}
+		_ = x
+	}
+	spin()
+	c0, _ := e.ReadCount()
+	if c0.Value != 0 || c0.Enabled != 0 {
+		t.Fatalf("disabled event counted: %+v", c0)
+	}
+	if err := e.Enable(false); err != nil {
+		t.Fatal(err)
+	}
+	spin()
+	if err := e.Disable(false); err != nil {
+		t.Fatal(err)
+	}
+	c1, _ := e.ReadCount()
+	spin()
+	c2, _ := e.ReadCount()
+	if c1.Value == 0 || c2 != c1 {
+		t.Fatalf("enable/disable: after enable %+v, after disable %+v", c1, c2)
+	}
+	if err := e.Reset(false); err != nil {
+		t.Fatal(err)
+	}
+	c3, _ := e.ReadCount()
+	if c3.Value != 0 || c3.Enabled != c1.Enabled {
+		t.Fatalf("reset should zero the value only: %+v", c3)
+	}
+	if _, err := e.ID(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParseList(t *testing.T) {
+	specs, err := ParseList("cycles:u,{page-faults,cs}:k,sched:sched_switch,syscalls:sys_enter_*:u,cpu/event=0x3c,umask=1/k,r1a8,L1-dcache-load-misses")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		name, mods string
+		kind       Kind
+		group      int
+		grouped    bool
+	}
+	var got []row
+	for _, s := range specs {
+		got = append(got, row{s.Name, s.Mods, s.Kind, s.Group, s.Grouped})
+	}
+	want := []row{
+		{"cycles", "u", KindSymbol, 0, false},
+		{"page-faults", "k", KindSymbol, 1, true},
+		{"cs", "k", KindSymbol, 1, true},
+		{"sched:sched_switch", "", KindTracepoint, 2, false},
+		{"syscalls:sys_enter_*", "u", KindTracepoint, 3, false},
+		{"cpu", "k", KindPMU, 4, false},
+		{"1a8", "", KindRaw, 5, false},
+		{"L1-dcache-load-misses", "", KindCache, 6, false},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	if terms := specs[5].Terms; len(terms) != 2 || terms[0] != (Term{"event", "0x3c", true}) || terms[1] != (Term{"umask", "1", true}) {
+		t.Fatalf("pmu terms = %+v", terms)
+	}
+	for _, bad := range []string{"", "{a,b", "a}", "{}", "{a,{b}}", "cpu/event=1", "a::u", "a:b:c:d", "{a}:xyz", "cpu/event=/"} {
+		if _, err := ParseList(bad); err == nil {
+			t.Errorf("ParseList(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestCacheNames(t *testing.T) {
+	for name, want := range map[string]uint64{
+		"L1-dcache-load-misses": 0 | 0<<8 | 1<<16,
+		"L1-dcache-loads":       0,
+		"LLC-store-misses":      2 | 1<<8 | 1<<16,
+		"dTLB-loads":            3,
+		"iTLB-load-misses":      4 | 1<<16,
+		"branch-load-misses":    5 | 1<<16,
+		"node-prefetches":       6 | 2<<8,
+		"L1-icache-misses":      1 | 1<<16,
+	} {
+		got, ok := parseCache(name)
+		if !ok || got != want {
+			t.Errorf("parseCache(%s) = %#x, %v; want %#x", name, got, ok, want)
+		}
+	}
+	for _, n := range CacheEventNames() {
+		if _, ok := parseCache(n); !ok {
+			t.Errorf("listed cache name %q does not parse", n)
+		}
+	}
+	if _, ok := parseCache("L1-dcache"); ok {
+		t.Error("bare cache name accepted")
+	}
+}
+
+func TestResolveSymbolsAndModifiers(t *testing.T) {
+	evs, err := ParseEvents("faults,cs:u,migrations:k,instructions:uk,ref-cycles:ppp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(i int, typ uint32, cfg, flagsSet, flagsClear uint64) {
+		t.Helper()
+		a := evs[i].Attr
+		if a.Type != typ || a.Config != cfg || a.Flags&flagsSet != flagsSet || a.Flags&flagsClear != 0 {
+			t.Errorf("%s: type %d config %d flags %#x", evs[i].Name, a.Type, a.Config, a.Flags)
+		}
+	}
+	check(0, TypeSoftware, SWPageFaults, 0, FlagExcludeUser|FlagExcludeKern|FlagExcludeHV)
+	check(1, TypeSoftware, SWContextSwitches, FlagExcludeKern|FlagExcludeHV, FlagExcludeUser)
+	check(2, TypeSoftware, SWCPUMigrations, FlagExcludeUser|FlagExcludeHV, FlagExcludeKern)
+	check(3, TypeHardware, HWInstructions, FlagExcludeHV, FlagExcludeUser|FlagExcludeKern)
+	if evs[4].Attr.PreciseIP() != 3 {
+		t.Errorf("ppp precise = %d", evs[4].Attr.PreciseIP())
+	}
+	if _, err := ParseEvents("cycles:pppp"); err == nil {
+		t.Error("pppp accepted")
+	}
+}
+
+func TestUnknownNamesSuggest(t *testing.T) {
+	_, err := ParseEvents("page-fault")
+	if err == nil || !strings.Contains(err.Error(), "page-faults") {
+		t.Fatalf("error %v should suggest page-faults", err)
+	}
+	requireRoot(t)
+	_, err = ParseEvents("sched:sched_swich")
+	if err == nil || !strings.Contains(err.Error(), "sched:sched_switch") {
+		t.Fatalf("error %v should suggest sched:sched_switch", err)
+	}
+}
+
+func TestTracepointGlob(t *testing.T) {
+	requireRoot(t)
+	evs, err := ParseEvents("{syscalls:sys_enter_get*id}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, e := range evs {
+		names[e.Name] = true
+		if e.Attr.Type != TypeTracepoint || e.Group != 0 || !e.Grouped {
+			t.Errorf("%s: %+v", e.Name, e)
+		}
+	}
+	for _, want := range []string{"syscalls:sys_enter_getpid", "syscalls:sys_enter_getppid", "syscalls:sys_enter_getuid"} {
+		if !names[want] {
+			t.Errorf("glob missed %s (got %v)", want, names)
+		}
+	}
+}
+
+func TestPMUTermsFromFixture(t *testing.T) {
+	dir := t.TempDir()
+	pmu := filepath.Join(dir, "fakecpu")
+	must := func(p, s string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(filepath.Join(pmu, "type"), "42\n")
+	must(filepath.Join(pmu, "format", "event"), "config:0-7,32-35\n")
+	must(filepath.Join(pmu, "format", "umask"), "config:8-15\n")
+	must(filepath.Join(pmu, "format", "edge"), "config:18\n")
+	must(filepath.Join(pmu, "format", "ldlat"), "config1:0-15\n")
+	must(filepath.Join(pmu, "events", "mem-loads"), "event=0x1cd,umask=0x1\n")
+	r := Resolver{SysfsPMUDir: dir, TracefsDir: dir}
+	evs, err := r.ParseEvents("fakecpu/event=0x13c,umask=0x2,edge/,fakecpu/mem-loads,ldlat=3/u,mem-loads")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := evs[0].Attr; a.Type != 42 || a.Config != 0x3c|1<<32|0x2<<8|1<<18 {
+		t.Errorf("event 0 config %#x type %d", a.Config, a.Type)
+	}
+	if a := evs[1].Attr; a.Config != 0xcd|1<<32|0x1<<8 || a.Config1 != 3 || a.Flags&FlagExcludeKern == 0 {
+		t.Errorf("event 1 %+v", a)
+	}
+	if evs[2].Attr.Config != evs[1].Attr.Config {
+		t.Errorf("bare alias resolved to %#x", evs[2].Attr.Config)
+	}
+	for _, bad := range []string{"fakecpu/event=0x1000/", "fakecpu/evnt=1/", "nopmu/event=1/", "fakecpu/../type/", "fakecpu/event=zz/"} {
+		if _, err := r.ParseEvents(bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	_, err = r.ParseEvents("fakecpu/umsk=1/")
+	if err == nil || !strings.Contains(err.Error(), "umask") {
+		t.Errorf("error %v should suggest umask", err)
+	}
+}
+
+func TestRealPMUAlias(t *testing.T) {
+	// msr/tsc/ exists on x86 VMs too; resolve it through sysfs and compare with sysfs type.
+	b, err := os.ReadFile("/sys/bus/event_source/devices/msr/type")
+	if err != nil {
+		t.Skip("no msr PMU in sysfs on this machine")
+	}
+	evs, err := ParseEvents("msr/tsc/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strconv.Itoa(int(evs[0].Attr.Type)) != strings.TrimSpace(string(b)) {
+		t.Fatalf("msr type %d vs sysfs %s", evs[0].Attr.Type, b)
+	}
+}
+
+func FuzzParseList(f *testing.F) {
+	for _, s := range []string{"cycles:u,{page-faults,cs}:k", "cpu/event=0x3c,umask=1/k", "syscalls:sys_enter_*", "r1a8", "{a,b},c", "L1-dcache-load-misses:u"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		specs, err := ParseList(s)
+		if err != nil {
+			return
+		}
+		prev := -1
+		for _, sp := range specs {
+			if sp.Text == "" || sp.Group < prev {
+				t.Fatalf("bad spec %+v from %q", sp, s)
+			}
+			prev = sp.Group
+		}
+	})
+}
+
+func FuzzDecodeReading(f *testing.F) {
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0}, uint64(FormatGroup))
+	f.Fuzz(func(t *testing.T, b []byte, rf uint64) {
+		var r Reading
+		if err := DecodeReading(b, rf, &r); err == nil && ReadSize(rf, len(r.Values)) > len(b) {
+			t.Fatalf("decoded %d values from %d bytes", len(r.Values), len(b))
+		}
+	})
+}
+
+func FuzzDecodeAttr(f *testing.F) {
+	a := Attr{Size: AttrSize, Type: 1}
+	f.Add(a.Encode())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := DecodeAttr(b)
+		if err != nil {
+			return
+		}
+		if int(a.EffectiveSize()) > len(b) {
+			t.Fatalf("size %d from %d bytes", a.Size, len(b))
+		}
+	})
+}
