@@ -41,11 +41,15 @@ var builtins = []builtin{
 	// System calls. raw_syscalls:sys_enter fires for every syscall entry; each
 	// syscalls:sys_enter_NAME fires for the syscalls that have SYSCALL_DEFINE metadata, so
 	// the sum misses invalid syscall numbers and syscalls without metadata (ni_syscall,
-	// some arch-specific ones): raw >= sum always, and equal up to those.
+	// some arch-specific ones): raw >= sum always, and equal up to those. The syscalls:*
+	// probes are registered on the raw tracepoints (perf_syscall_enter/exit), so a
+	// syscalls hit is always a raw hit. There is no identity for sys_exit: exit_group
+	// and rt_sigreturn have no exit event, vfork and clone return twice (parent and
+	// child), and a successful execve returns into the new image (measured: raw 924,
+	// sum 918 over a small shell loop).
 	{"raw_syscalls:sys_enter >= sum(syscalls:sys_enter_*)", 0, "every syscalls:sys_enter_* hit is also a raw_syscalls:sys_enter hit"},
 	{"raw_syscalls:sys_enter = sum(syscalls:sys_enter_*)", 1e-3, "equal except for syscalls without tracepoint metadata or invalid numbers"},
 	{"raw_syscalls:sys_exit >= sum(syscalls:sys_exit_*)", 0, "every syscalls:sys_exit_* hit is also a raw_syscalls:sys_exit hit"},
-	{"raw_syscalls:sys_exit = sum(syscalls:sys_exit_*)", 1e-3, "equal except for syscalls without tracepoint metadata or invalid numbers, and exit/execve which do not return"},
 
 	// Hardware generic events: misses are a subset of the accesses they count. On Intel
 	// cache-references/cache-misses are LONGEST_LAT_CACHE.REFERENCE/.MISS, on AMD Zen

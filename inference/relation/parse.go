@@ -18,6 +18,9 @@ type ParseError struct {
 }
 
 func (e *ParseError) Error() string {
+	if e.File == "" {
+		return fmt.Sprintf("column %d: %s", e.Col, e.Msg)
+	}
 	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
 }
 
@@ -165,6 +168,11 @@ func tokenize(text string) ([]token, error) {
 		for {
 			if strings.HasPrefix(word, "(") {
 				toks = append(toks, token{tokLParen, "(", col})
+				word, col = word[1:], col+1
+				continue
+			}
+			if strings.HasPrefix(word, "-(") {
+				toks = append(toks, token{tokOp, "-", col})
 				word, col = word[1:], col+1
 				continue
 			}
@@ -330,6 +338,9 @@ func matchable(glob string) (string, bool) {
 
 func operand(t token) (Expr, error) {
 	w := t.text
+	if w == "" {
+		return nil, &ParseError{Col: t.col, Msg: "expected an event or a number after -"}
+	}
 	if strings.HasPrefix(w, "-") {
 		// "-2" or "-x": unary minus written against its operand.
 		x, err := operand(token{tokName, w[1:], t.col + 1})

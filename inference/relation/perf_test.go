@@ -1,0 +1,123 @@
+package relation
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// requirePerfTracepoints skips unless perf and the syscalls/sched tracepoints are usable:
+// the perf binary, and root or perf_event_paranoid -1 for tracepoints. The development
+// machines have all of these, so a skip here means a machine that truly lacks them.
+func requirePerfTracepoints(t *testing.T) string {
+	t.Helper()
+	perf, err := exec.LookPath("perf")
+	if err != nil {
+		t.Skip("needs the perf binary (Debian package linux-perf): not in PATH")
+	}
+	if os.Geteuid() != 0 {
+		b, _ := os.ReadFile("/proc/sys/kernel/perf_event_paranoid")
+		if strings.TrimSpace(string(b)) != "-1" {
+			t.Skip("needs root or perf_event_paranoid = -1 to count tracepoints")
+		}
+	}
+	if _, err := os.Stat("/sys/kernel/tracing/events/syscalls"); err != nil {
+		if _, err2 := os.Stat("/sys/kernel/debug/tracing/events/syscalls"); err2 != nil {
+			t.Skipf("needs syscall tracepoints (CONFIG_FTRACE_SYSCALLS, tracefs mounted): %v", err)
+		}
+	}
+	return perf
+}
+
+// perfStat runs `perf stat -x,` over a shell workload and returns the total per event.
+// Events perf reports as <not counted> or <not supported> are left out.
+func perfStat(t *testing.T, perf string, events []string, workload string) map[string]float64 {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "stat.csv")
+	cmd := exec.Command(perf, "stat", "-x,", "-o", out, "-e", strings.Join(events, ","), "--", "sh", "-c", workload)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("perf stat: %v\n%s", err, b)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatalf("open perf output: %v", err)
+	}
+	defer f.Close()
+	counts := map[string]float64{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Split(sc.Text(), ",")
+		if len(fields) < 3 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			continue
+		}
+		counts[fields[2]] = v
+	}
+	return counts
+}
+
+// TestBuiltinsHoldOnThisKernel counts every software event and tracepoint a built-in
+// relation mentions over a real workload (a directory walk makes syscalls and page
+// faults; sleeps make context switches) and checks each bound relation against the
+// totals, within the relation's own stated tolerance. Hardware relations cannot be
+// checked on a machine without a PMU; they bind to nothing here.
+func TestBuiltinsHoldOnThisKernel(t *testing.T) {
+	perf := requirePerfTracepoints(t)
+	events := []string{
+		"page-faults", "faults", "minor-faults", "major-faults",
+		"context-switches", "cs", "sched:sched_switch",
+		"cpu-migrations", "migrations",
+		"raw_syscalls:sys_enter", "raw_syscalls:sys_exit",
+		// All enter tracepoints (perf expands the glob), a few exits: closing ~700
+		// tracepoint events can take perf seconds on a busy machine.
+		"syscalls:sys_enter_*",
+		"syscalls:sys_exit_read", "syscalls:sys_exit_openat", "syscalls:sys_exit_getdents64",
+	}
+	workload := "for i in 1 2 3 4; do ls -R /usr/share/doc > /dev/null; sleep 0.002; done; cat /proc/self/maps > /dev/null"
+	counts := perfStat(t, perf, events, workload)
+	var names []string
+	for e := range counts {
+		names = append(names, e)
+	}
+	if counts["page-faults"] == 0 || counts["raw_syscalls:sys_enter"] == 0 || counts["context-switches"] == 0 {
+		t.Fatalf("workload produced no faults, syscalls or switches: %v", counts)
+	}
+	// perf expanded the sys_enter glob to every syscall tracepoint of this kernel, so the
+	// run's events are also the host's universe for that glob.
+	bound := BindUniverse(Builtins(), names, names)
+	checked := map[string]bool{}
+	for _, r := range bound {
+		ok, err := r.Holds(func(e string) float64 { return counts[e] }, 0)
+		if err != nil {
+			t.Errorf("%s: %v", r, err)
+			continue
+		}
+		l, rr, _ := r.Eval(func(e string) float64 { return counts[e] })
+		if !ok {
+			t.Errorf("%s (tol %g) does not hold: %g vs %g", r, r.Tol, l, rr)
+		}
+		t.Logf("%-55s %12.0f %s %-12.0f tol %g", r.String(), l, r.Op, rr, r.Tol)
+		checked[r.Text] = true
+	}
+	for _, want := range []string{
+		"page-faults = minor-faults + major-faults",
+		"page-faults >= minor-faults + major-faults",
+		"faults = page-faults",
+		"cs = context-switches",
+		"context-switches = sched:sched_switch",
+		"migrations = cpu-migrations",
+		"raw_syscalls:sys_enter = sum(syscalls:sys_enter_*)",
+		"raw_syscalls:sys_exit >= sum(syscalls:sys_exit_*)",
+	} {
+		if !checked[want] {
+			t.Errorf("built-in %q was not checked: it did not bind to the run's events", want)
+		}
+	}
+}
