@@ -1,0 +1,254 @@
+package ringbuf
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Append encodes r per f after dst, header included, and returns the extended slice.
+// Non-SAMPLE records get the sample_id_all trailer when f.SampleIDAll is set. On error
+// dst is returned unchanged (in length).
+func Append(dst []byte, r Record, f *Format) ([]byte, error) {
+	start := len(dst)
+	var cm *Common
+	switch r := r.(type) {
+	case *Sample:
+		return appendSample(dst, r, f)
+	case *Unknown:
+		if HeaderSize+len(r.Body) > 0xffff {
+			return dst, fmt.Errorf("encode %v record: %d-byte body: %w", r.Header.Type, len(r.Body), ErrNoSpace)
+		}
+		dst = appendHeader(dst, r.Header.Type, r.Header.Misc)
+		return finishRecord(append(dst, r.Body...), start)
+	case *Mmap:
+		cm = &r.Common
+		dst = appendHeader(dst, RecordMmap, r.Misc)
+		dst = le.AppendUint32(le.AppendUint32(dst, r.Pid), r.Tid)
+		dst = le.AppendUint64(le.AppendUint64(le.AppendUint64(dst, r.Addr), r.Len), r.Pgoff)
+		dst = appendString(dst, r.Filename)
+	case *Lost:
+		cm = &r.Common
+		dst = appendHeader(dst, RecordLost, r.Misc)
+		dst = le.AppendUint64(le.AppendUint64(dst, r.EventID), r.Lost)
+	case *Comm:
+		cm = &r.Common
+		dst = appendHeader(dst, RecordComm, r.Misc)
+		dst = le.AppendUint32(le.AppendUint32(dst, r.Pid), r.Tid)
+		dst = appendString(dst, r.Comm)
+	case *Exit:
+		cm = &r.Common
+		dst = appendHeader(dst, r.Type(), r.Misc)
+		dst = le.AppendUint32(le.AppendUint32(dst, r.Pid), r.Ppid)
+		dst = le.AppendUint32(le.AppendUint32(dst, r.Tid), r.Ptid)
+		dst = le.AppendUint64(dst, r.Time)
+	case *Throttle:
+		cm = &r.Common
+		dst = appendHeader(dst, r.Type(), r.Misc)
+		dst = le.AppendUint64(le.AppendUint64(le.AppendUint64(dst, r.Time), r.EventID), r.StreamID)
+	case *Read:
+		cm = &r.Common
+		dst = appendHeader(dst, RecordRead, r.Misc)
+		dst = le.AppendUint32(le.AppendUint32(dst, r.Pid), r.Tid)
+		var err error
+		if dst, err = appendReadValues(dst, &r.Values, f.ReadFormat); err != nil {
+			return dst[:start], err
+		}
+	case *Mmap2:
+		cm = &r.Common
+		dst = appendHeader(dst, RecordMmap2, r.Misc)
+		dst = le.AppendUint32(le.AppendUint32(dst, r.Pid), r.Tid)
+		dst = le.AppendUint64(le.AppendUint64(le.AppendUint64(dst, r.Addr), r.Len), r.Pgoff)
+		if r.Misc&MiscMmapBuildID != 0 {
+			if len(r.BuildID) > 20 {
+				return dst[:start], fmt.Errorf("encode MMAP2 record: build id of %d bytes, at most 20: %w", len(r.BuildID), ErrCorrupt)
+			}
+			var u [24]byte
+			u[0] = byte(len(r.BuildID))
+			copy(u[4:], r.BuildID)
+			dst = append(dst, u[:]...)
+		} else {
+			if len(r.BuildID) != 0 {
+				return dst[:start], fmt.Errorf("encode MMAP2 record: build id without MiscMmapBuildID: %w", ErrCorrupt)
+			}
+			dst = le.AppendUint32(le.AppendUint32(dst, r.Maj), r.Min)
+			dst = le.AppendUint64(le.AppendUint64(dst, r.Ino), r.InoGeneration)
+		}
+		dst = le.AppendUint32(le.AppendUint32(dst, r.Prot), r.Flags)
+		dst = appendString(dst, r.Filename)
+	case *Aux:
+		cm = &r.Common
+		dst = appendHeader(dst, RecordAux, r.Misc)
+		dst = le.AppendUint64(le.AppendUint64(le.AppendUint64(dst, r.AuxOffset), r.AuxSize), r.Flags)
+	case *ItraceStart:
+		cm = &r.Common
+		dst = appendHeader(dst, RecordItraceStart, r.Misc)
+		dst = le.AppendUint32(le.AppendUint32(dst, r.Pid), r.Tid)
+	case *LostSamples:
+		cm = &r.Common
+		dst = appendHeader(dst, RecordLostSamples, r.Misc)
+		dst = le.AppendUint64(dst, r.Lost)
+	case *Switch:
+		cm = &r.Common
+		dst = appendHeader(dst, RecordSwitch, r.Misc)
+	case *SwitchCPUWide:
+		cm = &r.Common
+		dst = appendHeader(dst, RecordSwitchCPUWide, r.Misc)
+		dst = le.AppendUint32(le.AppendUint32(dst, r.NextPrevPid), r.NextPrevTid)
+	case *Namespaces:
+		cm = &r.Common
+		dst = appendHeader(dst, RecordNamespaces, r.Misc)
+		dst = le.AppendUint32(le.AppendUint32(dst, r.Pid), r.Tid)
+		dst = le.AppendUint64(dst, uint64(len(r.Namespaces)))
+		for _, n := range r.Namespaces {
+			dst = le.AppendUint64(le.AppendUint64(dst, n.Dev), n.Inode)
+		}
+	case *Ksymbol:
+		cm = &r.Common
+		dst = appendHeader(dst, RecordKsymbol, r.Misc)
+		dst = le.AppendUint32(le.AppendUint64(dst, r.Addr), r.Len)
+		dst = le.AppendUint16(le.AppendUint16(dst, r.KsymType), r.Flags)
+		dst = appendString(dst, r.Name)
+	case *BPFEvent:
+		cm = &r.Common
+		dst = appendHeader(dst, RecordBPFEvent, r.Misc)
+		dst = le.AppendUint16(le.AppendUint16(dst, r.EventType), r.Flags)
+		dst = append(le.AppendUint32(dst, r.ProgID), r.Tag[:]...)
+	case *Cgroup:
+		cm = &r.Common
+		dst = appendHeader(dst, RecordCgroup, r.Misc)
+		dst = appendString(le.AppendUint64(dst, r.CgroupID), r.Path)
+	case *TextPoke:
+		cm = &r.Common
+		if len(r.Old) > 0xffff || len(r.New) > 0xffff {
+			return dst, fmt.Errorf("encode TEXT_POKE record: %d old and %d new bytes: %w", len(r.Old), len(r.New), ErrNoSpace)
+		}
+		dst = appendHeader(dst, RecordTextPoke, r.Misc)
+		dst = le.AppendUint64(dst, r.Addr)
+		dst = le.AppendUint16(le.AppendUint16(dst, uint16(len(r.Old))), uint16(len(r.New)))
+		dst = append(append(dst, r.Old...), r.New...)
+		n := 4 + len(r.Old) + len(r.New)
+		dst = append(dst, make([]byte, align8(n)-n)...)
+	case *AuxOutputHWID:
+		cm = &r.Common
+		dst = appendHeader(dst, RecordAuxOutputHWID, r.Misc)
+		dst = le.AppendUint64(dst, r.HWID)
+	case *CallchainDeferred:
+		cm = &r.Common
+		dst = appendHeader(dst, RecordCallchainDeferred, r.Misc)
+		dst = le.AppendUint64(le.AppendUint64(dst, r.Cookie), uint64(len(r.IPs)))
+		dst = appendU64s(dst, r.IPs)
+	default:
+		return dst, fmt.Errorf("encode record: unsupported Go type %T: %w", r, ErrCorrupt)
+	}
+	if f.SampleIDAll {
+		dst = putSampleID(dst, f, &cm.ID)
+	}
+	out, err := finishRecord(dst, start)
+	if err != nil {
+		return dst[:start], err
+	}
+	return out, nil
+}
+
+func appendHeader(dst []byte, t RecordType, misc uint16) []byte {
+	dst = le.AppendUint32(dst, uint32(t))
+	dst = le.AppendUint16(dst, misc)
+	return le.AppendUint16(dst, 0) // size, patched by finishRecord
+}
+
+// finishRecord stores the size of the record that starts at dst[start:].
+func finishRecord(dst []byte, start int) ([]byte, error) {
+	n := len(dst) - start
+	if n > 0xffff {
+		return dst[:start], fmt.Errorf("encode %v record: %d bytes exceed the 65535-byte header size: %w",
+			RecordType(le.Uint32(dst[start:])), n, ErrNoSpace)
+	}
+	le.PutUint16(dst[start+6:], uint16(n))
+	return dst, nil
+}
+
+func appendU64s(dst []byte, v []uint64) []byte {
+	for _, x := range v {
+		dst = le.AppendUint64(dst, x)
+	}
+	return dst
+}
+
+// appendString appends s, a NUL and NUL padding to a multiple of 8. A NUL inside s would
+// not survive decoding, so s is cut there (the kernel's strings cannot contain one).
+func appendString(dst []byte, s string) []byte {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
+	}
+	dst = append(dst, s...)
+	n := align8(len(s) + 1)
+	for range n - len(s) {
+		dst = append(dst, 0)
+	}
+	return dst
+}
+
+// putSampleID appends the sample_id_all trailer for f.
+func putSampleID(dst []byte, f *Format, s *IDFields) []byte {
+	st := f.SampleType
+	if st&SampleTID != 0 {
+		dst = le.AppendUint32(le.AppendUint32(dst, s.Pid), s.Tid)
+	}
+	if st&SampleTime != 0 {
+		dst = le.AppendUint64(dst, s.Time)
+	}
+	if st&SampleID != 0 {
+		dst = le.AppendUint64(dst, s.ID)
+	}
+	if st&SampleStreamID != 0 {
+		dst = le.AppendUint64(dst, s.StreamID)
+	}
+	if st&SampleCPU != 0 {
+		dst = le.AppendUint32(le.AppendUint32(dst, s.CPU), s.Res)
+	}
+	if st&SampleIdentifier != 0 {
+		dst = le.AppendUint64(dst, s.Identifier)
+	}
+	return dst
+}
+
+// appendReadValues encodes a struct read_format per rf.
+func appendReadValues(dst []byte, v *ReadValues, rf ReadFormat) ([]byte, error) {
+	if rf&FormatGroup == 0 {
+		if len(v.Values) != 1 {
+			return dst, fmt.Errorf("encode read_format: %d values without FormatGroup, want 1: %w", len(v.Values), ErrCorrupt)
+		}
+		cv := v.Values[0]
+		dst = le.AppendUint64(dst, cv.Value)
+		if rf&FormatTotalTimeEnabled != 0 {
+			dst = le.AppendUint64(dst, v.TimeEnabled)
+		}
+		if rf&FormatTotalTimeRunning != 0 {
+			dst = le.AppendUint64(dst, v.TimeRunning)
+		}
+		if rf&FormatID != 0 {
+			dst = le.AppendUint64(dst, cv.ID)
+		}
+		if rf&FormatLost != 0 {
+			dst = le.AppendUint64(dst, cv.Lost)
+		}
+		return dst, nil
+	}
+	dst = le.AppendUint64(dst, uint64(len(v.Values)))
+	if rf&FormatTotalTimeEnabled != 0 {
+		dst = le.AppendUint64(dst, v.TimeEnabled)
+	}
+	if rf&FormatTotalTimeRunning != 0 {
+		dst = le.AppendUint64(dst, v.TimeRunning)
+	}
+	for _, cv := range v.Values {
+		dst = le.AppendUint64(dst, cv.Value)
+		if rf&FormatID != 0 {
+			dst = le.AppendUint64(dst, cv.ID)
+		}
+		if rf&FormatLost != 0 {
+			dst = le.AppendUint64(dst, cv.Lost)
+		}
+	}
+	return dst, nil
+}
