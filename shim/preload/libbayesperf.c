@@ -1,0 +1,971 @@
+/*
+ * libbayesperf.so: the LD_PRELOAD half of bayesperf.
+ *
+ * It interposes syscall() to see perf_event_open (libc has no wrapper for it), opens the
+ * real event itself in the caller (so pid/cpu/group, inherit, enable_on_exec and the
+ * kernel's permission checks are exactly the kernel's), then hands the fd, the attr and
+ * the group to the sidecar over the Unix socket named by $BAYESPERF_SOCKET. The sidecar
+ * answers with a sealed memfd holding a counting mirror page (bayesperf_abi.h) that it
+ * republishes at least every millisecond; read() on a registered fd is then served from
+ * that page in the exact read_format layout, without a system call.
+ *
+ * Rules this file keeps:
+ *  - Nothing happens until the process itself opens a perf event: a workload that merely
+ *    inherits LD_PRELOAD is never disturbed (no constructor, no connection, no thread).
+ *  - Every non-perf fd and every syscall number other than perf_event_open goes straight
+ *    to the real function: one table lookup, no locks.
+ *  - Any failure of the sidecar (absent, refused, dead, too slow) switches the process to
+ *    passthrough for good, with one warning line on stderr. The real fds are in the
+ *    caller all along, so the kernel's answers are always available and exact.
+ *  - The shim never calls an interposed libc function on itself by name: real functions
+ *    are reached through dlsym(RTLD_NEXT) pointers or raw system calls, and a thread-local
+ *    guard sends calls made from inside the shim straight through.
+ *
+ * Concurrency: the fd table is read without locks and changed under tab_lock; requests to
+ * the sidecar are serialised by conn_lock (one request and its reply at a time). A read
+ * racing a close of the same fd is a bug of the caller; the shim only guarantees not to
+ * serve another file's data from a mirror after close() returned.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bayesperf_abi.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+#if defined(__x86_64__)
+#define cpu_relax() __builtin_ia32_pause()
+#else
+#define cpu_relax() __asm__ volatile("yield" ::: "memory")
+#endif
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---------------------------------------------------------------------------------- */
+/* Real functions and raw system calls.                                               */
+
+static long raw_syscall6(long n, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+#if defined(__x86_64__)
+	register long r10 __asm__("r10") = a4;
+	register long r8 __asm__("r8") = a5;
+	register long r9 __asm__("r9") = a6;
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+#elif defined(__aarch64__)
+	register long x8 __asm__("x8") = n;
+	register long x0 __asm__("x0") = a1;
+	register long x1 __asm__("x1") = a2;
+	register long x2 __asm__("x2") = a3;
+	register long x3 __asm__("x3") = a4;
+	register long x4 __asm__("x4") = a5;
+	register long x5 __asm__("x5") = a6;
+	__asm__ volatile("svc 0"
+			 : "+r"(x0)
+			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+			 : "memory");
+	return x0;
+#else
+#error "libbayesperf: raw system calls are written for x86_64 and aarch64 only"
+#endif
+}
+
+/* raw_result turns a raw kernel return into the libc convention. */
+static long raw_result(long r)
+{
+	if ((unsigned long)r > -4096UL) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+/* real(name) resolves the next definition of name once; the race is benign (all threads
+ * store the same pointer). */
+static void *resolve(void **slot, const char *name)
+{
+	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (UNLIKELY(p == NULL)) {
+		p = dlsym(RTLD_NEXT, name);
+		if (p == NULL) {
+			static const char msg[] = "bayesperf: cannot resolve a libc function; aborting\n";
+			raw_syscall6(SYS_write, 2, (long)msg, sizeof msg - 1, 0, 0, 0);
+			abort();
+		}
+		__atomic_store_n(slot, p, __ATOMIC_RELEASE);
+	}
+	return p;
+}
+
+#define REAL_DECL(ret, name, params) \
+	typedef ret(*name##_fn) params;  \
+	static void *real_##name##_slot;  \
+	static inline name##_fn real_##name(void) { return (name##_fn)resolve(&real_##name##_slot, #name); }
+
+REAL_DECL(ssize_t, read, (int, void *, size_t))
+REAL_DECL(ssize_t, __read_chk, (int, void *, size_t, size_t))
+REAL_DECL(ssize_t, readv, (int, const struct iovec *, int))
+REAL_DECL(ssize_t, pread64, (int, void *, size_t, off_t))
+REAL_DECL(ssize_t, pread, (int, void *, size_t, off_t))
+REAL_DECL(int, ioctl, (int, unsigned long, void *))
+REAL_DECL(int, fcntl, (int, int, void *))
+REAL_DECL(int, fcntl64, (int, int, void *))
+REAL_DECL(int, close, (int))
+REAL_DECL(int, close_range, (unsigned int, unsigned int, int))
+REAL_DECL(int, dup, (int))
+REAL_DECL(int, dup2, (int, int))
+REAL_DECL(int, dup3, (int, int, int))
+REAL_DECL(pid_t, wait, (int *))
+REAL_DECL(pid_t, waitpid, (pid_t, int *, int))
+REAL_DECL(pid_t, wait3, (int *, int, struct rusage *))
+REAL_DECL(pid_t, wait4, (pid_t, int *, int, struct rusage *))
+REAL_DECL(int, waitid, (idtype_t, id_t, siginfo_t *, int))
+
+/* ---------------------------------------------------------------------------------- */
+/* State.                                                                             */
+
+/* guard > 0 while the shim itself is running on this thread: nested calls pass through. */
+static TLS int guard;
+
+enum { CONN_NONE = 0, CONN_UP = 1, CONN_DOWN = 2 };
+
+static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
+static int conn_state;  /* CONN_*; read without the lock on the fast path */
+static int conn_fd = -1;
+static uint32_t conn_epoch = 1; /* bumped in a forked child: entries of older epochs pass through */
+static uint32_t next_handle = 1;
+static uint32_t next_seq = 1;
+static uint64_t stale_ns = 2000000;
+static struct bp_client_page *client_page;
+static int verbose = -1;
+static int atfork_done;
+
+/* sync_gen is bumped whenever the values a mirror holds may be behind in a way its age
+ * does not show: a perf ioctl (RESET, ENABLE, DISABLE, group-wide flags) or a reaped
+ * child (the measured workload ended; its last counts must be exact). */
+static uint64_t sync_gen;
+
+struct bp_event {
+	int refs;                             /* fds in the table that point here */
+	uint32_t handle;
+	uint32_t epoch;                       /* conn_epoch at registration */
+	const struct bp_mirror_page *page;    /* read-only mapping of the mirror */
+	uint64_t synced_gen;                  /* sync_gen at the last refresh */
+};
+
+#define BP_MAX_FD 65536
+static struct bp_event *fdtab[BP_MAX_FD];
+static int nperf; /* number of table entries in use: 0 makes every lookup free */
+static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static inline struct bp_event *lookup(int fd)
+{
+	if (LIKELY(__atomic_load_n(&nperf, __ATOMIC_RELAXED) == 0))
+		return NULL;
+	if ((unsigned)fd >= BP_MAX_FD)
+		return NULL;
+	return __atomic_load_n(&fdtab[fd], __ATOMIC_ACQUIRE);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Logging: raw write(2) so that no stdio lock or buffer of the tool is touched.       */
+
+static void say(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof buf)
+		n = sizeof buf - 1;
+	raw_syscall6(SYS_write, 2, (long)buf, n, 0, 0, 0);
+}
+
+static int is_verbose(void)
+{
+	if (verbose < 0) {
+		const char *v = getenv(BP_ENV_VERBOSE);
+		verbose = v != NULL && v[0] == '1';
+	}
+	return verbose;
+}
+
+#define DEBUG(...)                                  \
+	do {                                        \
+		if (UNLIKELY(is_verbose()))         \
+			say("bayesperf[%d]: ", getpid()), say(__VA_ARGS__); \
+	} while (0)
+
+/* ---------------------------------------------------------------------------------- */
+/* Connection to the sidecar. Callers hold conn_lock.                                   */
+
+/* go_down switches the process to passthrough for good and says so once. */
+static void go_down(const char *why, int err)
+{
+	if (conn_state == CONN_DOWN)
+		return;
+	int was_up = conn_state == CONN_UP;
+	__atomic_store_n(&conn_state, CONN_DOWN, __ATOMIC_RELEASE);
+	if (conn_fd >= 0) {
+		real_close()(conn_fd);
+		conn_fd = -1;
+	}
+	say("bayesperf: %s%s%s; perf events now go straight to the kernel%s\n", why,
+	    err ? ": " : "", err ? strerror(err) : "",
+	    was_up ? " (values stay exact, uncorrected)" : "");
+}
+
+static void atfork_child(void);
+
+/* send_msg sends one message with an optional fd. Returns 0 or an errno. */
+static int send_msg(uint16_t type, const void *body, size_t len, int fd, uint32_t *seq)
+{
+	char buf[sizeof(struct bp_msg_hdr) + sizeof(struct bp_register)];
+	struct bp_msg_hdr h = {
+		.magic = BP_MSG_MAGIC,
+		.version = BP_ABI_VERSION,
+		.type = type,
+		.size = (uint32_t)(sizeof h + len),
+		.seq = next_seq++,
+	};
+	memcpy(buf, &h, sizeof h);
+	memcpy(buf + sizeof h, body, len);
+	struct iovec iov = {.iov_base = buf, .iov_len = sizeof h + len};
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (fd >= 0) {
+		memset(&ctl, 0, sizeof ctl);
+		m.msg_control = ctl.b;
+		m.msg_controllen = sizeof ctl.b;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	}
+	if (seq)
+		*seq = h.seq;
+	for (;;) {
+		long r = raw_syscall6(SYS_sendmsg, conn_fd, (long)&m, MSG_NOSIGNAL, 0, 0, 0);
+		if (r == -EINTR)
+			continue;
+		if (r < 0)
+			return (int)-r;
+		if ((size_t)r != iov.iov_len)
+			return EPROTO;
+		return 0;
+	}
+}
+
+/* recv_reply receives the reply to request seq of type, with an optional fd. */
+static int recv_reply(uint16_t type, uint32_t seq, void *body, size_t len, int *fd)
+{
+	char buf[sizeof(struct bp_msg_hdr) + sizeof(struct bp_register) + 64];
+	union {
+		char b[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b};
+	long r;
+	if (fd)
+		*fd = -1;
+	do
+		r = raw_syscall6(SYS_recvmsg, conn_fd, (long)&m, MSG_CMSG_CLOEXEC, 0, 0, 0);
+	while (r == -EINTR);
+	if (r < 0)
+		return (int)-r;
+	if (r == 0)
+		return ECONNRESET;
+	int got = -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c != NULL; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (int i = 0; i < n; i++) {
+			int f;
+			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
+			if (got < 0 && fd != NULL)
+				got = f;
+			else
+				real_close()(f);
+		}
+	}
+	struct bp_msg_hdr h;
+	if ((size_t)r != sizeof h + len || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		goto bad;
+	memcpy(&h, buf, sizeof h);
+	if (h.magic != BP_MSG_MAGIC || h.version != BP_ABI_VERSION || h.type != (type | BP_MSG_REPLY) ||
+	    h.seq != seq || h.size != r)
+		goto bad;
+	memcpy(body, buf + sizeof h, len);
+	if (fd)
+		*fd = got;
+	return 0;
+bad:
+	if (got >= 0)
+		real_close()(got);
+	return EPROTO;
+}
+
+static void set_timeout(int fd)
+{
+	long ms = 2000;
+	const char *t = getenv("BAYESPERF_TIMEOUT_MS");
+	if (t != NULL && atol(t) > 0)
+		ms = atol(t);
+	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+/* connect_locked makes the first connection of this process. */
+static void connect_locked(void)
+{
+	if (conn_state != CONN_NONE)
+		return;
+	if (!atfork_done) {
+		atfork_done = 1;
+		pthread_atfork(NULL, NULL, atfork_child);
+	}
+	const char *path = getenv(BP_ENV_SOCKET);
+	if (path == NULL || path[0] == '\0') {
+		go_down("BAYESPERF_SOCKET is not set, no sidecar to talk to", 0);
+		return;
+	}
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof sa.sun_path) {
+		go_down("BAYESPERF_SOCKET path is too long", 0);
+		return;
+	}
+	strcpy(sa.sun_path, path);
+	long fd = raw_syscall6(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, 0, 0, 0);
+	if (fd < 0) {
+		go_down("cannot create a socket for the sidecar", (int)-fd);
+		return;
+	}
+	conn_fd = (int)fd;
+	long r;
+	do
+		r = raw_syscall6(SYS_connect, fd, (long)&sa, sizeof sa, 0, 0, 0);
+	while (r == -EINTR);
+	if (r < 0) {
+		go_down("cannot reach the sidecar", (int)-r);
+		return;
+	}
+	set_timeout(conn_fd);
+	struct bp_hello hello = {.pid = getpid()};
+	struct bp_hello_reply rep;
+	uint32_t seq;
+	int page_fd = -1;
+	int err = send_msg(BP_MSG_HELLO, &hello, sizeof hello, -1, &seq);
+	if (err == 0)
+		err = recv_reply(BP_MSG_HELLO, seq, &rep, sizeof rep, &page_fd);
+	if (err == 0 && rep.status != 0)
+		err = -rep.status;
+	if (err == 0 && (page_fd < 0 || rep.page_size != BP_PAGE_SIZE))
+		err = EPROTO;
+	if (err != 0) {
+		if (page_fd >= 0)
+			real_close()(page_fd);
+		go_down("the sidecar refused the connection", err);
+		return;
+	}
+	void *p = mmap(NULL, BP_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, page_fd, 0);
+	real_close()(page_fd);
+	if (p == MAP_FAILED) {
+		go_down("cannot map the client page", errno);
+		return;
+	}
+	client_page = p;
+	if (rep.stale_ns > 0)
+		stale_ns = rep.stale_ns;
+	__atomic_store_n(&conn_state, CONN_UP, __ATOMIC_RELEASE);
+	DEBUG("connected to sidecar %d at %s (stale bound %llu ns)\n", rep.sidecar_pid, path,
+	      (unsigned long long)stale_ns);
+}
+
+/* In a forked child the connection and the registrations belong to the parent: start
+ * over, lazily, as a process that has not opened any perf event yet. The inherited perf
+ * fds stay in the table but pass through (their epoch is old). */
+static void atfork_child(void)
+{
+	pthread_mutex_init(&conn_lock, NULL);
+	pthread_mutex_init(&tab_lock, NULL);
+	if (conn_fd >= 0)
+		real_close()(conn_fd);
+	conn_fd = -1;
+	conn_state = CONN_NONE;
+	client_page = NULL;
+	conn_epoch++;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Registration.                                                                      */
+
+static void count_at(size_t off)
+{
+	struct bp_client_page *cp = __atomic_load_n(&client_page, __ATOMIC_RELAXED);
+	if (cp != NULL)
+		__atomic_fetch_add((uint64_t *)(void *)((char *)cp + off), 1, __ATOMIC_RELAXED);
+}
+#define COUNT(f) count_at(offsetof(struct bp_client_page, f))
+
+static void tab_set_locked(int fd, struct bp_event *ev)
+{
+	struct bp_event *old = fdtab[fd];
+	if (old == NULL && ev != NULL)
+		__atomic_add_fetch(&nperf, 1, __ATOMIC_RELAXED);
+	if (old != NULL && ev == NULL)
+		__atomic_sub_fetch(&nperf, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&fdtab[fd], ev, __ATOMIC_RELEASE);
+}
+
+/* release_locked drops one reference; the last one unregisters and unmaps. */
+static void release_locked(struct bp_event *ev)
+{
+	if (--ev->refs > 0)
+		return;
+	if (ev->epoch == conn_epoch) {
+		pthread_mutex_lock(&conn_lock);
+		if (conn_state == CONN_UP) {
+			struct bp_handle h = {.handle = ev->handle};
+			int err = send_msg(BP_MSG_UNREGISTER, &h, sizeof h, -1, NULL);
+			if (err != 0)
+				go_down("lost the sidecar", err);
+		}
+		pthread_mutex_unlock(&conn_lock);
+	}
+	if (ev->page != NULL)
+		munmap((void *)ev->page, BP_PAGE_SIZE);
+	free(ev);
+}
+
+/* forget removes fd from the table (before the kernel closes it, so that a reused fd
+ * number never meets a stale entry). */
+static void forget(int fd)
+{
+	if (lookup(fd) == NULL)
+		return;
+	pthread_mutex_lock(&tab_lock);
+	struct bp_event *ev = fdtab[fd];
+	if (ev != NULL) {
+		tab_set_locked(fd, NULL);
+		release_locked(ev);
+	}
+	pthread_mutex_unlock(&tab_lock);
+}
+
+static void alias(int oldfd, int newfd)
+{
+	if (newfd < 0 || newfd >= BP_MAX_FD || newfd == oldfd)
+		return;
+	pthread_mutex_lock(&tab_lock);
+	struct bp_event *ev = fdtab[oldfd];
+	if (ev != NULL) {
+		ev->refs++;
+		tab_set_locked(newfd, ev);
+	}
+	pthread_mutex_unlock(&tab_lock);
+}
+
+static void register_event(int fd, const struct perf_event_attr *attr, long pid, long cpu, long group_fd,
+			   unsigned long flags)
+{
+	if (fd >= BP_MAX_FD)
+		return;
+	pthread_mutex_lock(&conn_lock);
+	connect_locked();
+	if (conn_state != CONN_UP) {
+		pthread_mutex_unlock(&conn_lock);
+		return;
+	}
+	struct bp_register reg;
+	memset(&reg, 0, sizeof reg);
+	reg.handle = next_handle++;
+	reg.pid = (int32_t)pid;
+	reg.cpu = (int32_t)cpu;
+	reg.group_fd = (int32_t)group_fd;
+	reg.flags = flags;
+	/* The kernel accepted attr with this size, so these bytes are readable. */
+	uint32_t size = attr->size ? attr->size : PERF_ATTR_SIZE_VER0;
+	if (size > BP_ATTR_MAX)
+		size = BP_ATTR_MAX;
+	memcpy(reg.attr, attr, size);
+	reg.attr_size = size;
+	struct bp_event *leader = group_fd >= 0 ? lookup((int)group_fd) : NULL;
+	if (leader != NULL && leader->epoch == conn_epoch)
+		reg.group_handle = leader->handle;
+
+	struct bp_register_reply rep;
+	uint32_t seq;
+	int mfd = -1;
+	int err = send_msg(BP_MSG_REGISTER, &reg, sizeof reg, fd, &seq);
+	if (err == 0)
+		err = recv_reply(BP_MSG_REGISTER, seq, &rep, sizeof rep, &mfd);
+	if (err != 0) {
+		go_down("lost the sidecar", err);
+		pthread_mutex_unlock(&conn_lock);
+		return;
+	}
+	uint32_t epoch = conn_epoch;
+	pthread_mutex_unlock(&conn_lock);
+	if (rep.status != 0 || mfd < 0) {
+		DEBUG("sidecar declined fd %d: %s\n", fd, strerror(-rep.status));
+		if (mfd >= 0)
+			real_close()(mfd);
+		return;
+	}
+	void *p = mmap(NULL, BP_PAGE_SIZE, PROT_READ, MAP_SHARED, mfd, 0);
+	real_close()(mfd);
+	struct bp_event *ev = calloc(1, sizeof *ev);
+	if (p == MAP_FAILED || ev == NULL) {
+		/* The sidecar keeps a registration we cannot use; it goes away with close(). */
+		if (p != MAP_FAILED)
+			munmap(p, BP_PAGE_SIZE);
+		free(ev);
+		return;
+	}
+	ev->refs = 1;
+	ev->handle = reg.handle;
+	ev->epoch = epoch;
+	ev->page = p;
+	ev->synced_gen = __atomic_load_n(&sync_gen, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&tab_lock);
+	if (fdtab[fd] != NULL) /* cannot happen: the kernel just gave us this number */
+		release_locked(fdtab[fd]);
+	tab_set_locked(fd, ev);
+	pthread_mutex_unlock(&tab_lock);
+	DEBUG("fd %d registered as handle %u (type %u config %llu read_format %#llx)\n", fd, reg.handle,
+	      attr->type, (unsigned long long)attr->config, (unsigned long long)attr->read_format);
+}
+
+static long bp_perf_event_open(struct perf_event_attr *attr, long pid, long cpu, long group_fd,
+			       unsigned long flags)
+{
+	long fd = raw_syscall6(SYS_perf_event_open, (long)attr, pid, cpu, group_fd, (long)flags, 0);
+	if (fd < 0)
+		return raw_result(fd);
+	int saved = errno;
+	guard++;
+	if (__atomic_load_n(&conn_state, __ATOMIC_ACQUIRE) != CONN_DOWN)
+		register_event((int)fd, attr, pid, cpu, group_fd, flags);
+	guard--;
+	errno = saved;
+	return fd;
+}
+
+EXPORT long syscall(long nr, ...)
+{
+	va_list ap;
+	va_start(ap, nr);
+	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
+	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+	va_end(ap);
+	if (nr == SYS_perf_event_open && guard == 0)
+		return bp_perf_event_open((struct perf_event_attr *)a1, a2, a3, a4, (unsigned long)a5);
+	return raw_result(raw_syscall6(nr, a1, a2, a3, a4, a5, a6));
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Counting reads from the mirror.                                                    */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static size_t read_size(uint64_t fmt, uint32_t nr)
+{
+	size_t n = 0, per = 8;
+	if (fmt & PERF_FORMAT_GROUP)
+		n += 8;
+	else
+		nr = 1;
+	if (fmt & PERF_FORMAT_TOTAL_TIME_ENABLED)
+		n += 8;
+	if (fmt & PERF_FORMAT_TOTAL_TIME_RUNNING)
+		n += 8;
+	if (fmt & PERF_FORMAT_ID)
+		per += 8;
+	if (fmt & PERF_FORMAT_LOST)
+		per += 8;
+	return n + (size_t)nr * per;
+}
+
+#define LOAD(p) __atomic_load_n(&(p), __ATOMIC_RELAXED)
+
+/* mirror_copy encodes the page into buf in read_format layout under the seqlock (pairs
+ * with shim.Mirror.Publish). Returns bytes written, -ENOSPC when count is too small, 0
+ * when the page cannot serve (not OK, or no consistent copy), and sets *fresh to whether
+ * the values are within the staleness bound (or final). */
+static ssize_t mirror_copy(const struct bp_mirror_page *pg, char *buf, size_t count, int *fresh)
+{
+	for (int tries = 0; tries < 256; tries++) {
+		uint32_t s1 = __atomic_load_n(&pg->hdr.seq, __ATOMIC_ACQUIRE);
+		if (s1 & 1) {
+			cpu_relax();
+			continue;
+		}
+		uint32_t state = LOAD(pg->hdr.state);
+		uint32_t flags = LOAD(pg->hdr.flags);
+		uint64_t upd = LOAD(pg->hdr.update_ns);
+		uint64_t fmt = LOAD(pg->hdr.read_format);
+		uint32_t nr = LOAD(pg->hdr.nr);
+		ssize_t ret;
+		if (state != BP_MIRROR_OK || nr == 0 || nr > BP_MIRROR_MAX_VALUES) {
+			ret = 0;
+		} else {
+			size_t need = read_size(fmt, nr);
+			if (count < need) {
+				ret = -ENOSPC;
+			} else {
+				uint64_t *o = (uint64_t *)(void *)buf; /* callers pass u64 buffers; memcpy below keeps it legal */
+				uint64_t tmp;
+				size_t k = 0;
+#define PUT(x) (tmp = (x), memcpy(o + k, &tmp, 8), k++)
+				if (fmt & PERF_FORMAT_GROUP)
+					PUT(nr);
+				else
+					nr = 1;
+				if (fmt & PERF_FORMAT_TOTAL_TIME_ENABLED)
+					PUT(LOAD(pg->hdr.enabled));
+				if (fmt & PERF_FORMAT_TOTAL_TIME_RUNNING)
+					PUT(LOAD(pg->hdr.running));
+				for (uint32_t i = 0; i < nr; i++) {
+					PUT(LOAD(pg->values[i].value));
+					if (fmt & PERF_FORMAT_ID)
+						PUT(LOAD(pg->values[i].id));
+					if (fmt & PERF_FORMAT_LOST)
+						PUT(LOAD(pg->values[i].lost));
+				}
+#undef PUT
+				ret = (ssize_t)need;
+			}
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&pg->hdr.seq, __ATOMIC_RELAXED) != s1)
+			continue;
+		*fresh = (flags & BP_MIRROR_F_FINAL) || (now_ns() - upd <= stale_ns);
+		return ret;
+	}
+	*fresh = 0;
+	return 0;
+}
+
+/* refresh asks the sidecar to republish ev's mirror from the kernel now. */
+static int refresh(struct bp_event *ev)
+{
+	int err = 0;
+	pthread_mutex_lock(&conn_lock);
+	if (conn_state != CONN_UP || ev->epoch != conn_epoch) {
+		err = ENOTCONN;
+	} else {
+		struct bp_handle h = {.handle = ev->handle};
+		struct bp_status st;
+		uint32_t seq;
+		err = send_msg(BP_MSG_REFRESH, &h, sizeof h, -1, &seq);
+		if (err == 0)
+			err = recv_reply(BP_MSG_REFRESH, seq, &st, sizeof st, NULL);
+		if (err != 0)
+			go_down("lost the sidecar", err);
+		else if (st.status != 0)
+			err = -st.status;
+	}
+	pthread_mutex_unlock(&conn_lock);
+	return err;
+}
+
+/* mirror_read serves a read of a registered fd. Returns 1 with *ret set when it did, 0
+ * when the caller must read the kernel. */
+static int mirror_read(struct bp_event *ev, void *buf, size_t count, ssize_t *ret)
+{
+	if (ev->page == NULL || ev->epoch != conn_epoch ||
+	    __atomic_load_n(&conn_state, __ATOMIC_ACQUIRE) != CONN_UP)
+		return 0;
+	uint64_t gen = __atomic_load_n(&sync_gen, __ATOMIC_ACQUIRE);
+	int fresh = 0;
+	ssize_t n = 0;
+	int synced = 0;
+	if (__atomic_load_n(&ev->synced_gen, __ATOMIC_RELAXED) == gen)
+		n = mirror_copy(ev->page, buf, count, &fresh);
+	if (!fresh) {
+		__atomic_store_n(&ev->synced_gen, gen, __ATOMIC_RELAXED);
+		if (refresh(ev) != 0)
+			return 0;
+		n = mirror_copy(ev->page, buf, count, &fresh);
+		synced = 1;
+	}
+	if (n == 0)
+		return 0;
+	if (synced)
+		COUNT(sync_refreshes);
+	COUNT(mirror_reads);
+	if (n < 0) {
+		errno = (int)-n;
+		*ret = -1;
+	} else {
+		*ret = n;
+	}
+	return 1;
+}
+
+static ssize_t do_read(int fd, void *buf, size_t count, ssize_t (*real)(int, void *, size_t))
+{
+	struct bp_event *ev = lookup(fd);
+	if (LIKELY(ev == NULL) || guard)
+		return real(fd, buf, count);
+	ssize_t r;
+	guard++;
+	int served = mirror_read(ev, buf, count, &r);
+	guard--;
+	if (served)
+		return r;
+	COUNT(passthrough_reads);
+	return real(fd, buf, count);
+}
+
+static ssize_t call_real_read(int fd, void *buf, size_t count) { return real_read()(fd, buf, count); }
+
+EXPORT ssize_t read(int fd, void *buf, size_t count)
+{
+	return do_read(fd, buf, count, call_real_read);
+}
+
+EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buflen)
+{
+	if (count > buflen || lookup(fd) == NULL)
+		return real___read_chk()(fd, buf, count, buflen); /* aborts on overflow, as libc does */
+	return do_read(fd, buf, count, call_real_read);
+}
+
+EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct bp_event *ev = lookup(fd);
+	if (LIKELY(ev == NULL) || guard || iovcnt < 0)
+		return real_readv()(fd, iov, iovcnt);
+	/* Gather into one buffer (a perf read is at most one page), then scatter. */
+	uint64_t tmp[BP_PAGE_SIZE / 8];
+	size_t total = 0;
+	for (int i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	if (total > sizeof tmp)
+		total = sizeof tmp;
+	ssize_t r = do_read(fd, tmp, total, call_real_read);
+	if (r <= 0)
+		return r;
+	size_t off = 0;
+	for (int i = 0; i < iovcnt && off < (size_t)r; i++) {
+		size_t n = iov[i].iov_len < (size_t)r - off ? iov[i].iov_len : (size_t)r - off;
+		memcpy(iov[i].iov_base, (char *)tmp + off, n);
+		off += n;
+	}
+	return r;
+}
+
+/* pread on a perf fd fails with ESPIPE in the kernel; it is interposed only so that the
+ * list of entry points is complete, and passes through. */
+EXPORT ssize_t pread64(int fd, void *buf, size_t count, off_t off)
+{
+	return real_pread64()(fd, buf, count, off);
+}
+
+EXPORT ssize_t pread(int fd, void *buf, size_t count, off_t off)
+{
+	return real_pread()(fd, buf, count, off);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Control: ioctl, fcntl, dup*, close, wait*.                                         */
+
+static void bump_sync_gen(void)
+{
+	__atomic_add_fetch(&sync_gen, 1, __ATOMIC_RELEASE);
+}
+
+EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	va_start(ap, req);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	int r = real_ioctl()(fd, req, arg);
+	/* Any perf ioctl but ID may change what a read returns (ENABLE, DISABLE, RESET,
+	 * REFRESH, PERIOD, group-wide via PERF_IOC_FLAG_GROUP): every mirror must be
+	 * refreshed before it is served again. */
+	if (lookup(fd) != NULL && req != PERF_EVENT_IOC_ID)
+		bump_sync_gen();
+	return r;
+}
+
+static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, void *))
+{
+	int r = real(fd, cmd, arg);
+	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && lookup(fd) != NULL)
+		alias(fd, r);
+	return r;
+}
+
+static int call_real_fcntl(int fd, int cmd, void *arg) { return real_fcntl()(fd, cmd, arg); }
+static int call_real_fcntl64(int fd, int cmd, void *arg) { return real_fcntl64()(fd, cmd, arg); }
+
+EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return do_fcntl(fd, cmd, arg, call_real_fcntl);
+}
+
+EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return do_fcntl(fd, cmd, arg, call_real_fcntl64);
+}
+
+/* protect_conn keeps the tool from silently reusing our socket's fd number. */
+static void protect_conn(int fd)
+{
+	if (UNLIKELY(fd == conn_fd && fd >= 0) && guard == 0) {
+		pthread_mutex_lock(&conn_lock);
+		if (fd == conn_fd) {
+			conn_fd = -1; /* the tool closes it itself */
+			__atomic_store_n(&conn_state, CONN_DOWN, __ATOMIC_RELEASE);
+			say("bayesperf: the program closed the sidecar's socket; perf events now go straight to the kernel\n");
+		}
+		pthread_mutex_unlock(&conn_lock);
+	}
+}
+
+EXPORT int close(int fd)
+{
+	if (!guard) {
+		forget(fd);
+		protect_conn(fd);
+	}
+	return real_close()(fd);
+}
+
+EXPORT int close_range(unsigned int first, unsigned int last, int flags)
+{
+	if (!guard && !(flags & CLOSE_RANGE_CLOEXEC) && __atomic_load_n(&nperf, __ATOMIC_RELAXED) > 0) {
+		for (unsigned int fd = first; fd <= last && fd < BP_MAX_FD; fd++)
+			forget((int)fd);
+	}
+	if (!guard && conn_fd >= 0 && (unsigned)conn_fd >= first && (unsigned)conn_fd <= last &&
+	    !(flags & CLOSE_RANGE_CLOEXEC))
+		protect_conn(conn_fd);
+	return real_close_range()(first, last, flags);
+}
+
+EXPORT int dup(int fd)
+{
+	int r = real_dup()(fd);
+	if (r >= 0 && lookup(fd) != NULL)
+		alias(fd, r);
+	return r;
+}
+
+EXPORT int dup2(int oldfd, int newfd)
+{
+	if (oldfd != newfd && !guard) {
+		forget(newfd);
+		protect_conn(newfd);
+	}
+	int r = real_dup2()(oldfd, newfd);
+	if (r >= 0 && lookup(oldfd) != NULL)
+		alias(oldfd, r);
+	return r;
+}
+
+EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	if (oldfd != newfd && !guard) {
+		forget(newfd);
+		protect_conn(newfd);
+	}
+	int r = real_dup3()(oldfd, newfd, flags);
+	if (r >= 0 && lookup(oldfd) != NULL)
+		alias(oldfd, r);
+	return r;
+}
+
+/* A reaped child is usually the measured workload ending: the next read of every mirror
+ * must see its final counts, not a value up to one republish period old. */
+EXPORT pid_t wait(int *status)
+{
+	pid_t r = real_wait()(status);
+	if (r > 0)
+		bump_sync_gen();
+	return r;
+}
+
+EXPORT pid_t waitpid(pid_t pid, int *status, int options)
+{
+	pid_t r = real_waitpid()(pid, status, options);
+	if (r > 0)
+		bump_sync_gen();
+	return r;
+}
+
+EXPORT pid_t wait3(int *status, int options, struct rusage *ru)
+{
+	pid_t r = real_wait3()(status, options, ru);
+	if (r > 0)
+		bump_sync_gen();
+	return r;
+}
+
+EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
+{
+	pid_t r = real_wait4()(pid, status, options, ru);
+	if (r > 0)
+		bump_sync_gen();
+	return r;
+}
+
+EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
+{
+	int r = real_waitid()(idtype, id, info, options);
+	if (r == 0 && info != NULL && info->si_pid != 0)
+		bump_sync_gen();
+	return r;
+}
