@@ -160,7 +160,7 @@ func Decode(rec []byte, f *Format) (Record, error) {
 		return s, nil
 	}
 	if !known(h.Type) {
-		return &Unknown{Header: h, Body: rec[HeaderSize:]}, nil
+		return &Unknown{Header: h, Body: body(rec)}, nil
 	}
 	c := cursor{b: rec, off: HeaderSize, end: len(rec), typ: h.Type}
 	var cm Common
@@ -213,7 +213,9 @@ func Decode(rec []byte, f *Format) (Record, error) {
 				} else if !allZero(c.b[c.off+1:c.off+4]) || !allZero(c.b[c.off+4+n:c.off+24]) {
 					c.fail("build_id", fmt.Errorf("non-zero reserved or padding bytes: %w", ErrCorrupt))
 				} else {
-					m.BuildID = c.b[c.off+4 : c.off+4+n : c.off+4+n]
+					if n > 0 {
+						m.BuildID = c.b[c.off+4 : c.off+4+n : c.off+4+n]
+					}
 					c.off = start + 24
 				}
 			}
@@ -300,7 +302,15 @@ func DecodeRaw(rec []byte) (*Unknown, error) {
 	if int(h.Size) < HeaderSize || int(h.Size) > len(rec) {
 		return nil, &DecodeError{Record: h.Type, Field: "header.size", Offset: 6, Err: fmt.Errorf("size %d with %d bytes: %w", h.Size, len(rec), ErrTruncated)}
 	}
-	return &Unknown{Header: h, Body: rec[HeaderSize:h.Size:h.Size]}, nil
+	return &Unknown{Header: h, Body: body(rec[:h.Size:h.Size])}, nil
+}
+
+// body returns the bytes after the header, nil when there are none.
+func body(rec []byte) []byte {
+	if len(rec) == HeaderSize {
+		return nil
+	}
+	return rec[HeaderSize:]
 }
 
 func known(t RecordType) bool { return t >= RecordMmap && t <= RecordCallchainDeferred }
