@@ -20,7 +20,7 @@ func TestPageLayoutMatchesC(t *testing.T) {
 		t.Fatalf("gcc is needed to check the layout against <linux/perf_event.h> (make deps): %v", err)
 	}
 	fields := []struct {
-		c  string
+		c   string
 		off int
 	}{
 		{"version", OffVersion}, {"compat_version", OffCompatVersion}, {"lock", OffLock},
