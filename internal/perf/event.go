@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -237,6 +238,14 @@ func DecodeReading(b []byte, rf uint64, r *Reading) error {
 // r.Values has capacity.
 func (e *Event) ReadInto(buf []byte, r *Reading) error {
 	n, err := unix.Read(e.fd, buf)
+	// A group read of an inherited group fails with ECHILD while an exiting child task's
+	// copy of the group is being torn down (the kernel refuses to sum groups whose
+	// parent and child configurations differ, __perf_read_group_add). It is transient:
+	// retry briefly.
+	for try := 0; err == unix.ECHILD && try < 200; try++ {
+		time.Sleep(20 * time.Microsecond)
+		n, err = unix.Read(e.fd, buf)
+	}
 	if err != nil {
 		return fmt.Errorf("read perf event %s: %w", e.Name, err)
 	}

@@ -1,0 +1,77 @@
+package vpmu
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"time"
+
+	"github.com/bayesperf/bayesperf/internal/perf"
+)
+
+// Result is a whole run of a command under the virtual PMU.
+type Result struct {
+	Steps    []Step
+	Interval time.Duration
+	WallNs   int64
+	ExitErr  error // the command's own failure (non-zero exit), if any
+}
+
+// RunCommand starts cmd, opens the virtual PMU on it (cfg.Pid and cfg.CPU are set here;
+// Inherit is forced so its threads and children count) before it runs its first
+// instruction, steps every interval (0: MuxInterval) until it exits, and returns every
+// step, the last one taken after the exit so nothing counted is left out.
+func RunCommand(cfg Config, cmd *exec.Cmd, interval time.Duration) (*Result, error) {
+	if interval <= 0 {
+		interval = MuxInterval()
+	}
+	cfg.CPU = perf.AnyCPU
+	cfg.Inherit = true
+	var p *PMU
+	err := perf.StartAttached(cmd, func(pid int) error {
+		cfg.Pid = pid
+		var err error
+		if p, err = Open(cfg); err != nil {
+			return err
+		}
+		return p.Start()
+	})
+	if err != nil {
+		if p != nil {
+			p.Close()
+		}
+		return nil, err
+	}
+	defer p.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	res := &Result{Interval: interval}
+	start := time.Now()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			st, serr := p.Step()
+			if serr != nil {
+				return nil, fmt.Errorf("final step %d: %w", p.step, serr)
+			}
+			res.Steps = append(res.Steps, st)
+			res.WallNs = time.Since(start).Nanoseconds()
+			var ee *exec.ExitError
+			if err != nil && !errors.As(err, &ee) {
+				return nil, fmt.Errorf("wait for %s: %w", cmd.Path, err)
+			}
+			res.ExitErr = err
+			return res, nil
+		case <-tick.C:
+			st, err := p.Step()
+			if err != nil {
+				_ = cmd.Process.Kill()
+				<-done
+				return nil, err
+			}
+			res.Steps = append(res.Steps, st)
+		}
+	}
+}

@@ -1,0 +1,312 @@
+package vpmu
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bayesperf/bayesperf/inference"
+	"github.com/bayesperf/bayesperf/inference/schedule"
+	"github.com/bayesperf/bayesperf/internal/perf"
+)
+
+// MuxInterval returns the kernel's multiplexing interval: perf_event_mux_interval_ms of the
+// cpu PMU, else of the software PMU, else of any PMU, else 4 ms.
+func MuxInterval() time.Duration {
+	dir := "/sys/bus/event_source/devices"
+	cands := []string{"cpu", "cpu_core", "software"}
+	if ents, err := os.ReadDir(dir); err == nil {
+		for _, e := range ents {
+			cands = append(cands, e.Name())
+		}
+	}
+	for _, p := range cands {
+		b, err := os.ReadFile(filepath.Join(dir, p, "perf_event_mux_interval_ms"))
+		if err != nil {
+			continue
+		}
+		if ms, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && ms > 0 {
+			return time.Duration(ms) * time.Millisecond
+		}
+	}
+	return 4 * time.Millisecond
+}
+
+// Spec builds the scheduling problem of events: the {a,b} groups as user groups, fixed
+// events on fixed counters, counters programmable counters.
+func Spec(events []perf.EventDesc, counters int, fixed []int) schedule.Spec {
+	sp := schedule.Spec{Events: len(events), Counters: counters}
+	for _, f := range fixed {
+		sp.Fixed = append(sp.Fixed, inference.EventID(f))
+	}
+	for i := 0; i < len(events); {
+		j := i + 1
+		for j < len(events) && events[j].Grouped && events[i].Grouped && events[j].Group == events[i].Group {
+			j++
+		}
+		if j-i > 1 {
+			g := make([]inference.EventID, 0, j-i)
+			for k := i; k < j; k++ {
+				g = append(g, inference.EventID(k))
+			}
+			sp.Groups = append(sp.Groups, g)
+		}
+		i = j
+	}
+	return sp
+}
+
+// KernelSchedule is the kernel's round robin of the events' flexible groups (see
+// schedule.Kernel).
+func KernelSchedule(events []perf.EventDesc, counters int, fixed []int) (*schedule.Schedule, error) {
+	return schedule.Kernel(Spec(events, counters, fixed))
+}
+
+// View is one schedule enforced on its own copy of the events.
+type View struct {
+	Name     string
+	Schedule *schedule.Schedule
+}
+
+// Config says what to virtualise.
+type Config struct {
+	Events []perf.EventDesc // the client's events, in order
+	Views  []View           // at least one
+	Truth  bool             // keep always-on truth copies
+	Pid    int              // target task (perf.ThisPid = caller, -1 = every task on CPU)
+	CPU    int              // perf.AnyCPU for a task target
+	// Inherit counts threads and processes the target creates after Open.
+	Inherit bool
+}
+
+// PMU is an open virtual PMU. See the package doc.
+type PMU struct {
+	cfg   Config
+	clock *perf.Event   // dummy, always on: virtual time_enabled
+	truth []*perf.Event // members of clock's group, when Truth
+	views [][]*perf.Event
+
+	step      int
+	on        [][]bool       // per view, per event: enabled now
+	prevView  [][]perf.Count // cumulative at the last read, per view and event
+	prevTruth []uint64
+	prevClock uint64
+	lastWall  int64
+
+	rd      perf.Reading
+	buf     []byte
+	started bool
+}
+
+// Step is what one multiplexing slice produced.
+type Step struct {
+	Index  int
+	WallNs int64             // wall-clock length of the slice
+	Views  []inference.Slice // one per view, Readings in EventID order
+	Truth  []uint64          // exact per-event deltas (nil without Truth)
+}
+
+// Open opens every copy (views disabled, truth and clock enabled). Call Start to begin.
+func Open(cfg Config) (*PMU, error) {
+	if len(cfg.Events) == 0 {
+		return nil, errors.New("open virtual PMU: no events")
+	}
+	if len(cfg.Views) == 0 {
+		return nil, errors.New("open virtual PMU: no view (schedule) to enforce")
+	}
+	for _, v := range cfg.Views {
+		if v.Schedule == nil {
+			return nil, fmt.Errorf("open virtual PMU: view %q has no schedule", v.Name)
+		}
+	}
+	p := &PMU{cfg: cfg}
+	ok := false
+	defer func() {
+		if !ok {
+			p.Close()
+		}
+	}()
+	flags := uint64(0)
+	if cfg.Inherit {
+		flags |= perf.FlagInherit
+	}
+	ca := perf.Attr{Type: perf.TypeSoftware, Size: perf.AttrSize, Config: perf.SWDummy,
+		ReadFormat: perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning | perf.FormatGroup, Flags: flags}
+	var err error
+	if p.clock, err = perf.Open(ca, cfg.Pid, cfg.CPU, nil); err != nil {
+		return nil, fmt.Errorf("open virtual clock: %w", err)
+	}
+	p.clock.Name = "vpmu-clock"
+	if cfg.Truth {
+		for _, d := range cfg.Events {
+			a := d.Attr
+			a.Flags = a.Flags&^(perf.FlagDisabled|perf.FlagEnableOnExec|perf.FlagPinned|perf.FlagExclusive) | flags
+			a.ReadFormat = perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning
+			e, err := perf.Open(a, cfg.Pid, cfg.CPU, p.clock)
+			if err != nil {
+				return nil, fmt.Errorf("open truth copy of %s: %w", d.Name, err)
+			}
+			e.Name = d.Name
+			p.truth = append(p.truth, e)
+		}
+	}
+	for _, v := range cfg.Views {
+		var evs []*perf.Event
+		for _, d := range cfg.Events {
+			a := d.Attr
+			a.Flags = a.Flags&^(perf.FlagEnableOnExec|perf.FlagPinned|perf.FlagExclusive) | flags | perf.FlagDisabled
+			a.ReadFormat = perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning
+			e, err := perf.Open(a, cfg.Pid, cfg.CPU, nil)
+			if err != nil {
+				return nil, fmt.Errorf("open %s copy of %s: %w", v.Name, d.Name, err)
+			}
+			e.Name = d.Name
+			evs = append(evs, e)
+		}
+		p.views = append(p.views, evs)
+		p.on = append(p.on, make([]bool, len(cfg.Events)))
+		p.prevView = append(p.prevView, make([]perf.Count, len(cfg.Events)))
+	}
+	p.prevTruth = make([]uint64, len(cfg.Events))
+	p.buf = make([]byte, perf.ReadSize(perf.FormatTotalTimeEnabled|perf.FormatTotalTimeRunning|perf.FormatGroup, 1+len(p.truth)))
+	p.rd.Values = make([]perf.Value, 0, 1+len(p.truth))
+	ok = true
+	return p, nil
+}
+
+// Events is the number of client events.
+func (p *PMU) Events() int { return len(p.cfg.Events) }
+
+// Start enables the first configuration of every view.
+func (p *PMU) Start() error {
+	if p.started {
+		return errors.New("start virtual PMU: already started")
+	}
+	p.started = true
+	p.lastWall = perf.MonotonicNs()
+	return p.apply(0)
+}
+
+// apply switches every view to configuration t: disable leaving events, enable entering.
+func (p *PMU) apply(t int) error {
+	for v, view := range p.cfg.Views {
+		want := make([]bool, len(p.cfg.Events))
+		for _, e := range view.Schedule.Counted(t) {
+			if int(e) >= 0 && int(e) < len(want) {
+				want[e] = true
+			}
+		}
+		for i, ev := range p.views[v] {
+			if p.on[v][i] && !want[i] {
+				if err := ev.Disable(false); err != nil {
+					return err
+				}
+				p.on[v][i] = false
+			}
+		}
+		for i, ev := range p.views[v] {
+			if !p.on[v][i] && want[i] {
+				if err := ev.Enable(false); err != nil {
+					return err
+				}
+				p.on[v][i] = true
+			}
+		}
+	}
+	return nil
+}
+
+// Step ends the current slice: it reads what counted during it, returns the per-view
+// observations and truth, and moves every view to its next configuration. Events of an
+// exited target can still be read, so a final Step after the target ends is valid.
+func (p *PMU) Step() (Step, error) {
+	if !p.started {
+		return Step{}, errors.New("step virtual PMU: not started")
+	}
+	now := perf.MonotonicNs()
+	st := Step{Index: p.step, WallNs: now - p.lastWall}
+	p.lastWall = now
+	if err := p.clock.ReadInto(p.buf, &p.rd); err != nil {
+		return Step{}, err
+	}
+	if len(p.rd.Values) != 1+len(p.truth) {
+		return Step{}, fmt.Errorf("read virtual clock group: %d values, want %d", len(p.rd.Values), 1+len(p.truth))
+	}
+	enabled := p.rd.Enabled - p.prevClock
+	p.prevClock = p.rd.Enabled
+	if p.cfg.Truth {
+		st.Truth = make([]uint64, len(p.truth))
+		for i := range p.truth {
+			v := p.rd.Values[1+i].Value
+			st.Truth[i] = v - p.prevTruth[i]
+			p.prevTruth[i] = v
+		}
+	}
+	dur := float64(max(enabled, 1))
+	for v := range p.views {
+		sl := inference.Slice{Index: p.step, Duration: dur, Readings: make([]inference.Reading, len(p.cfg.Events))}
+		for i, ev := range p.views[v] {
+			r := inference.Reading{Event: inference.EventID(i), Enabled: enabled}
+			if p.on[v][i] {
+				c, err := ev.ReadCount()
+				if err != nil {
+					return Step{}, err
+				}
+				d := c.Sub(p.prevView[v][i])
+				p.prevView[v][i] = c
+				r.Count, r.Running = d.Value, min(d.Running, enabled)
+			}
+			sl.Readings[i] = r
+		}
+		st.Views = append(st.Views, sl)
+	}
+	p.step++
+	if err := p.apply(p.step); err != nil {
+		return Step{}, err
+	}
+	return st, nil
+}
+
+// Virtual returns what a client reading event i through view v sees now: the copy's
+// cumulative count and running time, and the virtual clock's enabled time.
+func (p *PMU) Virtual(v, i int) (perf.Count, error) {
+	if v < 0 || v >= len(p.views) || i < 0 || i >= len(p.cfg.Events) {
+		return perf.Count{}, fmt.Errorf("read virtual count: view %d event %d out of range", v, i)
+	}
+	c, err := p.views[v][i].ReadCount()
+	if err != nil {
+		return perf.Count{}, err
+	}
+	if err := p.clock.ReadInto(p.buf, &p.rd); err != nil {
+		return perf.Count{}, err
+	}
+	c.Enabled = p.rd.Enabled
+	c.Running = min(c.Running, c.Enabled)
+	return c, nil
+}
+
+// Close closes every event. It is safe on a partly opened PMU.
+func (p *PMU) Close() error {
+	var first error
+	cl := func(e *perf.Event) {
+		if e != nil && e.FD() >= 0 {
+			if err := e.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	for _, vs := range p.views {
+		for _, e := range vs {
+			cl(e)
+		}
+	}
+	for _, e := range p.truth {
+		cl(e)
+	}
+	cl(p.clock)
+	return first
+}
