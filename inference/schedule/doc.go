@@ -1,0 +1,14 @@
+// Package schedule decides which events count in which multiplexing slice: it holds the
+// cyclic Schedule type and the two schedulers that produce one, Kernel (the Linux round
+// robin, reproduced exactly, used by every baseline) and Overlap (BayesPerf's
+// overlap-aware schedule of paper section 4.1, built greedily as in the design notes).
+//
+// A schedule is a list of configurations; slice t uses configuration t mod len. A
+// configuration lists the events on programmable counters; events on fixed counters are
+// counted in every slice and are kept apart in Schedule.Fixed.
+//
+// Errors: a Spec that cannot be scheduled (a user group larger than the counter budget,
+// an event no counter may hold, a validity hook that rejects every configuration) is
+// reported as an error naming the offending events, never a panic. Schedules are
+// immutable values once built and safe for concurrent reads; schedulers hold no state.
+package schedule
