@@ -1,0 +1,214 @@
+package metricexpr
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Env supplies what a formula refers to. Nil functions resolve nothing.
+type Env struct {
+	// Value returns the value of an ID (an event count or another metric), by its
+	// normalised name.
+	Value func(name string) (float64, bool)
+	// Literal returns a #constant (#SMT_on, #slots, ...); name keeps the '#'.
+	Literal func(name string) (float64, bool)
+	// HasEvent reports whether the host can count the event (has_event).
+	HasEvent func(name string) bool
+	// SourceCount is the number of counters aggregated into the event (source_count);
+	// nil means 1.
+	SourceCount func(name string) float64
+	// CPUID is the host's CPU id string for strcmp_cpuid_str; perf's function returns
+	// 1 when the id matches (a regular expression match against the host's cpuid).
+	CPUID func(pattern string) bool
+}
+
+// ErrUnresolved is wrapped by Eval's error for an ID or literal Env does not know.
+var ErrUnresolved = errors.New("unresolved name")
+
+// Eval evaluates e in env with expr.y's semantics (see the package doc).
+func Eval(e Expr, env Env) (float64, error) {
+	switch e := e.(type) {
+	case Num:
+		return e.V, nil
+	case ID:
+		if env.Value != nil {
+			if v, ok := env.Value(e.Name); ok {
+				return v, nil
+			}
+		}
+		return 0, fmt.Errorf("evaluate %s: %w", e.Name, ErrUnresolved)
+	case Literal:
+		if env.Literal != nil {
+			if v, ok := env.Literal(e.Name); ok {
+				return v, nil
+			}
+		}
+		return 0, fmt.Errorf("evaluate %s: %w", e.Name, ErrUnresolved)
+	case Neg:
+		x, err := Eval(e.X, env)
+		return -x, err
+	case Special:
+		switch e.Fn {
+		case "has_event":
+			return b2f(env.HasEvent != nil && env.HasEvent(e.Arg.Name)), nil
+		case "source_count":
+			if env.SourceCount == nil {
+				return 1, nil
+			}
+			return env.SourceCount(e.Arg.Name), nil
+		case "strcmp_cpuid_str":
+			return b2f(env.CPUID != nil && env.CPUID(e.Arg.Name)), nil
+		}
+		return 0, fmt.Errorf("evaluate %s(): unknown function", e.Fn)
+	case If:
+		c, err := Eval(e.Cond, env)
+		if err != nil {
+			return 0, err
+		}
+		if c != 0 {
+			return Eval(e.Then, env)
+		}
+		return Eval(e.Else, env)
+	case Call:
+		a, err := Eval(e.A, env)
+		if err != nil {
+			return 0, err
+		}
+		b, err := Eval(e.B, env)
+		if err != nil {
+			return 0, err
+		}
+		switch e.Fn {
+		case "min":
+			return math.Min(a, b), nil
+		case "max":
+			return math.Max(a, b), nil
+		case "d_ratio":
+			if b == 0 {
+				return 0, nil
+			}
+			return a / b, nil
+		}
+		return 0, fmt.Errorf("evaluate %s(): unknown function", e.Fn)
+	case Binary:
+		l, err := Eval(e.L, env)
+		if err != nil {
+			return 0, err
+		}
+		r, err := Eval(e.R, env)
+		if err != nil {
+			return 0, err
+		}
+		switch e.Op {
+		case '+':
+			return l + r, nil
+		case '-':
+			return l - r, nil
+		case '*':
+			return l * r, nil
+		case '/':
+			if r == 0 {
+				return math.NaN(), nil
+			}
+			return l / r, nil
+		case '%':
+			if toLong(r) == 0 {
+				return math.NaN(), nil
+			}
+			return float64(toLong(l) % toLong(r)), nil
+		case '<':
+			return b2f(l < r), nil
+		case '>':
+			return b2f(l > r), nil
+		case '&':
+			return float64(toLong(l) & toLong(r)), nil
+		case '|':
+			return float64(toLong(l) | toLong(r)), nil
+		case '^':
+			return float64(toLong(l) ^ toLong(r)), nil
+		}
+		return 0, fmt.Errorf("evaluate operator %q: unknown", e.Op)
+	case nil:
+		return 0, errors.New("evaluate empty formula")
+	}
+	return 0, fmt.Errorf("evaluate %T: unknown node", e)
+}
+
+// toLong is C's (long) cast of a double, made total: NaN and out-of-range values, which
+// are undefined behaviour in C, give 0 here.
+func toLong(v float64) int64 {
+	if math.IsNaN(v) || v >= 9.2e18 || v <= -9.2e18 {
+		return 0
+	}
+	return int64(v)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// IDs returns the sorted distinct normalised names the formula refers to, excluding the
+// arguments of has_event, source_count and strcmp_cpuid_str (they are not values).
+func IDs(e Expr) []string {
+	set := map[string]bool{}
+	Walk(e, func(n Expr) {
+		if id, ok := n.(ID); ok {
+			set[id.Name] = true
+		}
+	})
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Literals returns the sorted distinct #literals of the formula, as written.
+func Literals(e Expr) []string {
+	set := map[string]bool{}
+	Walk(e, func(n Expr) {
+		if l, ok := n.(Literal); ok {
+			set[l.Name] = true
+		}
+	})
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Walk calls fn for e and every node below it, parents first. Special's argument is not
+// visited (it is not a value).
+func Walk(e Expr, fn func(Expr)) {
+	if e == nil {
+		return
+	}
+	fn(e)
+	switch e := e.(type) {
+	case Neg:
+		Walk(e.X, fn)
+	case Binary:
+		Walk(e.L, fn)
+		Walk(e.R, fn)
+	case Call:
+		Walk(e.A, fn)
+		Walk(e.B, fn)
+	case If:
+		Walk(e.Then, fn)
+		Walk(e.Cond, fn)
+		Walk(e.Else, fn)
+	}
+}
+
+// LiteralIs reports whether literal (with its '#') names the constant want, ignoring
+// case as perf does (#SMT_on and #smt_on are the same).
+func LiteralIs(literal, want string) bool { return strings.EqualFold(literal, want) }
