@@ -1,0 +1,334 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	register(command{name: "run", summary: "run an unmodified perf-based tool with corrected counter values (drop-in)", run: runMain})
+}
+
+const runHelp = `NAME
+    bayesperf run - run an unmodified perf-based tool through bayesperf
+
+SYNOPSIS
+    bayesperf run [--stats FILE] [--pidfile FILE] [-v] [--shim PATH] -- CMD [ARGS...]
+
+DESCRIPTION
+    Starts the bayesperf sidecar, then runs CMD with libbayesperf.so preloaded
+    (LD_PRELOAD) and the sidecar's socket in BAYESPERF_SOCKET. Every perf event
+    CMD opens (perf stat, perf record, PAPI, any program calling perf_event_open)
+    is opened by CMD itself as usual, then handed to the sidecar, and CMD's
+    read()s of it are served from a shared-memory mirror that the sidecar keeps
+    fresh (republished at least every millisecond, refreshed on demand, exact
+    after the measured program exits). Processes CMD starts inherit the preload
+    but are left alone until they open a perf event themselves.
+
+    The sidecar runs as a separate child process (its pid is in --pidfile): if
+    it dies, CMD keeps running, its perf events fall back to the kernel with one
+    warning line on stderr, and its values stay exact.
+
+    Signals sent to bayesperf run (HUP, INT, QUIT, TERM, USR1, USR2, ALRM,
+    WINCH, CONT) are forwarded to CMD; INT and QUIT are not forwarded when they
+    come from the controlling terminal, which already delivers them to CMD.
+    bayesperf run exits with CMD's exit status, or dies of CMD's fatal signal.
+
+OPTIONS
+    --stats FILE    At exit, write JSON counters to FILE:
+                    {"events": n, "mirror_reads": n, "passthrough_reads": n,
+                     "records_mirrored": n, "records_lost": n, "sidecar_pid": n, ...}
+                    events: perf events registered; mirror_reads: read()s served
+                    from mirrors; passthrough_reads: read()s of registered events
+                    that went to the kernel; sync_refreshes: mirror reads that
+                    first asked the sidecar for fresh values.
+    --pidfile FILE  Write the sidecar's pid to FILE once it is ready.
+    -v              Log the sidecar's and the shim's decisions on stderr.
+    --shim PATH     libbayesperf.so to preload (default: next to this binary,
+                    or $BAYESPERF_SHIM).
+
+ENVIRONMENT
+    BAYESPERF_SHIM        default for --shim.
+    BAYESPERF_TIMEOUT_MS  how long the shim waits for a sidecar reply before
+                          falling back to the kernel (default 2000).
+
+EXAMPLES
+    bayesperf run -- perf stat -e task-clock,page-faults -- ./app
+    bayesperf run --stats /tmp/s.json -- perf stat -I 100 -x, -p 1234
+
+EXIT STATUS
+    CMD's status; 2 for a usage error; 127 if CMD cannot be started.
+`
+
+func runMain(args []string) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	statsFile := fs.String("stats", "", "")
+	pidFile := fs.String("pidfile", "", "")
+	verbose := fs.Bool("v", false, "")
+	shimPath := fs.String("shim", os.Getenv("BAYESPERF_SHIM"), "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Print(runHelp)
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "bayesperf run: %v\nrun 'bayesperf run --help' for usage\n", err)
+		return 2
+	}
+	cmdArgs := fs.Args()
+	if len(cmdArgs) == 0 {
+		fmt.Fprint(os.Stderr, "bayesperf run: no command given; usage: bayesperf run [flags] -- CMD [ARGS...]\n")
+		return 2
+	}
+	lib, err := findShim(*shimPath)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bayesperf run: %v\n", err)
+		return 2
+	}
+	dir, err := os.MkdirTemp("", "bayesperf-") // mode 0700: the socket's private directory
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bayesperf run: create socket directory: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "sock")
+
+	sc, err := startSidecar(sock, *statsFile, *verbose)
+	if err != nil {
+		// Drop-in first: the tool still runs, and the shim passes through with a warning.
+		fmt.Fprintf(os.Stderr, "bayesperf run: %v; running %s without the sidecar\n", err, cmdArgs[0])
+	} else if *pidFile != "" {
+		if err := os.WriteFile(*pidFile, []byte(strconv.Itoa(sc.cmd.Process.Pid)+"\n"), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "bayesperf run: write pidfile: %v\n", err)
+		}
+	}
+
+	cmd := exec.Command(cmdArgs[0], cmdArgs[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = shimEnv(os.Environ(), lib, sock, *verbose)
+	sigs := make(chan os.Signal, 16)
+	forwarded := []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGWINCH, syscall.SIGCONT}
+	signal.Notify(sigs, forwarded...)
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "bayesperf run: start %s: %v\n", cmdArgs[0], err)
+		sc.stop(*statsFile)
+		return 127
+	}
+	fromTTY := foregroundTTY()
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case s := <-sigs:
+				if fromTTY && (s == syscall.SIGINT || s == syscall.SIGQUIT) {
+					continue // the terminal delivered it to CMD's process group already
+				}
+				cmd.Process.Signal(s)
+			}
+		}
+	}()
+	werr := cmd.Wait()
+	close(done)
+	signal.Stop(sigs)
+	sc.stop(*statsFile)
+
+	if werr == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if !errors.As(werr, &ee) {
+		fmt.Fprintf(os.Stderr, "bayesperf run: wait for %s: %v\n", cmdArgs[0], werr)
+		return 1
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	if ok && ws.Signaled() {
+		// Die of the same signal, so our parent sees what it would have seen.
+		sig := ws.Signal()
+		os.RemoveAll(dir)
+		signal.Reset(sig)
+		syscall.Kill(os.Getpid(), sig)
+		time.Sleep(100 * time.Millisecond)
+		return 128 + int(sig)
+	}
+	return ee.ExitCode()
+}
+
+// findShim locates libbayesperf.so.
+func findShim(explicit string) (string, error) {
+	cands := []string{}
+	if explicit != "" {
+		cands = append(cands, explicit)
+	} else if exe, err := os.Executable(); err == nil {
+		d := filepath.Dir(exe)
+		cands = append(cands, filepath.Join(d, "libbayesperf.so"), filepath.Join(d, "..", "lib", "bayesperf", "libbayesperf.so"))
+	}
+	for _, c := range cands {
+		if abs, err := filepath.Abs(c); err == nil {
+			if st, err := os.Stat(abs); err == nil && st.Mode().IsRegular() {
+				return abs, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("find libbayesperf.so: tried %s; build it with 'make build' or pass --shim PATH", strings.Join(cands, ", "))
+}
+
+// shimEnv returns env with the shim preloaded first and the socket named.
+func shimEnv(env []string, lib, sock string, verbose bool) []string {
+	out := make([]string, 0, len(env)+3)
+	preload := lib
+	for _, kv := range env {
+		switch {
+		case strings.HasPrefix(kv, "LD_PRELOAD="):
+			if old := strings.TrimPrefix(kv, "LD_PRELOAD="); old != "" {
+				preload = lib + ":" + old
+			}
+		case strings.HasPrefix(kv, "BAYESPERF_SOCKET="), strings.HasPrefix(kv, "BAYESPERF_VERBOSE="):
+		default:
+			out = append(out, kv)
+		}
+	}
+	out = append(out, "LD_PRELOAD="+preload, "BAYESPERF_SOCKET="+sock)
+	if verbose {
+		out = append(out, "BAYESPERF_VERBOSE=1")
+	}
+	return out
+}
+
+// foregroundTTY reports whether our stdin is a terminal whose foreground process group
+// is ours (so the terminal's INT and QUIT reach CMD directly).
+func foregroundTTY() bool {
+	pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
+	return err == nil && pgrp == unix.Getpgrp()
+}
+
+// sidecarProc is the sidecar child; a nil *sidecarProc is a sidecar that failed to start.
+type sidecarProc struct {
+	cmd      *exec.Cmd
+	lifeline *os.File // closing it tells the sidecar that run is gone
+	exited   chan struct{}
+}
+
+func startSidecar(sock, statsFile string, verbose bool) (*sidecarProc, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find own executable: %w", err)
+	}
+	args := []string{"sidecar", "--socket", sock}
+	if statsFile != "" {
+		args = append(args, "--stats", statsFile)
+	}
+	if verbose {
+		args = append(args, "-v")
+	}
+	cmd := exec.Command(self, args...)
+	lifeR, lifeW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("create sidecar pipe: %w", err)
+	}
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		lifeR.Close()
+		lifeW.Close()
+		return nil, fmt.Errorf("create sidecar pipe: %w", err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = lifeR, readyW, os.Stderr
+	// Own process group: the terminal's ^C goes to the tool, which still reads its
+	// counters afterwards, through the sidecar.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	lifeR.Close()
+	readyW.Close()
+	if err != nil {
+		lifeW.Close()
+		readyR.Close()
+		return nil, fmt.Errorf("start sidecar: %w", err)
+	}
+	sc := &sidecarProc{cmd: cmd, lifeline: lifeW, exited: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		close(sc.exited)
+	}()
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(readyR).ReadString('\n')
+		readyR.Close()
+		line <- s
+	}()
+	select {
+	case s := <-line:
+		if strings.TrimSpace(s) == "ready" {
+			return sc, nil
+		}
+		sc.kill()
+		return nil, errors.New("sidecar failed to start")
+	case <-time.After(10 * time.Second):
+		sc.kill()
+		return nil, errors.New("sidecar did not become ready within 10s")
+	}
+}
+
+func (sc *sidecarProc) kill() {
+	sc.cmd.Process.Kill()
+	sc.lifeline.Close()
+	<-sc.exited
+}
+
+// stop asks the sidecar to write its stats and exit; if it is already gone (killed), the
+// stats file says so instead.
+func (sc *sidecarProc) stop(statsFile string) {
+	if sc == nil {
+		writeLostStats(statsFile, 0)
+		return
+	}
+	select {
+	case <-sc.exited:
+		writeLostStats(statsFile, sc.cmd.Process.Pid)
+		sc.lifeline.Close()
+		return
+	default:
+	}
+	sc.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-sc.exited:
+	case <-time.After(5 * time.Second):
+		fmt.Fprintln(os.Stderr, "bayesperf run: sidecar did not stop within 5s; killing it")
+		sc.cmd.Process.Kill()
+		<-sc.exited
+	}
+	sc.lifeline.Close()
+	if ws, ok := sc.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && (ws.Signaled() || ws.ExitStatus() != 0) {
+		writeLostStats(statsFile, sc.cmd.Process.Pid)
+	}
+}
+
+// writeLostStats writes a stats file for a sidecar that died before it could: its
+// counters died with it.
+func writeLostStats(path string, pid int) {
+	if path == "" {
+		return
+	}
+	b, _ := json.Marshal(map[string]any{
+		"events": 0, "mirror_reads": 0, "passthrough_reads": 0, "records_mirrored": 0,
+		"records_lost": 0, "sidecar_pid": pid, "sidecar_lost": true,
+	})
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "bayesperf run: write stats: %v\n", err)
+	}
+}

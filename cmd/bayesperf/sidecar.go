@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/bayesperf/bayesperf/internal/sidecar"
+)
+
+func init() {
+	register(command{name: "sidecar", summary: "serve libbayesperf.so clients on a socket (bayesperf run starts it for you)", run: sidecarMain})
+}
+
+const sidecarHelp = `usage: bayesperf sidecar --socket PATH [--stats FILE] [--period D] [--stale D] [-v]
+
+Serves libbayesperf.so clients on the Unix socket PATH, whose directory must be
+mode 0700. Prints "ready" on stdout once listening. Stops on SIGTERM or SIGINT,
+or when stdin reaches EOF (bayesperf run holds the other end), and then writes
+its counters as JSON to --stats FILE. 'bayesperf run' starts it for you.
+`
+
+func sidecarMain(args []string) int {
+	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	sock := fs.String("socket", "", "")
+	statsFile := fs.String("stats", "", "")
+	period := fs.Duration("period", time.Millisecond, "")
+	stale := fs.Duration("stale", 2*time.Millisecond, "")
+	verbose := fs.Bool("v", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Print(sidecarHelp)
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "bayesperf sidecar: %v\n%s", err, sidecarHelp)
+		return 2
+	}
+	if *sock == "" {
+		fmt.Fprintf(os.Stderr, "bayesperf sidecar: --socket is required\n%s", sidecarHelp)
+		return 2
+	}
+	cfg := sidecar.Config{SocketPath: *sock, Period: *period, StaleBound: *stale}
+	if *verbose {
+		cfg.Logf = func(format string, a ...any) {
+			fmt.Fprintf(os.Stderr, "bayesperf sidecar[%d]: %s\n", os.Getpid(), fmt.Sprintf(format, a...))
+		}
+	}
+	srv, err := sidecar.New(cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bayesperf sidecar: %v\n", err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-sigs
+		cancel()
+	}()
+	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+		go func() { // lifeline: run is gone when its end of the pipe closes
+			io.Copy(io.Discard, os.Stdin)
+			cancel()
+		}()
+	}
+	fmt.Println("ready")
+	os.Stdout.Close()
+	err = srv.Serve(ctx)
+	if *statsFile != "" {
+		if werr := writeStats(*statsFile, srv.Stats()); werr != nil {
+			fmt.Fprintf(os.Stderr, "bayesperf sidecar: %v\n", werr)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bayesperf sidecar: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func writeStats(path string, st sidecar.Stats) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode stats: %w", err)
+	}
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write stats: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write stats: %w", err)
+	}
+	return nil
+}

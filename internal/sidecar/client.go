@@ -1,0 +1,305 @@
+package sidecar
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/bayesperf/bayesperf/shim"
+)
+
+// client is one connection from one tool process.
+type client struct {
+	id      int
+	srv     *Server
+	conn    *net.UnixConn
+	credPid int32
+	pid     int32
+	page    []byte // the client page (counters the shim keeps); guarded by srv.mu
+
+	mu     sync.Mutex // guards events
+	events map[uint32]*event
+}
+
+// event is one registered perf event.
+type event struct {
+	info   Event
+	fd     int // the sidecar's copy of the tool's fd
+	format uint64
+	mem    []byte
+	mirror *shim.Mirror
+	closed atomic.Bool
+}
+
+func (e *event) close() {
+	if e.closed.Swap(true) {
+		return
+	}
+	unix.Close(e.fd)
+	unix.Munmap(e.mem)
+}
+
+// readKernel reads the event's counts; a failed or empty read yields MirrorKernel so the
+// shim asks the kernel itself and gets the kernel's own answer (error or EOF).
+func (e *event) readKernel(buf []byte) (shim.Values, uint32) {
+	n, err := unix.Read(e.fd, buf)
+	if err != nil || n <= 0 {
+		return shim.Values{}, shim.MirrorKernel
+	}
+	v, err := shim.ParseRead(e.format, buf[:n])
+	if err != nil {
+		return shim.Values{}, shim.MirrorKernel
+	}
+	return v, shim.MirrorOK
+}
+
+func (c *client) serve() {
+	buf := make([]byte, 1024)
+	oob := make([]byte, unix.CmsgSpace(4*8))
+	for {
+		n, oobn, flags, _, err := c.conn.ReadMsgUnix(buf, oob)
+		if err != nil || n == 0 {
+			return
+		}
+		fds := parseFds(oob[:oobn])
+		if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
+			closeAll(fds)
+			c.srv.cfg.Logf("client %d: truncated message; closing", c.id)
+			return
+		}
+		reply, replyFd, err := c.handle(buf[:n], fds)
+		if err != nil {
+			c.srv.cfg.Logf("client %d: %v; closing", c.id, err)
+			return
+		}
+		if reply == nil {
+			continue
+		}
+		var roob []byte
+		if replyFd >= 0 {
+			roob = unix.UnixRights(replyFd)
+		}
+		_, _, err = c.conn.WriteMsgUnix(reply, roob, nil)
+		if replyFd >= 0 {
+			unix.Close(replyFd)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func parseFds(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, m := range msgs {
+		if f, err := unix.ParseUnixRights(&m); err == nil {
+			fds = append(fds, f...)
+		}
+	}
+	return fds
+}
+
+func closeAll(fds []int) {
+	for _, f := range fds {
+		unix.Close(f)
+	}
+}
+
+// errno encodes err as the -errno status of the ABI.
+func errno(err error) int32 {
+	var e unix.Errno
+	if errors.As(err, &e) {
+		return -int32(e)
+	}
+	return -int32(unix.EINVAL)
+}
+
+// handle processes one message with the fds that came with it (it owns them) and returns
+// the reply (nil for none) and an fd to attach (-1 for none; handle's caller closes it
+// after sending). An error means the client broke the protocol and must be dropped.
+func (c *client) handle(b []byte, fds []int) ([]byte, int, error) {
+	h, body, err := shim.Decode(b)
+	if err != nil {
+		closeAll(fds)
+		return nil, -1, fmt.Errorf("decode message: %w", err)
+	}
+	if h.Type != shim.MsgRegister {
+		closeAll(fds)
+		fds = nil
+	}
+	if h.Type != shim.MsgHello && c.page == nil {
+		closeAll(fds)
+		return nil, -1, fmt.Errorf("message type %#x before HELLO", h.Type)
+	}
+	switch m := body.(type) {
+	case shim.Hello:
+		return c.hello(h, m)
+	case shim.Register:
+		return c.register(h, m, fds)
+	case shim.Handle:
+		if h.Type == shim.MsgUnregister {
+			c.unregister(m.Handle)
+			return nil, -1, nil
+		}
+		st := c.refresh(m.Handle)
+		out, err := shim.Encode(shim.MsgRefresh|shim.MsgReply, h.Seq, shim.Status{Status: st, Handle: m.Handle})
+		return out, -1, err
+	}
+	return nil, -1, fmt.Errorf("unexpected message type %#x from a client", h.Type)
+}
+
+func (c *client) hello(h shim.MsgHdr, m shim.Hello) ([]byte, int, error) {
+	if c.page != nil {
+		return nil, -1, errors.New("second HELLO")
+	}
+	if c.credPid != 0 && m.Pid != c.credPid {
+		return nil, -1, fmt.Errorf("HELLO says pid %d but the socket peer is pid %d", m.Pid, c.credPid)
+	}
+	fd, mem, err := newSharedPage("bayesperf-client", unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL)
+	if err != nil {
+		return nil, -1, fmt.Errorf("create client page: %w", err)
+	}
+	if err := shim.InitClientPage(mem); err != nil {
+		unix.Close(fd)
+		unix.Munmap(mem)
+		return nil, -1, err
+	}
+	c.srv.mu.Lock()
+	c.page = mem
+	c.srv.mu.Unlock()
+	c.pid = m.Pid
+	out, err := shim.Encode(shim.MsgHello|shim.MsgReply, h.Seq, shim.HelloReply{
+		SidecarPid: int32(os.Getpid()),
+		StaleNs:    uint64(c.srv.cfg.StaleBound.Nanoseconds()),
+		PageSize:   shim.PageSize,
+	})
+	if err != nil {
+		unix.Close(fd)
+		return nil, -1, err
+	}
+	c.srv.cfg.Logf("client %d: pid %d connected", c.id, m.Pid)
+	return out, fd, nil
+}
+
+// newSharedPage creates a one-page memfd, maps it read-write here and seals it.
+func newSharedPage(name string, seals int) (int, []byte, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return -1, nil, fmt.Errorf("create memfd: %w", err)
+	}
+	if err := unix.Ftruncate(fd, shim.PageSize); err != nil {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("size memfd: %w", err)
+	}
+	mem, err := unix.Mmap(fd, 0, shim.PageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("map memfd: %w", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
+		unix.Munmap(mem)
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("seal memfd: %w", err)
+	}
+	return fd, mem, nil
+}
+
+// isPerfFd reports whether fd (in this process) is a perf event.
+func isPerfFd(fd int) bool {
+	target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	return err == nil && target == "anon_inode:[perf_event]"
+}
+
+func (c *client) register(h shim.MsgHdr, m shim.Register, fds []int) ([]byte, int, error) {
+	decline := func(st int32, why string) ([]byte, int, error) {
+		closeAll(fds)
+		c.srv.declined.Add(1)
+		c.srv.cfg.Logf("client %d: decline handle %d: %s", c.id, m.Handle, why)
+		out, err := shim.Encode(shim.MsgRegister|shim.MsgReply, h.Seq, shim.RegisterReply{Status: st, Handle: m.Handle})
+		return out, -1, err
+	}
+	if len(fds) != 1 {
+		return decline(-int32(unix.EBADF), fmt.Sprintf("%d fds attached, want 1", len(fds)))
+	}
+	if !isPerfFd(fds[0]) {
+		return decline(-int32(unix.EBADF), "the fd is not a perf event")
+	}
+	attr, err := shim.ParseAttr(m.Attr[:m.AttrSize])
+	if err != nil {
+		return decline(-int32(unix.EINVAL), err.Error())
+	}
+	c.mu.Lock()
+	_, dup := c.events[m.Handle]
+	c.mu.Unlock()
+	if dup {
+		return decline(-int32(unix.EEXIST), "handle already registered")
+	}
+	mfd, mem, err := newSharedPage("bayesperf-mirror", unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_FUTURE_WRITE|unix.F_SEAL_SEAL)
+	if err != nil {
+		return decline(errno(err), err.Error())
+	}
+	mirror, err := shim.NewMirror(mem)
+	if err != nil {
+		unix.Munmap(mem)
+		unix.Close(mfd)
+		return decline(-int32(unix.EINVAL), err.Error())
+	}
+	mirror.Init(attr.ReadFormat)
+	e := &event{
+		info: Event{
+			Client: c.id, ClientPid: c.pid, Handle: m.Handle, GroupHandle: m.GroupHandle,
+			Pid: m.Pid, CPU: m.CPU, Attr: attr,
+		},
+		fd:     fds[0],
+		format: attr.ReadFormat,
+		mem:    mem,
+		mirror: mirror,
+	}
+	// Publish once before the shim can see the page, so its first read is served.
+	c.srv.publish([]*event{e})
+	c.mu.Lock()
+	c.events[m.Handle] = e
+	c.mu.Unlock()
+	c.srv.events.Add(1)
+	out, err := shim.Encode(shim.MsgRegister|shim.MsgReply, h.Seq, shim.RegisterReply{Handle: m.Handle})
+	if err != nil {
+		unix.Close(mfd)
+		return nil, -1, err
+	}
+	c.srv.cfg.Logf("client %d: handle %d type %d config %#x read_format %#x pid %d cpu %d group %d",
+		c.id, m.Handle, attr.Type, attr.Config, attr.ReadFormat, m.Pid, m.CPU, m.GroupHandle)
+	return out, mfd, nil
+}
+
+func (c *client) unregister(handle uint32) {
+	c.mu.Lock()
+	e := c.events[handle]
+	delete(c.events, handle)
+	c.mu.Unlock()
+	if e != nil {
+		c.srv.pubMu.Lock()
+		e.close()
+		c.srv.pubMu.Unlock()
+	}
+}
+
+func (c *client) refresh(handle uint32) int32 {
+	c.mu.Lock()
+	e := c.events[handle]
+	c.mu.Unlock()
+	if e == nil {
+		return -int32(unix.ENOENT)
+	}
+	c.srv.publish([]*event{e})
+	return 0
+}

@@ -1,0 +1,36 @@
+package sidecar
+
+import "github.com/bayesperf/bayesperf/shim"
+
+// Event describes one registered perf event as the client opened it.
+type Event struct {
+	Client      int    // client id, unique within the server's life
+	ClientPid   int32  // the tool process
+	Handle      uint32 // the shim's handle, unique within its client
+	GroupHandle uint32 // leader's handle, 0 when the event leads or is alone
+	Pid         int32  // perf_event_open pid argument
+	CPU         int32  // perf_event_open cpu argument
+	Attr        shim.Attr
+}
+
+// Stage is the correction stage between the kernel's counts and the mirrors.
+//
+// Correct is called with events and the raw values just read from the kernel for them
+// (same length, same order) at CLOCK_MONOTONIC time timeNs, and corrects values in place;
+// what it leaves there is what the mirrors publish. A periodic round passes all live
+// events of one client; a synchronous refresh passes only the event being read. Members
+// of a group read (PERF_FORMAT_GROUP) are in values[i].Members, leader first. A Stage
+// must not keep the slices after returning and is called by one goroutine at a time.
+//
+// The virtual PMU and inference will implement Stage: they may replace a member's Value
+// (and Enabled/Running, to present a multiplexed view) but must keep the slice lengths.
+type Stage interface {
+	Name() string
+	Correct(timeNs int64, events []Event, values []shim.Values)
+}
+
+// Identity publishes the kernel's values unchanged.
+type Identity struct{}
+
+func (Identity) Name() string                          { return "identity" }
+func (Identity) Correct(int64, []Event, []shim.Values) {}
