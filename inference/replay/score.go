@@ -1,0 +1,238 @@
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/bayesperf/bayesperf/inference"
+	"github.com/bayesperf/bayesperf/inference/baseline"
+	"github.com/bayesperf/bayesperf/inference/metrics"
+	"github.com/bayesperf/bayesperf/inference/schedule"
+)
+
+// DefaultWindow is the reporting interval in slices: 100 ms at the kernel's 4 ms slice.
+const DefaultWindow = 25
+
+// Contender is an estimator under test and the schedule its observations come from.
+// Contenders sharing a Schedule (the same pointer) see identical observations.
+type Contender struct {
+	Estimator inference.Estimator
+	Schedule  *schedule.Schedule
+}
+
+// Options tune Score.
+type Options struct {
+	// Window is the number of slices per reporting interval; 0 means DefaultWindow.
+	Window int
+	// Online asks each estimator for an interval right after the interval's last slice
+	// (the live value a tool would read), instead of after Finish (final, smoothed).
+	Online bool
+	// Baseline names the contender the error reductions are relative to; "" is "linux".
+	Baseline string
+	// Counters is reported in the result as the programmable counter budget.
+	Counters int
+	// TrimTail drops the last 2% of the slices and then 5 more before scoring, the data
+	// cleaning of source 001 (a run's end differs from run to run, and its last slices are
+	// partial). Off by default: our truth and observations come from the same run, so
+	// the tail is as valid as the rest.
+	TrimTail bool
+}
+
+// Scores are one estimator's scores on one event; nil fields are undefined (the event
+// never occurred, or the estimator gave no intervals).
+type Scores struct {
+	WAPE       *float64 `json:"wape"`
+	TotalError *float64 `json:"total_error"`
+	RA         *float64 `json:"ra"`
+	DTW        *float64 `json:"dtw"`
+	Coverage95 *float64 `json:"coverage95"`
+}
+
+// EventResult is the per-event entry of a Result: the event's name and its scores under
+// each estimator. It marshals as {"event": name, "<estimator>": {...}, ...}.
+type EventResult struct {
+	Event  string
+	Scores map[string]Scores
+	// Metrics are the raw per-estimator scores behind Scores.
+	Metrics map[string]metrics.Event
+}
+
+// MarshalJSON flattens the estimator map next to the event name.
+func (e EventResult) MarshalJSON() ([]byte, error) {
+	m := make(map[string]any, len(e.Scores)+1)
+	for k, v := range e.Scores {
+		m[k] = v
+	}
+	m["event"] = e.Event
+	return json.Marshal(m)
+}
+
+// Result is the outcome of Score, shaped as `bayesperf eval --json` prints it.
+type Result struct {
+	Counters       int                        `json:"counters"`
+	Events         int                        `json:"events"`
+	Slices         int                        `json:"slices"`
+	Intervals      int                        `json:"intervals"`
+	Estimators     map[string]metrics.Summary `json:"estimators"`
+	ErrorReduction map[string]float64         `json:"error_reduction"`
+	PerEvent       []EventResult              `json:"per_event"`
+
+	// Order lists the estimator names in the order they were given.
+	Order []string `json:"-"`
+	// EventNames are the trace's events; Bounds the [from, to) slices of each interval.
+	EventNames []string `json:"-"`
+	Bounds     [][2]int `json:"-"`
+	// Truth[i][e] is event e's true count in interval i; Estimates[name][i][e] the
+	// estimator's answer (for plots and tables).
+	Truth     [][]float64                       `json:"-"`
+	Estimates map[string][][]inference.Estimate `json:"-"`
+}
+
+// Baselines returns the contenders linux, fixed and linear on the schedule.
+func Baselines(events int, s *schedule.Schedule) []Contender {
+	return []Contender{
+		{baseline.New(baseline.Linux, events), s},
+		{baseline.New(baseline.Fixed, events), s},
+		{baseline.New(baseline.Linear, events), s},
+	}
+}
+
+// Score replays the trace to every contender and scores their estimates per reporting
+// interval against the truth.
+//
+// Observations are simulated once per distinct schedule and fed slice by slice, in lock
+// step, to every contender on that schedule; each contender receives its own deep copy
+// of every slice, so an estimator that modifies what it is given cannot change what the
+// others see. Names must be distinct. An Observe error aborts the scoring.
+func Score(tr *Trace, cs []Contender, opt Options) (*Result, error) {
+	if len(cs) == 0 {
+		return nil, fmt.Errorf("score trace: no estimators")
+	}
+	window := opt.Window
+	if window <= 0 {
+		window = DefaultWindow
+	}
+	base := opt.Baseline
+	if base == "" {
+		base = "linux"
+	}
+	n := tr.Slices()
+	if opt.TrimTail {
+		n -= int(math.Ceil(0.02*float64(n))) + 5
+		if n < 1 {
+			return nil, fmt.Errorf("score trace: %d slices are too few to trim the tail", tr.Slices())
+		}
+	}
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		if c.Estimator == nil || c.Schedule == nil {
+			return nil, fmt.Errorf("score trace: contender %d lacks an estimator or a schedule", i)
+		}
+		names[i] = c.Estimator.Name()
+		if slices.Contains(names[:i], names[i]) {
+			return nil, fmt.Errorf("score trace: two estimators named %q", names[i])
+		}
+	}
+	obs := map[*schedule.Schedule][]inference.Slice{}
+	for _, c := range cs {
+		if _, ok := obs[c.Schedule]; !ok {
+			obs[c.Schedule] = Simulate(tr, c.Schedule)[:n]
+		}
+	}
+	bounds := Intervals(n, window)
+	res := &Result{
+		Counters: opt.Counters, Events: len(tr.Events), Slices: n, Intervals: len(bounds),
+		Estimators: map[string]metrics.Summary{}, ErrorReduction: map[string]float64{},
+		Order: names, EventNames: tr.Events, Bounds: bounds,
+		Estimates: map[string][][]inference.Estimate{},
+	}
+	for _, b := range bounds {
+		res.Truth = append(res.Truth, tr.Truth(b[0], b[1]))
+	}
+	for _, name := range names {
+		res.Estimates[name] = make([][]inference.Estimate, len(bounds))
+	}
+	next := 0 // next interval to estimate online
+	for t := range n {
+		for i, c := range cs {
+			if err := c.Estimator.Observe(cloneSlice(obs[c.Schedule][t])); err != nil {
+				return nil, fmt.Errorf("score trace: %s: %w", names[i], err)
+			}
+		}
+		if opt.Online && next < len(bounds) && t == bounds[next][1]-1 {
+			for i, c := range cs {
+				res.Estimates[names[i]][next] = fit(c.Estimator.Estimate(bounds[next][0], bounds[next][1]), len(tr.Events))
+			}
+			next++
+		}
+	}
+	for i, c := range cs {
+		c.Estimator.Finish()
+		if !opt.Online {
+			for k, b := range bounds {
+				res.Estimates[names[i]][k] = fit(c.Estimator.Estimate(b[0], b[1]), len(tr.Events))
+			}
+		}
+	}
+	per := map[string][]metrics.Event{}
+	for _, name := range names {
+		per[name] = make([]metrics.Event, len(tr.Events))
+		for e := range tr.Events {
+			truth := make([]float64, len(bounds))
+			est := make([]inference.Estimate, len(bounds))
+			for k := range bounds {
+				truth[k] = res.Truth[k][e]
+				est[k] = res.Estimates[name][k][e]
+			}
+			per[name][e] = metrics.ForEvent(truth, est)
+		}
+		res.Estimators[name] = metrics.Summarize(per[name])
+	}
+	if lin, ok := per[base]; ok {
+		for _, name := range names {
+			if name == base {
+				continue
+			}
+			if r, ok := metrics.ErrorReduction(lin, per[name]); ok {
+				res.ErrorReduction[name] = r
+			}
+		}
+	}
+	for e, ev := range tr.Events {
+		er := EventResult{Event: ev, Scores: map[string]Scores{}, Metrics: map[string]metrics.Event{}}
+		for _, name := range names {
+			m := per[name][e]
+			er.Metrics[name] = m
+			var s Scores
+			if m.Defined {
+				s.WAPE, s.TotalError, s.RA, s.DTW = ptr(m.WAPE), ptr(m.TotalError), ptr(m.RA), ptr(m.DTW)
+			}
+			if c, ok := m.Coverage95(); ok {
+				s.Coverage95 = ptr(c)
+			}
+			er.Scores[name] = s
+		}
+		res.PerEvent = append(res.PerEvent, er)
+	}
+	return res, nil
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func cloneSlice(s inference.Slice) inference.Slice {
+	s.Readings = slices.Clone(s.Readings)
+	return s
+}
+
+// fit makes an estimator's answer exactly one estimate per event: a short answer is
+// padded with not-counted zeros, so a faulty estimator is scored, not crashed on.
+func fit(est []inference.Estimate, events int) []inference.Estimate {
+	if len(est) == events {
+		return est
+	}
+	out := make([]inference.Estimate, events)
+	copy(out, est)
+	return out
+}
