@@ -1,0 +1,208 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/bayesperf/bayesperf/inference/relation"
+	"github.com/bayesperf/bayesperf/inference/replay"
+	"github.com/bayesperf/bayesperf/internal/eval"
+	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/vpmu"
+)
+
+func init() {
+	register(command{name: "eval", summary: "score every estimator against exact truth, live under the virtual PMU or on a trace", run: runEval})
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+const evalUsage = `usage:
+  bayesperf eval -e EVENTS --counters N [--fixed EVENTS] [-I MS] [--relations FILE]
+                 [--collector read] [--mux-interval D] [--json] [--plot FILE] -- CMD ARGS...
+  bayesperf eval --trace FILE.csv --counters N [--fixed EVENTS] [--window K]
+                 [--relations FILE] [--time-column NAME] [--json] [--plot FILE]
+
+Live mode runs CMD with every event opened for it and multiplexes them on a virtual PMU
+of N counters (plus the --fixed events, which always count), exactly as the kernel
+rotates flexible groups, while a hidden always-on copy of every event records the truth.
+Replay mode reads a CSV of exact per-slice counts and simulates the kernel's round robin.
+Every estimator (linux, fixed, linear, bayesperf-rr, and bayesperf on its own schedule
+when available) sees the same observations and is scored against the truth.
+
+EVENTS use perf's syntax: task-clock,page-faults,{a,b},sched:sched_switch,syscalls:*...
+
+Flags:
+`
+
+func runEval(args []string) int {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	var events, fixed listFlag
+	fs.Var(&events, "e", "events to measure (perf syntax; repeatable)")
+	fs.Var(&fixed, "fixed", "events on fixed counters: they always count (repeatable)")
+	counters := fs.Int("counters", 4, "programmable counters of the (virtual) PMU")
+	interval := fs.Int("I", 100, "live: reporting interval, ms")
+	mux := fs.Duration("mux-interval", 0, "live: multiplexing interval (default: the kernel's perf_event_mux_interval_ms)")
+	relFile := fs.String("relations", "", "relation file to add to the built-in relations")
+	collector := fs.String("collector", "read", "live: how counters are read: read")
+	trace := fs.String("trace", "", "replay: trace CSV of exact per-slice counts")
+	window := fs.Int("window", 25, "replay: slices per reporting interval")
+	timeCol := fs.String("time-column", "", "replay: metadata column holding each slice's duration")
+	asJSON := fs.Bool("json", false, "print exactly one JSON object instead of the table")
+	plotFile := fs.String("plot", "", "draw truth and estimates of the worst events and the errors to FILE.png or FILE.svg")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), evalUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "bayesperf eval:", err)
+		return 1
+	}
+	if *counters < 1 {
+		return fail(errors.New("--counters must be at least 1"))
+	}
+	rels := relation.Builtins()
+	if *relFile != "" {
+		f, err := os.Open(*relFile)
+		if err != nil {
+			return fail(fmt.Errorf("open relation file: %w", err))
+		}
+		more, err := relation.ParseFile(*relFile, f)
+		f.Close()
+		if err != nil {
+			return fail(err)
+		}
+		rels = append(rels, more...)
+	}
+	var r perf.Resolver
+	universe := append(perf.SymbolNames(), r.Tracepoints()...)
+	var (
+		obs   eval.Observations
+		opt   = eval.Options{Counters: *counters}
+		title string
+	)
+	switch {
+	case *trace != "":
+		if len(events) > 0 || fs.NArg() > 0 {
+			return fail(errors.New("--trace replays a file: do not give -e or a command"))
+		}
+		tr, err := replay.ReadFile(*trace, replay.ReadOptions{TimeColumn: *timeCol})
+		if err != nil {
+			return fail(err)
+		}
+		opt.Relations = relation.BindUniverse(rels, tr.Events, universe)
+		opt.Window = *window
+		if obs, err = eval.FromTrace(tr, *counters, splitList(fixed), opt.Relations); err != nil {
+			return fail(err)
+		}
+		title = "trace " + *trace
+	default:
+		if len(events) == 0 || fs.NArg() == 0 {
+			fs.Usage()
+			return 2
+		}
+		if *collector != "read" {
+			return fail(fmt.Errorf("--collector %s: live eval drives the virtual PMU with read(); the bpf collector is not wired into it yet", *collector))
+		}
+		evs, err := perf.ParseEvents(strings.Join(events, ","))
+		if err != nil {
+			return fail(err)
+		}
+		var fixedIdx []int
+		for _, f := range splitList(fixed) {
+			idx := -1
+			for i, e := range evs {
+				if e.Name == f {
+					idx = i
+				}
+			}
+			if idx < 0 {
+				more, err := perf.ParseEvents(f)
+				if err != nil {
+					return fail(err)
+				}
+				for _, m := range more {
+					m.Group = len(evs) + 1000
+					evs = append(evs, m)
+					fixedIdx = append(fixedIdx, len(evs)-1)
+				}
+				continue
+			}
+			fixedIdx = append(fixedIdx, idx)
+		}
+		names := make([]string, len(evs))
+		for i, e := range evs {
+			names[i] = e.Name
+		}
+		opt.Relations = relation.BindUniverse(rels, names, universe)
+		muxIv := *mux
+		if muxIv <= 0 {
+			muxIv = vpmu.MuxInterval()
+		}
+		opt.Window = max(1, int((time.Duration(*interval)*time.Millisecond+muxIv/2)/muxIv))
+		cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
+		if p, err := exec.LookPath(fs.Arg(0)); err == nil {
+			cmd.Path = p
+		}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		if *asJSON {
+			cmd.Stdout = os.Stderr // keep stdout for exactly one JSON object
+		}
+		lr, err := eval.RunLive(eval.Live{Events: evs, Fixed: fixedIdx, Counters: *counters, Interval: muxIv, Rels: opt.Relations}, cmd)
+		if err != nil {
+			return fail(err)
+		}
+		if lr.ExitErr != nil {
+			fmt.Fprintf(os.Stderr, "bayesperf eval: %s: %v (scoring the run anyway)\n", fs.Arg(0), lr.ExitErr)
+		}
+		obs = lr.Obs
+		title = fmt.Sprintf("'%s' (%.2f s, multiplexing every %v)", strings.Join(fs.Args(), " "), float64(lr.WallNs)/1e9, lr.Interval)
+	}
+	res, err := eval.Score(obs, opt)
+	if err != nil {
+		return fail(err)
+	}
+	var out io.Writer = os.Stdout
+	if *asJSON {
+		if err := res.WriteJSON(out); err != nil {
+			return fail(err)
+		}
+	} else {
+		res.WriteTable(out, title)
+	}
+	if *plotFile != "" {
+		if err := eval.Plot(res, *plotFile); err != nil {
+			return fail(err)
+		}
+	}
+	return 0
+}
+
+// splitList splits repeated comma-separated flag values (no groups or PMU terms in fixed
+// event names).
+func splitList(l []string) []string {
+	var out []string
+	for _, s := range l {
+		for _, x := range strings.Split(s, ",") {
+			if x = strings.TrimSpace(x); x != "" {
+				out = append(out, x)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,235 @@
+package eval
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/bayesperf/bayesperf/inference"
+	"github.com/bayesperf/bayesperf/inference/baseline"
+	"github.com/bayesperf/bayesperf/inference/metrics"
+	"github.com/bayesperf/bayesperf/inference/model"
+	"github.com/bayesperf/bayesperf/inference/relation"
+	"github.com/bayesperf/bayesperf/inference/replay"
+)
+
+// Estimator names, in report order.
+const (
+	Linux       = "linux"
+	Fixed       = "fixed"
+	Linear      = "linear"
+	BayesPerfRR = "bayesperf-rr"
+	BayesPerf   = "bayesperf"
+)
+
+// Order is the order estimators are reported in.
+var Order = []string{Linux, Fixed, Linear, BayesPerfRR, BayesPerf}
+
+// Observations are one run: the truth and what each schedule let the estimators see.
+type Observations struct {
+	Events []string   // event names, EventID order
+	Truth  [][]uint64 // [slice][event] exact counts
+	Kernel []inference.Slice
+	// Own is the run under bayesperf's own schedule; nil when none was available, and
+	// then the bayesperf estimator is left out.
+	Own []inference.Slice
+}
+
+// Options tune Score.
+type Options struct {
+	Counters  int
+	Window    int                 // slices per reporting interval; 0 means 25
+	Relations []relation.Relation // bound to Events (relation.Bind)
+	Model     model.Options
+}
+
+// Metric is one estimator's scores for one event, as in the JSON report.
+type Metric struct {
+	WAPE       float64  `json:"wape"`
+	TotalError float64  `json:"total_error"`
+	RA         float64  `json:"ra"`
+	DTW        float64  `json:"dtw"`
+	Coverage95 *float64 `json:"coverage95"`
+}
+
+// PerEvent is one event's row: its truth, and per estimator its scores, total and
+// interval.
+type PerEvent struct {
+	Event   string
+	Truth   float64 // total over the run
+	Metrics map[string]Metric
+	Defined bool // the event occurred in the truth
+	// Totals holds, per estimator, the estimate of the whole run's total.
+	Totals map[string]inference.Estimate
+	// Series holds, per estimator, the per-interval estimates (for plots); Truths the
+	// per-interval truth.
+	Series map[string][]float64
+	Truths []float64
+}
+
+// MarshalJSON writes {"event": name, "<estimator>": {metrics}...}.
+func (p PerEvent) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"event": p.Event}
+	for k, v := range p.Metrics {
+		m[k] = v
+	}
+	return json.Marshal(m)
+}
+
+// Result is the report, shaped as issue 5's --json.
+type Result struct {
+	Counters       int                        `json:"counters"`
+	Events         int                        `json:"events"`
+	Slices         int                        `json:"slices"`
+	Intervals      int                        `json:"intervals"`
+	Estimators     map[string]metrics.Summary `json:"estimators"`
+	ErrorReduction map[string]float64         `json:"error_reduction"`
+	PerEvent       []PerEvent                 `json:"per_event"`
+	// Names lists the estimators present, in report order.
+	Names []string `json:"-"`
+	// Dropped lists relations the model could not use.
+	Dropped []string `json:"-"`
+}
+
+type entrant struct {
+	name   string
+	est    inference.Estimator
+	slices []inference.Slice
+}
+
+// cloneSlices deep-copies slices so that each estimator gets its own identical input.
+func cloneSlices(in []inference.Slice) []inference.Slice {
+	out := make([]inference.Slice, len(in))
+	for i, s := range in {
+		out[i] = s
+		out[i].Readings = slices.Clone(s.Readings)
+	}
+	return out
+}
+
+// Estimators builds the entrants for obs: every estimator paired with the observations
+// it is scored on. newModel may be nil for the default model.
+func estimators(obs Observations, opt Options) ([]entrant, []string, error) {
+	n := len(obs.Events)
+	var out []entrant
+	for _, k := range []baseline.Kind{baseline.Linux, baseline.Fixed, baseline.Linear} {
+		out = append(out, entrant{k.String(), baseline.New(k, n), cloneSlices(obs.Kernel)})
+	}
+	rr, err := model.New(obs.Events, opt.Relations, opt.Model)
+	if err != nil {
+		return nil, nil, fmt.Errorf("build bayesperf model: %w", err)
+	}
+	out = append(out, entrant{BayesPerfRR, rr, cloneSlices(obs.Kernel)})
+	dropped := rr.Dropped
+	if obs.Own != nil {
+		own, err := model.New(obs.Events, opt.Relations, opt.Model)
+		if err != nil {
+			return nil, nil, fmt.Errorf("build bayesperf model: %w", err)
+		}
+		out = append(out, entrant{BayesPerf, own, cloneSlices(obs.Own)})
+	}
+	return out, dropped, nil
+}
+
+// Score feeds every estimator its observations and scores it against the truth.
+func Score(obs Observations, opt Options) (*Result, error) {
+	ents, dropped, err := estimators(obs, opt)
+	if err != nil {
+		return nil, err
+	}
+	return score(obs, opt, ents, dropped)
+}
+
+func score(obs Observations, opt Options, ents []entrant, dropped []string) (*Result, error) {
+	n, S := len(obs.Events), len(obs.Truth)
+	if len(obs.Kernel) != S || (obs.Own != nil && len(obs.Own) != S) {
+		return nil, fmt.Errorf("score run: %d truth slices but %d/%d observed", S, len(obs.Kernel), len(obs.Own))
+	}
+	if S == 0 {
+		return nil, fmt.Errorf("score run: no slices (the command ended before the first multiplexing interval?)")
+	}
+	window := opt.Window
+	if window <= 0 {
+		window = 25
+	}
+	ivs := replay.Intervals(S, window)
+	// truth per event per interval
+	truth := make([][]float64, n)
+	for e := range truth {
+		truth[e] = make([]float64, len(ivs))
+	}
+	for k, iv := range ivs {
+		for t := iv[0]; t < iv[1]; t++ {
+			for e := 0; e < n && e < len(obs.Truth[t]); e++ {
+				truth[e][k] += float64(obs.Truth[t][e])
+			}
+		}
+	}
+	res := &Result{Counters: opt.Counters, Events: n, Slices: S, Intervals: len(ivs),
+		Estimators: map[string]metrics.Summary{}, ErrorReduction: map[string]float64{}, Dropped: dropped}
+	res.PerEvent = make([]PerEvent, n)
+	for e := range res.PerEvent {
+		tot := 0.0
+		for _, v := range truth[e] {
+			tot += v
+		}
+		res.PerEvent[e] = PerEvent{Event: obs.Events[e], Truth: tot, Defined: tot > 0, Metrics: map[string]Metric{},
+			Totals: map[string]inference.Estimate{}, Series: map[string][]float64{}, Truths: truth[e]}
+	}
+	perEst := map[string][]metrics.Event{}
+	for _, en := range ents {
+		for _, s := range en.slices {
+			if err := en.est.Observe(s); err != nil && !isNumerical(err) {
+				return nil, fmt.Errorf("feed %s slice %d: %w", en.name, s.Index, err)
+			}
+		}
+		en.est.Finish()
+		ests := make([][]inference.Estimate, n)
+		for _, iv := range ivs {
+			got := en.est.Estimate(iv[0], iv[1])
+			if len(got) != n {
+				return nil, fmt.Errorf("estimate with %s: %d events, want %d", en.name, len(got), n)
+			}
+			for e := range n {
+				ests[e] = append(ests[e], got[e])
+			}
+		}
+		totals := en.est.Estimate(0, S)
+		evs := make([]metrics.Event, n)
+		for e := range n {
+			m := metrics.ForEvent(truth[e], ests[e])
+			evs[e] = m
+			pm := Metric{WAPE: m.WAPE, TotalError: m.TotalError, RA: m.RA, DTW: m.DTW}
+			if c, ok := m.Coverage95(); ok {
+				pm.Coverage95 = &c
+			}
+			pe := &res.PerEvent[e]
+			if m.Defined {
+				pe.Metrics[en.name] = pm
+			}
+			if e < len(totals) {
+				pe.Totals[en.name] = totals[e]
+			}
+			pe.Series[en.name] = metrics.Values(ests[e])
+		}
+		perEst[en.name] = evs
+		res.Estimators[en.name] = metrics.Summarize(evs)
+		res.Names = append(res.Names, en.name)
+	}
+	for _, name := range res.Names {
+		if name == Linux {
+			continue
+		}
+		if r, ok := metrics.ErrorReduction(perEst[Linux], perEst[name]); ok {
+			res.ErrorReduction[name] = r
+		}
+	}
+	return res, nil
+}
+
+func isNumerical(err error) bool {
+	// A numerical failure is a status of one slice (the model keeps its state), not a
+	// reason to abandon the run.
+	return err != nil && errors.Is(err, model.ErrNumerical)
+}

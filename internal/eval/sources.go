@@ -1,0 +1,95 @@
+package eval
+
+import (
+	"fmt"
+	"os/exec"
+	"time"
+
+	"github.com/bayesperf/bayesperf/inference/relation"
+	"github.com/bayesperf/bayesperf/inference/replay"
+	"github.com/bayesperf/bayesperf/inference/schedule"
+	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/vpmu"
+)
+
+// OwnSchedule builds bayesperf's own schedule for a run, or returns nil when no such
+// scheduler is available (then bayesperf is reported absent).
+func OwnSchedule(sp schedule.Spec, events []string, rels []relation.Relation) (*schedule.Schedule, error) {
+	return ownSchedule(sp, events, rels)
+}
+
+// FromTrace replays a trace at counters programmable counters with the named fixed
+// events: the kernel's round robin (singleton flexible groups in column order) and, when
+// available, bayesperf's schedule.
+func FromTrace(tr *replay.Trace, counters int, fixed []string, rels []relation.Relation) (Observations, error) {
+	sp, err := replay.KernelSpec(tr, counters, fixed)
+	if err != nil {
+		return Observations{}, err
+	}
+	ks, err := schedule.Kernel(sp)
+	if err != nil {
+		return Observations{}, fmt.Errorf("build kernel schedule: %w", err)
+	}
+	obs := Observations{Events: tr.Events, Truth: tr.Counts, Kernel: replay.Simulate(tr, ks)}
+	own, err := OwnSchedule(sp, tr.Events, rels)
+	if err != nil {
+		return Observations{}, fmt.Errorf("build bayesperf schedule: %w", err)
+	}
+	if own != nil {
+		obs.Own = replay.Simulate(tr, own)
+	}
+	return obs, nil
+}
+
+// Live describes a live run.
+type Live struct {
+	Events   []perf.EventDesc
+	Fixed    []int // indices into Events
+	Counters int
+	Interval time.Duration // multiplexing interval; 0: the kernel's
+	Rels     []relation.Relation
+}
+
+// LiveRun is a live run's observations plus what the command did.
+type LiveRun struct {
+	Obs      Observations
+	Interval time.Duration
+	WallNs   int64
+	ExitErr  error
+}
+
+// RunLive runs cmd under the virtual PMU with the kernel's round robin, bayesperf's own
+// schedule (when available) and truth copies, and returns the observations.
+func RunLive(l Live, cmd *exec.Cmd) (*LiveRun, error) {
+	names := make([]string, len(l.Events))
+	for i, e := range l.Events {
+		names[i] = e.Name
+	}
+	sp := vpmu.Spec(l.Events, l.Counters, l.Fixed)
+	ks, err := schedule.Kernel(sp)
+	if err != nil {
+		return nil, fmt.Errorf("build kernel schedule: %w", err)
+	}
+	views := []vpmu.View{{Name: "kernel", Schedule: ks}}
+	own, err := OwnSchedule(sp, names, l.Rels)
+	if err != nil {
+		return nil, fmt.Errorf("build bayesperf schedule: %w", err)
+	}
+	if own != nil {
+		views = append(views, vpmu.View{Name: "bayesperf", Schedule: own})
+	}
+	res, err := vpmu.RunCommand(vpmu.Config{Events: l.Events, Views: views, Truth: true}, cmd, l.Interval)
+	if err != nil {
+		return nil, err
+	}
+	lr := &LiveRun{Interval: res.Interval, WallNs: res.WallNs, ExitErr: res.ExitErr}
+	lr.Obs.Events = names
+	for _, st := range res.Steps {
+		lr.Obs.Truth = append(lr.Obs.Truth, st.Truth)
+		lr.Obs.Kernel = append(lr.Obs.Kernel, st.Views[0])
+		if own != nil {
+			lr.Obs.Own = append(lr.Obs.Own, st.Views[1])
+		}
+	}
+	return lr, nil
+}
