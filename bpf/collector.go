@@ -1,0 +1,767 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	cringbuf "github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/bayesperf/bayesperf/internal/perf"
+)
+
+// Options says what to collect.
+type Options struct {
+	// Pid is the target process (or, with Threads false, the one thread Pid). -1 means
+	// every CPU: Events are opened per CPU and snapshots are summed over CPUs.
+	Pid int
+	// Threads follows every thread of Pid: those present at NewCollector and those created
+	// later, by any tracked thread.
+	Threads bool
+	// Events are the counting events to snapshot, in Snapshot.Counts order. The collector
+	// opens them itself for each thread or CPU, with inherit cleared (the kernel cannot read
+	// inherited events from BPF) and read_format set to (value, enabled, running). An event
+	// with the disabled bit starts disabled; see SetEnabled.
+	Events []unix.PerfEventAttr
+	// Slice is the snapshot period in wall-clock time; 0 means 4ms, the kernel's default
+	// multiplexing interval.
+	Slice time.Duration
+	// MaxThreads bounds the threads followed (0 means 1024). Threads beyond it are counted
+	// in Stats.LostThreads and not collected.
+	MaxThreads int
+	// RingBytes is the BPF ring buffer size, a power of two multiple of the page size
+	// (0 means 1 MiB).
+	RingBytes int
+}
+
+// Stats describes a collector's work so far.
+type Stats struct {
+	Ticks       uint64 // timer interrupts seen by the program, on any CPU
+	Records     uint64 // snapshot records the program submitted
+	Drops       uint64 // records lost because the ring buffer was full
+	ReadErrors  uint64 // values bpf_perf_event_read_value could not read
+	BadRecords  uint64 // records Next could not use (malformed or for an unknown slot)
+	Threads     int    // threads (or CPUs) that have had events opened
+	LostThreads int    // new threads that could not be followed
+}
+
+// slot is one thread (or CPU) and its events.
+type slot struct {
+	tid  int // -1 for a CPU slot
+	cpu  int
+	fds  []int
+	last []perf.Count // latest cumulative values seen
+	live bool         // not yet seen exiting
+}
+
+// Collector snapshots events through BPF. It implements perf.Collector.
+type Collector struct {
+	opts   Options
+	nr     int
+	slice  time.Duration
+	coll   *ebpf.Collection
+	array  *ebpf.Map // the PERF_EVENT_ARRAY, owned here
+	thrMap *ebpf.Map
+	stats  *ebpf.Map
+	rd     *cringbuf.Reader
+	timers []int
+	links  []link.Link
+
+	mu      sync.Mutex // guards everything below and the fds; Next holds it while processing
+	closed  bool
+	slots   []*slot
+	byTid   map[int]int
+	enabled []bool
+	alive   int
+	lost    int
+	bad     uint64
+	lastNs  int64
+	err     error // the consumer's failure, for Next
+	fresh   bool  // records arrived since the last Next
+	firstNs int64 // time of the first of them
+	gone    bool  // every tracked thread has exited
+	done    bool  // the final snapshot has been returned
+
+	wake    chan struct{} // the consumer has applied records
+	quit    chan struct{} // closed by Close
+	stopped chan struct{} // closed when the consumer returns
+}
+
+var _ perf.Collector = (*Collector)(nil)
+
+// NewCollector loads the BPF program, opens the events and starts the slice timers.
+func NewCollector(opts Options) (*Collector, error) {
+	if len(opts.Events) == 0 || len(opts.Events) > maxEvents {
+		return nil, fmt.Errorf("new bpf collector: %d events, want 1 to %d", len(opts.Events), maxEvents)
+	}
+	if opts.Pid < -1 || opts.Pid == 0 {
+		return nil, fmt.Errorf("new bpf collector: bad pid %d (want a process id, or -1 for every CPU)", opts.Pid)
+	}
+	if opts.Slice == 0 {
+		opts.Slice = 4 * time.Millisecond
+	}
+	if opts.Slice < 10*time.Microsecond {
+		return nil, fmt.Errorf("new bpf collector: slice %v is too short (at least 10µs)", opts.Slice)
+	}
+	if opts.MaxThreads <= 0 {
+		opts.MaxThreads = 1024
+	}
+	if opts.RingBytes == 0 {
+		opts.RingBytes = 1 << 20
+	}
+	page := os.Getpagesize()
+	if opts.RingBytes < page || opts.RingBytes&(opts.RingBytes-1) != 0 {
+		return nil, fmt.Errorf("new bpf collector: ring size %d is not a power of two of at least %d", opts.RingBytes, page)
+	}
+	systemWide := opts.Pid == -1
+	cpus, err := onlineCPUs()
+	if err != nil {
+		return nil, fmt.Errorf("new bpf collector: %w", err)
+	}
+	nslots := opts.MaxThreads
+	if systemWide {
+		nslots = 0
+		for _, c := range cpus {
+			nslots = max(nslots, c+1)
+		}
+	} else if !opts.Threads {
+		nslots = 1
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", opts.Pid)); !systemWide && err != nil {
+		return nil, fmt.Errorf("new bpf collector: find target %d: %w", opts.Pid, err)
+	}
+
+	c := &Collector{opts: opts, nr: len(opts.Events), slice: opts.Slice, byTid: map[int]int{}}
+	c.enabled = make([]bool, c.nr)
+	for i, a := range opts.Events {
+		c.enabled[i] = a.Bits&unix.PerfBitDisabled == 0
+	}
+	if err := c.load(nslots, systemWide); err != nil {
+		c.release()
+		return nil, err
+	}
+	if err := c.start(cpus, systemWide); err != nil {
+		c.release()
+		return nil, err
+	}
+	c.wake, c.quit, c.stopped = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	go c.consume()
+	return c, nil
+}
+
+// load creates the maps and loads the programs.
+func (c *Collector) load(nslots int, systemWide bool) error {
+	// Needed only before 5.11, where BPF memory was charged to RLIMIT_MEMLOCK; a no-op after.
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return classify("remove memlock limit", err)
+	}
+	spec, err := loadSnapshot()
+	if err != nil {
+		return fmt.Errorf("load bpf object: %w", err)
+	}
+	arr, err := newPerfEventArray(uint32(nslots * c.nr))
+	if err != nil {
+		return classify("create perf event array", err)
+	}
+	c.array = arr
+	// cilium/ebpf clamps a PERF_EVENT_ARRAY to the possible CPUs, so the array is made
+	// above and wired into the programs by hand instead of being declared a replacement.
+	delete(spec.Maps, snapshotMapEvents)
+	for name, p := range spec.Programs {
+		if err := p.Instructions.AssociateMap(snapshotMapEvents, arr); err != nil && !errors.Is(err, asm.ErrUnreferencedSymbol) {
+			return fmt.Errorf("associate event array with %s: %w", name, err)
+		}
+	}
+	spec.Maps[snapshotMapThreads].MaxEntries = uint32(2 * max(nslots, 1))
+	spec.Maps[snapshotMapRecords].MaxEntries = uint32(c.opts.RingBytes)
+	forkOff := uint32(0)
+	if c.opts.Threads && !systemWide {
+		if forkOff, err = forkChildOffset(); err != nil {
+			return fmt.Errorf("find new threads' tids: %w", err)
+		}
+	}
+	set := map[string]uint32{
+		snapshotVarNrEvents:     uint32(c.nr),
+		snapshotVarSystemWide:   b2u(systemWide),
+		snapshotVarFollowForks:  b2u(c.opts.Threads && !systemWide),
+		snapshotVarForkChildOff: forkOff,
+	}
+	for name, v := range set {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		return classify("load bpf programs", err)
+	}
+	c.coll = coll
+	c.thrMap = coll.Maps[snapshotMapThreads]
+	c.stats = coll.Maps[snapshotMapStats]
+	if c.rd, err = cringbuf.NewReader(coll.Maps[snapshotMapRecords]); err != nil {
+		return classify("open bpf ring buffer", err)
+	}
+	return nil
+}
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// newPerfEventArray creates a BPF_MAP_TYPE_PERF_EVENT_ARRAY of n entries with a raw
+// BPF_MAP_CREATE, since cilium/ebpf would clamp n to the number of possible CPUs.
+func newPerfEventArray(n uint32) (*ebpf.Map, error) {
+	attr := struct {
+		mapType, keySize, valueSize, maxEntries, mapFlags uint32
+	}{uint32(ebpf.PerfEventArray), 4, 4, n, 0}
+	fd, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_MAP_CREATE, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	if errno != 0 {
+		return nil, errno
+	}
+	m, err := ebpf.NewMapFromFD(int(fd))
+	if err != nil {
+		unix.Close(int(fd))
+		return nil, err
+	}
+	return m, nil
+}
+
+// start opens the events and the timers and attaches the programs.
+func (c *Collector) start(cpus []int, systemWide bool) error {
+	// Tracepoints first, so that a thread created while the present ones are being opened
+	// is reported once its parent is in the threads map.
+	if !systemWide {
+		for _, tp := range []struct{ name, prog string }{
+			{"sched_process_exit", snapshotProgOnExit},
+			{"sched_process_fork", snapshotProgOnFork},
+		} {
+			l, err := link.Tracepoint("sched", tp.name, c.coll.Programs[tp.prog], nil)
+			if err != nil {
+				return classify("attach "+tp.name, err)
+			}
+			c.links = append(c.links, l)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case systemWide:
+		for _, cpu := range cpus {
+			if err := c.addSlot(-1, cpu, cpu); err != nil {
+				return err
+			}
+		}
+	case c.opts.Threads:
+		// Re-list until stable: a thread created before its parent was tracked was not
+		// reported by on_fork.
+		for {
+			tids, err := listThreads(c.opts.Pid)
+			if err != nil {
+				return err
+			}
+			added := 0
+			for _, tid := range tids {
+				if _, ok := c.byTid[tid]; ok {
+					continue
+				}
+				if err := c.addThread(tid, unix.BPF_ANY); err != nil {
+					if errors.Is(err, unix.ESRCH) {
+						continue // exited meanwhile
+					}
+					return err
+				}
+				added++
+			}
+			if added == 0 {
+				break
+			}
+		}
+		if c.alive == 0 {
+			return fmt.Errorf("new bpf collector: target %d has no live threads", c.opts.Pid)
+		}
+	default:
+		if err := c.addThread(c.opts.Pid, unix.BPF_ANY); err != nil {
+			return err
+		}
+	}
+	prog := c.coll.Programs[snapshotProgOnTick].FD()
+	for _, cpu := range cpus {
+		attr := unix.PerfEventAttr{
+			Type:   unix.PERF_TYPE_SOFTWARE,
+			Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+			Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+			Sample: uint64(c.slice.Nanoseconds()),
+			Bits:   unix.PerfBitDisabled,
+		}
+		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			return classify(fmt.Sprintf("open slice timer on cpu %d", cpu), err)
+		}
+		c.timers = append(c.timers, fd)
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, prog); err != nil {
+			return classify("attach tick program", err)
+		}
+	}
+	for _, fd := range c.timers {
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+			return fmt.Errorf("enable slice timer: %w", err)
+		}
+	}
+	return nil
+}
+
+// addThread opens the events of thread tid, gives it a slot and publishes the slot in the
+// threads map with flags (BPF_EXIST for a thread on_fork marked pending).
+func (c *Collector) addThread(tid int, flags uint64) error {
+	if len(c.slots) >= c.opts.MaxThreads || (!c.opts.Threads && len(c.slots) >= 1) {
+		return errNoSlot
+	}
+	if err := c.addSlot(tid, -1, len(c.slots)); err != nil {
+		return err
+	}
+	idx := len(c.slots) - 1
+	if err := c.thrMap.Update(uint32(tid), uint32(idx), ebpf.MapUpdateFlags(flags)); err != nil {
+		// The thread exited between on_fork and now: its events hold its final counts.
+		c.slots[idx].live = false
+		c.alive--
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil
+		}
+		return fmt.Errorf("track thread %d: %w", tid, err)
+	}
+	return nil
+}
+
+var errNoSlot = errors.New("no free slot: raise Options.MaxThreads")
+
+// addSlot opens the events for (tid, cpu), stores them at slot idx of the event array and
+// appends the slot.
+func (c *Collector) addSlot(tid, cpu, idx int) error {
+	s := &slot{tid: tid, cpu: cpu, last: make([]perf.Count, c.nr), live: true}
+	for i, a := range c.opts.Events {
+		a.Size = uint32(unsafe.Sizeof(a))
+		a.Bits &^= unix.PerfBitInherit | unix.PerfBitDisabled
+		if !c.enabled[i] {
+			a.Bits |= unix.PerfBitDisabled
+		}
+		a.Read_format = unix.PERF_FORMAT_TOTAL_TIME_ENABLED | unix.PERF_FORMAT_TOTAL_TIME_RUNNING
+		fd, err := unix.PerfEventOpen(&a, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			closeAll(s.fds)
+			if errors.Is(err, unix.ESRCH) {
+				return fmt.Errorf("open event %d for thread %d: %w", i, tid, err)
+			}
+			op := fmt.Sprintf("open event %d (type %d config %#x) for tid %d cpu %d", i, a.Type, a.Config, tid, cpu)
+			// Only a refusal is about privilege; an event this machine lacks (ENOENT,
+			// EOPNOTSUPP) would fail the read() collector just the same.
+			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+				return &UnavailableError{Op: op, Err: err}
+			}
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		s.fds = append(s.fds, fd)
+		if err := c.array.Update(uint32(idx*c.nr+i), uint32(fd), ebpf.UpdateAny); err != nil {
+			closeAll(s.fds)
+			return classify("store event in perf event array", err)
+		}
+	}
+	// Start from the values at open, so that a thread that never runs through a tick still
+	// adds what it counted to the sums.
+	var buf [24]byte
+	for i, fd := range s.fds {
+		if n, err := unix.Read(fd, buf[:]); err == nil && n == len(buf) {
+			s.last[i] = perf.Count{Value: le64(buf[0:]), Enabled: le64(buf[8:]), Running: le64(buf[16:])}
+		}
+	}
+	c.slots = append(c.slots, s)
+	if tid >= 0 {
+		c.byTid[tid] = idx
+	}
+	c.alive++
+	return nil
+}
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
+// Name returns "bpf".
+func (c *Collector) Name() string { return "bpf" }
+
+// Next blocks until the target has run through a slice tick and returns the cumulative
+// counts, summed over the target's threads (or CPUs). Snapshots are cumulative, so nothing
+// is lost when Next is called late: it then covers several slices. Ticks of different CPUs
+// within half a slice of each other give one snapshot. A slice in which no tracked thread
+// ran gives none.
+//
+// When every tracked thread has exited, Next returns a last snapshot read with read(2)
+// from the events (their final values), and io.EOF afterwards. After Close it returns
+// ErrClosed.
+func (c *Collector) Next() (perf.Snapshot, error) {
+	for {
+		c.mu.Lock()
+		switch {
+		case c.closed:
+			c.mu.Unlock()
+			return perf.Snapshot{}, ErrClosed
+		case c.done:
+			c.mu.Unlock()
+			return perf.Snapshot{}, io.EOF
+		case c.gone:
+			s, err := c.final()
+			c.mu.Unlock()
+			return s, err
+		case c.err != nil:
+			err := c.err
+			c.mu.Unlock()
+			return perf.Snapshot{}, err
+		case c.fresh:
+			// Let the other CPUs' ticks of the same slice arrive.
+			wait := time.Duration(c.firstNs + int64(c.slice/2) - monotonicNow())
+			c.mu.Unlock()
+			if wait > 0 {
+				select {
+				case <-time.After(wait):
+				case <-c.quit:
+				}
+			}
+			c.mu.Lock()
+			if c.closed {
+				c.mu.Unlock()
+				return perf.Snapshot{}, ErrClosed
+			}
+			c.fresh = false
+			s := c.sum()
+			c.mu.Unlock()
+			return s, nil
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.wake:
+		case <-c.quit:
+		}
+	}
+}
+
+// consume reads the BPF ring buffer until Close, applying every record as it comes, so that
+// new threads are followed at once however late Next is called.
+func (c *Collector) consume() {
+	defer close(c.stopped)
+	var rec cringbuf.Record
+	var vals []perf.Count
+	for {
+		err := c.rd.ReadInto(&rec)
+		c.mu.Lock()
+		if c.closed || errors.Is(err, cringbuf.ErrClosed) {
+			c.mu.Unlock()
+			return
+		}
+		if err != nil {
+			c.err = fmt.Errorf("read bpf ring buffer: %w", err)
+			c.mu.Unlock()
+			c.notify()
+			return
+		}
+		r, err := decodeRecord(rec.RawSample, vals)
+		if err != nil {
+			c.bad++
+			c.mu.Unlock()
+			continue
+		}
+		vals = r.Vals
+		c.handle(r)
+		if (r.Kind == kindTick || r.Kind == kindExit) && !c.fresh {
+			c.fresh, c.firstNs = true, int64(r.TimeNs)
+		}
+		if c.alive == 0 && !c.systemWide() {
+			c.gone = true
+		}
+		c.mu.Unlock()
+		c.notify()
+	}
+}
+
+func (c *Collector) notify() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Collector) systemWide() bool { return c.opts.Pid == -1 }
+
+// handle applies one record. Called with c.mu held.
+func (c *Collector) handle(r record) {
+	switch r.Kind {
+	case kindTick, kindExit:
+		if int(r.Slot) >= len(c.slots) || len(r.Vals) != c.nr {
+			c.bad++
+			return
+		}
+		s := c.slots[r.Slot]
+		if s.tid >= 0 && s.tid != int(r.Tid) {
+			c.bad++
+			return
+		}
+		for i, v := range r.Vals {
+			// A value that could not be read comes as zeros; counters never go backwards.
+			if v.Value >= s.last[i].Value && v.Enabled >= s.last[i].Enabled && (v != perf.Count{}) {
+				s.last[i] = v
+			}
+		}
+		if int64(r.TimeNs) > c.lastNs {
+			c.lastNs = int64(r.TimeNs)
+		}
+		if r.Kind == kindExit && s.live {
+			s.live = false
+			c.alive--
+		}
+	case kindFork:
+		tid := int(r.Tid)
+		if _, ok := c.byTid[tid]; ok {
+			return // already found by listing /proc
+		}
+		if !isThreadOf(c.opts.Pid, tid) {
+			// A child process, or a thread already gone: stop following it.
+			c.thrMap.Delete(uint32(tid))
+			return
+		}
+		if err := c.addThread(tid, unix.BPF_EXIST); err != nil {
+			c.thrMap.Delete(uint32(tid))
+			c.lost++
+		}
+	case kindGone:
+		if _, ok := c.byTid[int(r.Tid)]; !ok {
+			c.lost++
+		}
+	}
+}
+
+// sum adds the latest values over slots. Called with c.mu held.
+func (c *Collector) sum() perf.Snapshot {
+	s := perf.Snapshot{TimeNs: c.lastNs, Counts: make([]perf.Count, c.nr)}
+	for _, sl := range c.slots {
+		for i, v := range sl.last {
+			s.Counts[i].Value += v.Value
+			s.Counts[i].Enabled += v.Enabled
+			s.Counts[i].Running += v.Running
+		}
+	}
+	return s
+}
+
+// final waits until the kernel has detached every thread's events, then reads them.
+// Called with c.mu held.
+func (c *Collector) final() (perf.Snapshot, error) {
+	c.done = true
+	deadline := time.Now().Add(time.Second)
+	for _, s := range c.slots {
+		for !threadFinished(c.opts.Pid, s.tid) && time.Now().Before(deadline) {
+			time.Sleep(200 * time.Microsecond)
+		}
+	}
+	if err := c.readSlots(); err != nil {
+		return perf.Snapshot{}, err
+	}
+	s := c.sum()
+	s.TimeNs = monotonicNow()
+	return s, nil
+}
+
+// readSlots reads every event with read(2) into the slots' latest values. Called with
+// c.mu held.
+func (c *Collector) readSlots() error {
+	var buf [24]byte
+	for _, s := range c.slots {
+		for i, fd := range s.fds {
+			n, err := unix.Read(fd, buf[:])
+			if err != nil {
+				return fmt.Errorf("read event %d of tid %d: %w", i, s.tid, err)
+			}
+			if n != len(buf) {
+				return fmt.Errorf("read event %d of tid %d: got %d bytes, want %d", i, s.tid, n, len(buf))
+			}
+			v := perf.Count{Value: le64(buf[0:]), Enabled: le64(buf[8:]), Running: le64(buf[16:])}
+			if v.Value >= s.last[i].Value {
+				s.last[i] = v
+			}
+		}
+	}
+	return nil
+}
+
+// ReadNow reads every event with read(2), bypassing BPF, and returns the sums. It is the
+// read() collector's view of the same events, for comparison and tests.
+func (c *Collector) ReadNow() (perf.Snapshot, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return perf.Snapshot{}, ErrClosed
+	}
+	s := perf.Snapshot{Counts: make([]perf.Count, c.nr)}
+	var buf [24]byte
+	for _, sl := range c.slots {
+		for i, fd := range sl.fds {
+			if _, err := unix.Read(fd, buf[:]); err != nil {
+				return perf.Snapshot{}, fmt.Errorf("read event %d of tid %d: %w", i, sl.tid, err)
+			}
+			s.Counts[i].Value += le64(buf[0:])
+			s.Counts[i].Enabled += le64(buf[8:])
+			s.Counts[i].Running += le64(buf[16:])
+		}
+	}
+	s.TimeNs = monotonicNow()
+	return s, nil
+}
+
+func le64(b []byte) uint64 {
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+func monotonicNow() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// SetEnabled enables or disables event i in every thread (or CPU), including threads
+// followed later. It is what a sidecar multiplexing events itself needs.
+func (c *Collector) SetEnabled(i int, on bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i < 0 || i >= c.nr {
+		return fmt.Errorf("set event %d enabled: out of range [0,%d)", i, c.nr)
+	}
+	req := uint(unix.PERF_EVENT_IOC_DISABLE)
+	if on {
+		req = unix.PERF_EVENT_IOC_ENABLE
+	}
+	c.enabled[i] = on
+	for _, s := range c.slots {
+		if err := unix.IoctlSetInt(s.fds[i], req, 0); err != nil && s.live {
+			return fmt.Errorf("set event %d enabled=%v for tid %d: %w", i, on, s.tid, err)
+		}
+	}
+	return nil
+}
+
+// Threads returns the tids followed so far (nil for a system-wide collector).
+func (c *Collector) Threads() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var tids []int
+	for _, s := range c.slots {
+		if s.tid >= 0 {
+			tids = append(tids, s.tid)
+		}
+	}
+	return tids
+}
+
+// Stats returns the kernel-side counters and the collector's own.
+func (c *Collector) Stats() (Stats, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := Stats{Threads: len(c.slots), LostThreads: c.lost, BadRecords: c.bad}
+	if c.closed {
+		return st, ErrClosed
+	}
+	dst := []*uint64{&st.Ticks, &st.Records, &st.Drops, &st.ReadErrors}
+	for k, d := range dst {
+		var per []uint64
+		if err := c.stats.Lookup(uint32(k), &per); err != nil {
+			return st, fmt.Errorf("read bpf stats: %w", err)
+		}
+		for _, v := range per {
+			*d += v
+		}
+	}
+	return st, nil
+}
+
+// KernelTime returns the run time and run count of the tick program as the kernel accounts
+// them. Both stay zero unless BPF run-time statistics are enabled (EnableKernelStats or the
+// sysctl kernel.bpf_stats_enabled).
+func (c *Collector) KernelTime() (time.Duration, uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return 0, 0, ErrClosed
+	}
+	st, err := c.coll.Programs[snapshotProgOnTick].Stats()
+	if err != nil {
+		return 0, 0, fmt.Errorf("read tick program stats: %w", err)
+	}
+	return st.Runtime, st.RunCount, nil
+}
+
+// EnableKernelStats turns on the kernel's BPF run-time accounting until the returned
+// Closer is closed (BPF_ENABLE_STATS; it costs a little on every program run).
+func EnableKernelStats() (io.Closer, error) {
+	cl, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		return nil, classify("enable bpf run-time stats", err)
+	}
+	return cl, nil
+}
+
+// Close stops the timers, detaches the programs and closes every fd. It makes a blocked
+// Next return ErrClosed.
+func (c *Collector) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.quit)
+	c.mu.Unlock()
+	c.rd.Close() // interrupts the consumer's read; it then sees closed and returns
+	<-c.stopped
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.release()
+}
+
+// release frees everything, in reverse order of acquisition.
+func (c *Collector) release() error {
+	var errs []error
+	closeAll(c.timers)
+	c.timers = nil
+	for _, l := range c.links {
+		errs = append(errs, l.Close())
+	}
+	c.links = nil
+	if c.rd != nil {
+		c.rd.Close() // may already be closed by Close; nothing to report either way
+	}
+	if c.coll != nil {
+		c.coll.Close()
+	}
+	if c.array != nil {
+		errs = append(errs, c.array.Close())
+	}
+	for _, s := range c.slots {
+		closeAll(s.fds)
+		s.fds = nil
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close bpf collector: %w", err)
+	}
+	return nil
+}

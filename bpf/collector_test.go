@@ -1,0 +1,367 @@
+package bpf
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/bayesperf/bayesperf/internal/perf"
+)
+
+// Indices of the events of workEvents.
+const (
+	evTaskClock = iota
+	evPageFaults
+	evMinorFaults
+	evMajorFaults
+	evContextSwitches
+	evMigrations
+	evGetppid
+	evSysEnter
+)
+
+func workEvents(t testing.TB) []unix.PerfEventAttr {
+	return []unix.PerfEventAttr{
+		softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK),
+		softwareAttr(unix.PERF_COUNT_SW_PAGE_FAULTS),
+		softwareAttr(unix.PERF_COUNT_SW_PAGE_FAULTS_MIN),
+		softwareAttr(unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ),
+		softwareAttr(unix.PERF_COUNT_SW_CONTEXT_SWITCHES),
+		softwareAttr(unix.PERF_COUNT_SW_CPU_MIGRATIONS),
+		tracepointAttr(t, "syscalls", "sys_enter_getppid"),
+		tracepointAttr(t, "raw_syscalls", "sys_enter"),
+	}
+}
+
+// checkCumulative fails unless every field of every event never decreases.
+func checkCumulative(t *testing.T, snaps []perf.Snapshot) {
+	t.Helper()
+	for k := 1; k < len(snaps); k++ {
+		for i, v := range snaps[k].Counts {
+			p := snaps[k-1].Counts[i]
+			if v.Value < p.Value || v.Enabled < p.Enabled || v.Running < p.Running {
+				t.Fatalf("snapshot %d event %d went backwards: %+v after %+v", k, i, v, p)
+			}
+		}
+		if snaps[k].TimeNs < snaps[k-1].TimeNs {
+			t.Fatalf("snapshot %d time %d before %d", k, snaps[k].TimeNs, snaps[k-1].TimeNs)
+		}
+	}
+}
+
+// checkDeltas checks that the snapshots are cumulative, that the last one is the read() of
+// the same fds once the target is gone, and that the per-slice deltas, from zero at
+// attach, add up to it exactly.
+func checkDeltas(t *testing.T, snaps []perf.Snapshot, end perf.Snapshot) {
+	t.Helper()
+	zero := perf.Snapshot{Counts: make([]perf.Count, len(end.Counts))}
+	checkCumulative(t, append([]perf.Snapshot{zero}, snaps...))
+	final := snaps[len(snaps)-1]
+	if !slices.Equal(final.Counts, end.Counts) {
+		t.Fatalf("final snapshot %+v != read() after exit %+v", final.Counts, end.Counts)
+	}
+	sum := make([]perf.Count, len(end.Counts))
+	prev := zero
+	for _, s := range snaps {
+		for i, v := range s.Counts {
+			d := v.Sub(prev.Counts[i])
+			sum[i].Value += d.Value
+			sum[i].Enabled += d.Enabled
+			sum[i].Running += d.Running
+		}
+		prev = s
+	}
+	if !slices.Equal(sum, end.Counts) {
+		t.Errorf("deltas add up to %+v, read() says %+v", sum, end.Counts)
+	}
+}
+
+// TestSlicesOfOneThread runs a known workload under the collector and checks the slices
+// against read(2) of the same events and against the work done.
+func TestSlicesOfOneThread(t *testing.T) {
+	const slice = 5 * time.Millisecond
+	cmd, in, _ := startHelper(t, "work")
+	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Events: workEvents(t), Slice: slice})
+	if err != nil {
+		t.Fatalf("NewCollector (requires root): %v", err)
+	}
+	defer c.Close()
+	start, err := c.ReadNow()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Write([]byte{'g'})
+	snaps := collectAll(t, c, 20*time.Second)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("helper: %v", err)
+	}
+	end, err := c.ReadNow()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Next(); err == nil {
+		t.Fatal("Next after the end: want io.EOF, got a snapshot")
+	}
+
+	// The spin alone lasts workSpin, so there must be about workSpin/slice ticks.
+	if min := int(workSpin/slice) / 2; len(snaps) < min {
+		t.Fatalf("got %d snapshots over a %v spin with %v slices, want at least %d", len(snaps), workSpin, slice, min)
+	}
+	checkDeltas(t, snaps, end)
+
+
+	// The snapshots taken by BPF (all but the read() at the end) are real slices: the
+	// task clock moves from slice to slice, and the last one is within a few slices of
+	// the end (the spin is the last thing the helper does).
+	bpfSnaps := snaps[:len(snaps)-1]
+	moving := 0
+	for k := 1; k < len(bpfSnaps); k++ {
+		if bpfSnaps[k].Counts[evTaskClock].Value > bpfSnaps[k-1].Counts[evTaskClock].Value {
+			moving++
+		}
+	}
+	if moving < len(bpfSnaps)/2 {
+		t.Errorf("task-clock moved in only %d of %d BPF slices", moving, len(bpfSnaps))
+	}
+	lastBPF := bpfSnaps[len(bpfSnaps)-1]
+	tc := end.Counts[evTaskClock].Value - lastBPF.Counts[evTaskClock].Value
+	if tc > uint64(3*slice) {
+		t.Errorf("task-clock after the last BPF snapshot: %v, want under 3 slices", time.Duration(tc))
+	}
+	// Work that ended before the final spin is all in the last BPF snapshot, exactly.
+	if got, want := lastBPF.Counts[evGetppid].Value-start.Counts[evGetppid].Value, uint64(workGetppid); got != want {
+		t.Errorf("getppid tracepoint in BPF snapshots: %d, want exactly %d", got, want)
+	}
+	// Counts against the known work.
+	d := func(i int) uint64 { return end.Counts[i].Value - start.Counts[i].Value }
+	if d(evGetppid) != workGetppid {
+		t.Errorf("getppid tracepoint: %d, want %d", d(evGetppid), workGetppid)
+	}
+	// page-faults counts every fault taken, minor and major only those handled, so a
+	// retried or spurious fault makes page-faults exceed their sum by a few.
+	if d(evMinorFaults) < workPages || d(evPageFaults) < d(evMinorFaults)+d(evMajorFaults) || d(evPageFaults) > d(evMinorFaults)+d(evMajorFaults)+10 {
+		t.Errorf("faults: page %d minor %d major %d; want minor >= %d and page = minor + major (+ at most 10)",
+			d(evPageFaults), d(evMinorFaults), d(evMajorFaults), workPages)
+	}
+	if d(evContextSwitches) < workSleeps {
+		t.Errorf("context switches: %d, want at least %d", d(evContextSwitches), workSleeps)
+	}
+	if d(evSysEnter) < workGetppid+workSleeps {
+		t.Errorf("raw_syscalls:sys_enter: %d, want at least %d", d(evSysEnter), workGetppid+workSleeps)
+	}
+	if d(evTaskClock) < uint64(workSpin) {
+		t.Errorf("task-clock: %v, want at least the %v spin", time.Duration(d(evTaskClock)), workSpin)
+	}
+	st, err := c.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Drops != 0 || st.ReadErrors != 0 || st.BadRecords != 0 {
+		t.Errorf("stats %+v: want no drops, read errors or bad records", st)
+	}
+	if st.Records < uint64(len(bpfSnaps)) {
+		t.Errorf("stats: %d records for %d BPF snapshots", st.Records, len(bpfSnaps))
+	}
+	t.Logf("%d snapshots, stats %+v", len(snaps), st)
+}
+
+// TestFollowsNewThreads checks that threads created after attach are found, and that
+// everything they count after their events are opened reaches the snapshots.
+func TestFollowsNewThreads(t *testing.T) {
+	cmd, in, out := startHelper(t, "threads")
+	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, Events: workEvents(t), Slice: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("NewCollector (requires root): %v", err)
+	}
+	defer c.Close()
+	initial := c.Threads()
+	if !slices.Contains(initial, cmd.Process.Pid) {
+		t.Fatalf("initial threads %v lack the main thread %d", initial, cmd.Process.Pid)
+	}
+	start, err := c.ReadNow()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Write([]byte{'g'})
+	var workers []int
+	for range threadWorkers {
+		line, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatalf("read worker tid: %v", err)
+		}
+		tid, err := strconv.Atoi(strings.TrimSpace(line))
+		if err != nil {
+			t.Fatalf("parse worker tid %q: %v", line, err)
+		}
+		workers = append(workers, tid)
+	}
+	snaps := collectAll(t, c, 20*time.Second)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("helper: %v", err)
+	}
+	followed := c.Threads()
+	created := 0
+	for _, tid := range workers {
+		if !slices.Contains(followed, tid) {
+			t.Errorf("worker thread %d not followed (followed %v)", tid, followed)
+		}
+		if !slices.Contains(initial, tid) {
+			created++
+		}
+	}
+	if created == 0 {
+		t.Fatalf("all %d workers reused threads present at attach %v: the test proves nothing", len(workers), initial)
+	}
+	end, err := c.ReadNow()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDeltas(t, snaps, end)
+	// Only the workers call getppid, after waiting for their events to be opened, so the
+	// count is exact; it is also in the BPF snapshots (exit records), not only in read().
+	if got := end.Counts[evGetppid].Value - start.Counts[evGetppid].Value; got != threadWorkers*threadGetppid {
+		t.Errorf("getppid over all threads: %d, want %d", got, threadWorkers*threadGetppid)
+	}
+	lastBPF := snaps[len(snaps)-2]
+	if got := lastBPF.Counts[evGetppid].Value - start.Counts[evGetppid].Value; got != threadWorkers*threadGetppid {
+		t.Errorf("getppid in the last BPF snapshot: %d, want %d", got, threadWorkers*threadGetppid)
+	}
+	if got := end.Counts[evMinorFaults].Value - start.Counts[evMinorFaults].Value; got < threadWorkers*threadPages {
+		t.Errorf("minor faults over all threads: %d, want at least %d", got, threadWorkers*threadPages)
+	}
+	st, err := c.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.LostThreads != 0 || st.Drops != 0 {
+		t.Errorf("stats %+v: want no lost threads or drops", st)
+	}
+	t.Logf("%d workers (%d created after attach), %d threads followed, %d snapshots, stats %+v",
+		len(workers), created, len(followed), len(snaps), st)
+}
+
+// TestSystemWide snapshots per-CPU events: the sums over CPUs move with time and never
+// exceed a later read().
+func TestSystemWide(t *testing.T) {
+	c, err := NewCollector(Options{Pid: -1, Events: []unix.PerfEventAttr{
+		softwareAttr(unix.PERF_COUNT_SW_CPU_CLOCK),
+		softwareAttr(unix.PERF_COUNT_SW_CONTEXT_SWITCHES),
+	}, Slice: 2 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("NewCollector (requires root): %v", err)
+	}
+	defer c.Close()
+	var snaps []perf.Snapshot
+	for range 10 {
+		s, err := c.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps = append(snaps, s)
+	}
+	now, err := c.ReadNow()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCumulative(t, append(snaps, now))
+	first, last := snaps[0], snaps[len(snaps)-1]
+	wall := time.Duration(last.TimeNs - first.TimeNs)
+	clock := time.Duration(last.Counts[0].Value - first.Counts[0].Value)
+	cpus, _ := onlineCPUs()
+	// cpu-clock on every CPU advances with wall time, whether the CPU is busy or idle.
+	if clock < wall/2 || clock > wall*time.Duration(len(cpus))*2 {
+		t.Errorf("cpu-clock summed over %d CPUs advanced %v in %v of wall time", len(cpus), clock, wall)
+	}
+}
+
+// TestCloseUnblocksNext checks that Close makes a Next blocked on an idle target return.
+func TestCloseUnblocksNext(t *testing.T) {
+	cmd, _, _ := startHelper(t, "sleep")
+	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Events: workEvents(t)[:1]})
+	if err != nil {
+		t.Fatalf("NewCollector (requires root): %v", err)
+	}
+	done := make(chan error)
+	go func() {
+		_, err := c.Next()
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("Next after Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Next still blocked 5s after Close")
+	}
+}
+
+// TestUnavailableWithoutPrivilege runs NewCollector as user nobody, without capabilities,
+// and expects the typed error the sidecar uses to fall back to read().
+func TestUnavailableWithoutPrivilege(t *testing.T) {
+	// The test binary lives in a 0700 directory; copy it where nobody can run it.
+	dir, err := os.MkdirTemp("", "bpftest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "bpf.test")
+	if err := os.WriteFile(bin, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=unavailable")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("as nobody: %v: %s", err, out)
+	}
+	if !strings.HasPrefix(string(out), "unavailable:") {
+		t.Fatalf("as nobody: %s", out)
+	}
+	t.Logf("as nobody: %s", strings.TrimSpace(string(out)))
+}
+
+func TestBadOptions(t *testing.T) {
+	ev := workEvents(t)[:1]
+	for name, o := range map[string]Options{
+		"no events":    {Pid: os.Getpid()},
+		"too many":     {Pid: os.Getpid(), Events: make([]unix.PerfEventAttr, maxEvents+1)},
+		"pid zero":     {Events: ev},
+		"short slice":  {Pid: os.Getpid(), Events: ev, Slice: time.Microsecond},
+		"ring size":    {Pid: os.Getpid(), Events: ev, RingBytes: 12345},
+		"no such pid":  {Pid: 1 << 30, Events: ev},
+		"bad pid":      {Pid: -2, Events: ev},
+		"unknown type": {Pid: os.Getpid(), Events: []unix.PerfEventAttr{{Type: 1 << 20}}},
+	} {
+		c, err := NewCollector(o)
+		if err == nil {
+			c.Close()
+			t.Errorf("%s: NewCollector succeeded", name)
+			continue
+		}
+		if errors.Is(err, ErrUnavailable) {
+			t.Errorf("%s: %v is not a configuration error", name, err)
+		}
+	}
+}

@@ -1,0 +1,217 @@
+package bpf
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/bayesperf/bayesperf/internal/perf"
+)
+
+// Requirements of this package's tests: root (or CAP_BPF+CAP_PERFMON), software perf
+// events and tracefs. The development and CI machines have all of them, so nothing here
+// skips: a missing one is a failure.
+
+// helperEnv selects a workload when the test binary is re-executed as a target process.
+const helperEnv = "BPF_TEST_HELPER"
+
+// Work done by the "work" helper on its main thread; the tests check these counts.
+const (
+	workPages   = 2000 // fresh pages touched: at least this many minor faults
+	workGetppid = 300  // getppid calls: exactly this many syscalls:sys_enter_getppid
+	workSleeps  = 50   // nanosleeps: at least this many context switches
+	workSpin    = 200 * time.Millisecond
+)
+
+// Work done by every new thread of the "threads" helper.
+const (
+	threadWorkers = 6
+	threadPages   = 500
+	threadGetppid = 100
+	threadSpin    = 40 * time.Millisecond
+)
+
+func init() {
+	// A helper's workload runs on the main thread, whose tid is the pid.
+	if os.Getenv(helperEnv) != "" {
+		runtime.LockOSThread()
+	}
+}
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(helperEnv) {
+	case "":
+	case "work":
+		waitGo()
+		work(workPages, workGetppid, workSleeps, workSpin)
+		os.Exit(0)
+	case "threads":
+		helperThreads()
+		os.Exit(0)
+	case "sleep":
+		waitGo()
+		os.Exit(0)
+	case "unavailable":
+		os.Exit(helperUnavailable())
+	default:
+		fmt.Fprintln(os.Stderr, "unknown helper")
+		os.Exit(2)
+	}
+	// Catch leaked fds: the netpoller's own fds are created first by a throwaway pipe.
+	if r, w, err := os.Pipe(); err == nil {
+		r.Close()
+		w.Close()
+	}
+	before := countFDs()
+	code := m.Run()
+	if after := countFDs(); code == 0 && after != before {
+		fmt.Fprintf(os.Stderr, "bpf tests leaked fds: %d open before, %d after\n", before, after)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func countFDs() int {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	return len(ents)
+}
+
+// waitGo blocks until the test writes a byte to stdin: the collector is attached by then.
+func waitGo() {
+	var b [1]byte
+	os.Stdin.Read(b[:])
+}
+
+// work faults in pages, makes syscalls, sleeps and spins on the calling thread.
+func work(pages, getppid, sleeps int, spin time.Duration) {
+	mem, err := unix.Mmap(-1, 0, pages*4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		panic(err) // a helper process, not library code
+	}
+	for i := range pages {
+		mem[i*4096] = 1
+	}
+	for range getppid {
+		unix.Getppid()
+	}
+	for range sleeps {
+		unix.Nanosleep(&unix.Timespec{Nsec: 100_000}, nil)
+	}
+	end := time.Now().Add(spin)
+	x := 0
+	for time.Now().Before(end) {
+		x++
+	}
+	unix.Munmap(mem)
+}
+
+// helperThreads starts threadWorkers new OS threads after the go signal; each prints its
+// tid, waits long enough for the collector to open its events, works, and exits (a locked
+// goroutine that returns takes its thread with it).
+func helperThreads() {
+	waitGo()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for range threadWorkers {
+		wg.Go(func() {
+			runtime.LockOSThread()
+			mu.Lock()
+			fmt.Println(unix.Gettid())
+			mu.Unlock()
+			time.Sleep(50 * time.Millisecond)
+			work(threadPages, threadGetppid, 0, threadSpin)
+		})
+	}
+	wg.Wait()
+	time.Sleep(20 * time.Millisecond)
+}
+
+// helperUnavailable runs as an unprivileged user and reports what NewCollector said.
+func helperUnavailable() int {
+	_, err := NewCollector(Options{Pid: os.Getpid(), Events: []unix.PerfEventAttr{softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK)}})
+	var ue *UnavailableError
+	if errors.As(err, &ue) && errors.Is(err, ErrUnavailable) {
+		fmt.Println("unavailable:", ue.Op)
+		return 0
+	}
+	fmt.Println("not an UnavailableError:", err)
+	return 1
+}
+
+// startHelper re-executes the test binary as workload name. It returns the process, the
+// pipe that releases it, and its stdout.
+func startHelper(t testing.TB, name string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+name)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start helper %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd, in, bufio.NewReader(out)
+}
+
+func softwareAttr(config uint64) unix.PerfEventAttr {
+	return unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: config, Size: uint32(unsafe.Sizeof(unix.PerfEventAttr{}))}
+}
+
+func tracepointAttr(t testing.TB, group, name string) unix.PerfEventAttr {
+	t.Helper()
+	for _, root := range tracefsRoots {
+		b, err := os.ReadFile(filepath.Join(root, "events", group, name, "id"))
+		if err != nil {
+			continue
+		}
+		id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			t.Fatalf("parse tracepoint id of %s:%s: %v", group, name, err)
+		}
+		return unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id, Size: uint32(unsafe.Sizeof(unix.PerfEventAttr{}))}
+	}
+	t.Fatalf("tracepoint %s:%s not found in tracefs (requires tracefs mounted, as root)", group, name)
+	return unix.PerfEventAttr{}
+}
+
+// collectAll calls Next until io.EOF, failing the test after timeout.
+func collectAll(t *testing.T, c *Collector, timeout time.Duration) []perf.Snapshot {
+	t.Helper()
+	timer := time.AfterFunc(timeout, func() { c.Close() })
+	defer timer.Stop()
+	var snaps []perf.Snapshot
+	for {
+		s, err := c.Next()
+		if err == io.EOF {
+			return snaps
+		}
+		if err != nil {
+			t.Fatalf("Next after %d snapshots: %v", len(snaps), err)
+		}
+		snaps = append(snaps, s)
+	}
+}
