@@ -1,0 +1,356 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/bayesperf/bayesperf/inference"
+)
+
+// Observe runs one step of the filter: predict the rates of the slice from the previous
+// ones, then condition on the slice's readings and on the relations.
+func (md *Model) Observe(s inference.Slice) error {
+	d := s.Duration
+	if !(d > 0) || math.IsInf(d, 0) {
+		return fmt.Errorf("observe slice %d: bad duration %g", s.Index, d)
+	}
+	k := md.k
+	// Gather measurements first, so that a bad reading rejects the slice untouched.
+	md.obs = md.obs[:0]
+	for _, r := range s.Readings {
+		e := int(r.Event)
+		if e < 0 || e >= md.n {
+			return fmt.Errorf("observe slice %d: reading for unknown event %d", s.Index, e)
+		}
+		if r.Running == 0 {
+			continue
+		}
+		run := float64(r.Running)
+		en := float64(r.Enabled)
+		full := r.Running >= r.Enabled
+		// Rate per unit of slice duration. Running is in the same unit as Duration
+		// (ns, or 1 for unit-time traces) unless the slice lasted less than a unit.
+		frac := 1.0
+		if !full && en > 0 {
+			frac = run / en
+		}
+		span := d * frac
+		y := float64(r.Count) / span
+		// Integer counts: quantisation noise of one count, uniform (variance 1/12).
+		rv := (1.0/12)/(span*span) + 1e-18*y*y
+		md.obs = append(md.obs, meas{h: md.rows[e], y: y, r: rv, event: e, full: full})
+		if !full {
+			md.obs[len(md.obs)-1].r = -(1 - frac) / frac // resolved after the prediction
+		}
+	}
+
+	if !md.init {
+		md.start(d)
+	}
+	copy(md.save[:k*k], md.P)
+	copy(md.save[k*k:], md.m)
+
+	md.predict(d)
+	md.hist.pushPredicted(md.m, md.P, md.lrn.a, d)
+
+	for i := range md.obs {
+		o := &md.obs[i]
+		if o.r < 0 {
+			// Partly counted: the rate in the uncounted part of the slice differs from
+			// the counted part by about one slice's innovation.
+			o.r = -o.r*md.innovVar(o.h) + (1.0/12)/(d*d)
+		}
+		md.update(o.h, o.y, o.r, o.event)
+	}
+	md.applySoft(d)
+	md.applyNonlinear(d)
+	md.applyInequalities(d)
+
+	if !finite(md.m) || !finite(md.P) {
+		copy(md.P, md.save[:k*k])
+		copy(md.m, md.save[k*k:])
+		md.fail++
+		md.hist.pushFiltered(md.m, md.P, s, md.n)
+		md.cache.valid = false
+		return fmt.Errorf("observe slice %d: %w", s.Index, ErrNumerical)
+	}
+	md.lrn.learn(md, s, d)
+	md.hist.pushFiltered(md.m, md.P, s, md.n)
+	md.cache.valid = false
+	return nil
+}
+
+// start sets the prior from the first slice: a rate never observed is 0 with a standard
+// deviation ten times the typical observed rate, wide enough to be diffuse and narrow
+// enough that updates do not lose every digit to cancellation.
+func (md *Model) start(d float64) {
+	md.init = true
+	var rates []float64
+	for _, o := range md.obs {
+		if o.y > 0 {
+			rates = append(rates, o.y)
+		}
+	}
+	typ := 1 / d
+	if len(rates) > 0 {
+		typ = median(rates)
+	}
+	for i := range md.k {
+		md.big[i] = 10 * typ
+		md.P[i*md.k+i] = md.big[i] * md.big[i]
+	}
+}
+
+// innovVar is the one-slice innovation variance of the linear form h.
+func (md *Model) innovVar(h []entry) float64 {
+	k := md.k
+	v := 0.0
+	for _, a := range h {
+		for _, b := range h {
+			v += a.c * b.c * md.q[a.i*k+b.i]
+		}
+	}
+	return v
+}
+
+// predict moves the state one slice ahead. Each free rate follows an AR(1) walk around
+// its level, x − μ ← a·(x − μ) + w, with a and the covariance of w learned (see
+// learner). A Student-t scale mixture per counted rate widens w when this slice's
+// reading says the Gaussian step was too confident: a burst is a large step, and it
+// is that rate's, not every rate's.
+func (md *Model) predict(d float64) {
+	k := md.k
+	l := &md.lrn
+	l.buildQ(md, d, md.q)
+	for i := range k {
+		mu := l.level[i]
+		md.m[i] = mu + l.a[i]*(md.m[i]-mu)
+	}
+	for i := range k {
+		ai := l.a[i]
+		row := md.P[i*k : i*k+k]
+		for j := range k {
+			row[j] *= ai * l.a[j]
+		}
+	}
+	lam := l.lam
+	for i := range lam {
+		lam[i] = 1
+	}
+	if md.opt.Dof > 0 {
+		// Variational Student-t: E[λ | innovation] with λ ~ Gamma(ν/2, ν/2) scaling
+		// the precision of the step. Only direct readings of rates seen before take
+		// part: a first sighting says nothing about the walk.
+		for _, o := range md.obs {
+			if len(o.h) != 1 || !md.seen[o.h[0].i] {
+				continue
+			}
+			i := o.h[0].i
+			c := o.h[0].c
+			rv := o.r
+			if rv < 0 {
+				rv = -rv * md.innovVar(o.h)
+			}
+			s := c*c*(md.P[i*k+i]+md.q[i*k+i]) + rv
+			if !(s > 0) {
+				continue
+			}
+			nu := o.y - c*md.m[i]
+			r2 := nu * nu / s
+			dof := md.opt.Dof
+			lam[i] = math.Max(math.Min((dof+1)/(dof+r2), 1), 1e-2)
+		}
+	}
+	for i := range k {
+		si := 1 / math.Sqrt(lam[i])
+		row := md.P[i*k : i*k+k]
+		qrow := md.q[i*k : i*k+k]
+		for j := range k {
+			qrow[j] *= si / math.Sqrt(lam[j])
+			row[j] += qrow[j]
+		}
+	}
+}
+
+// update conditions the state on y = h·z + noise of variance r (a scalar Kalman update).
+func (md *Model) update(h []entry, y, r float64, event int) {
+	if len(h) == 1 {
+		md.seen[h[0].i] = true
+	}
+	md.updateDense(h, y, r)
+}
+
+func (md *Model) updateDense(h []entry, y, r float64) {
+	k := md.k
+	ph := md.ph
+	clear(ph)
+	for _, a := range h {
+		row := md.P[a.i*k : a.i*k+k]
+		for j, v := range row {
+			ph[j] += a.c * v
+		}
+	}
+	s, mu := r, 0.0
+	for _, a := range h {
+		s += a.c * ph[a.i]
+		mu += a.c * md.m[a.i]
+	}
+	if !(s > 0) {
+		return
+	}
+	nu := y - mu
+	f := nu / s
+	for j := range k {
+		md.m[j] += ph[j] * f
+	}
+	inv := 1 / s
+	for i := range k {
+		pi := ph[i] * inv
+		if pi == 0 {
+			continue
+		}
+		row := md.P[i*k : i*k+k]
+		for j := range k {
+			row[j] -= pi * ph[j]
+		}
+	}
+	if len(h) == 1 {
+		// The measured component's variance, computed without cancellation: a diffuse
+		// prior met by an exact count would otherwise lose every digit.
+		i := h[0].i
+		pii := ph[i] / h[0].c
+		md.P[i*k+i] = pii * r / (h[0].c*h[0].c*pii + r)
+	}
+	for i := range k {
+		if md.P[i*k+i] < 0 {
+			md.P[i*k+i] = 0
+		}
+	}
+}
+
+// pristine reports whether state component i is still uncorrelated with every other.
+func (md *Model) pristine(i int) bool {
+	k := md.k
+	for j := range k {
+		if j != i && md.P[i*k+j] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// applySoft conditions on the approximate identities: 0 = g·z + k/d with a noise of
+// tol times the size of the sides.
+func (md *Model) applySoft(d float64) {
+	for _, s := range md.soft {
+		scale := 0.0
+		for _, t := range s.pos {
+			scale += t.c * md.m[t.i]
+		}
+		sd := s.tol*math.Abs(scale) + 0.5/d
+		md.updateDense(s.g, -s.k/d, sd*sd)
+	}
+}
+
+// applyInequalities imposes g·z + k/d >= 0 by assumed-density filtering: replace the
+// posterior by the Gaussian with the moments of its truncation to the allowed side,
+// when the allowed side does not already hold nearly all of its mass.
+func (md *Model) applyInequalities(d float64) {
+	for _, c := range md.ineq {
+		md.truncate(c.g, c.k/d)
+	}
+}
+
+// truncate imposes g·z + k >= 0 on the posterior by moment matching (see
+// applyInequalities).
+func (md *Model) truncate(g []entry, k0 float64) {
+	k := md.k
+	for _, a := range g {
+		if !md.seen[a.i] {
+			// A rate never counted still has its diffuse prior: truncating that would
+			// invent a level out of nothing.
+			return
+		}
+	}
+	mu, s2 := k0, 0.0
+	for _, a := range g {
+		mu += a.c * md.m[a.i]
+		for _, b := range g {
+			s2 += a.c * b.c * md.P[a.i*k+b.i]
+		}
+	}
+	if !(s2 > 0) {
+		return
+	}
+	sd := math.Sqrt(s2)
+	alpha := mu / sd
+	if alpha > md.truncAt {
+		return
+	}
+	// Moments of N(mu, s2) truncated to [0, inf).
+	lam := invMills(alpha)
+	newMu := mu + sd*lam
+	newVar := s2 * math.Max(1-lam*(lam+alpha), 1e-9)
+	// Shift the mean along P g and shrink the variance in that direction.
+	ph := md.ph
+	clear(ph)
+	for _, a := range g {
+		row := md.P[a.i*k : a.i*k+k]
+		for j, v := range row {
+			ph[j] += a.c * v
+		}
+	}
+	shift := (newMu - mu) / s2
+	shrink := (1 - newVar/s2) / s2
+	for j := range k {
+		md.m[j] += ph[j] * shift
+	}
+	for i := range k {
+		pi := ph[i] * shrink
+		if pi == 0 {
+			continue
+		}
+		row := md.P[i*k : i*k+k]
+		for j := range k {
+			row[j] -= pi * ph[j]
+		}
+	}
+	for i := range k {
+		if md.P[i*k+i] < 0 {
+			md.P[i*k+i] = 0
+		}
+	}
+}
+
+// invMills is φ(a)/Φ(a), computed stably for very negative a.
+func invMills(a float64) float64 {
+	if a < -30 {
+		return -a
+	}
+	phi := math.Exp(-a*a/2) / math.Sqrt(2*math.Pi)
+	cdf := 0.5 * math.Erfc(-a/math.Sqrt2)
+	if cdf < 1e-300 {
+		return -a
+	}
+	return phi / cdf
+}
+
+func finite(v []float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func median(v []float64) float64 {
+	c := append([]float64(nil), v...)
+	// insertion sort: v is small (one slice's readings)
+	for i := 1; i < len(c); i++ {
+		for j := i; j > 0 && c[j] < c[j-1]; j-- {
+			c[j], c[j-1] = c[j-1], c[j]
+		}
+	}
+	return c[len(c)/2]
+}

@@ -1,0 +1,274 @@
+package model
+
+import (
+	"math"
+
+	"github.com/bayesperf/bayesperf/inference"
+)
+
+// learner estimates online the innovation covariance of the walk, in units relative to
+// each rate's level: per state component a volatility (mean squared relative change
+// between consecutive slices) and between components a correlation, both from slices
+// where rates were counted whole in two consecutive slices. Correlations come from
+// pairs counted together, shrunk towards zero by n/(n+pairPrior), and the matrix is
+// repaired to be positive definite when it is rebuilt.
+type learner struct {
+	k, n   int
+	gamma  float64 // forgetting factor per observation
+	vol    []float64
+	volN   []float64
+	level  []float64 // level of each component: recent average of its counted rates
+	levelN []float64
+	stat   []float64 // mean squared relative deviation from the level
+	statN  []float64
+	a      []float64 // persistence of each component in the current slice
+	lam    []float64 // Student-t precision scale of each component's step
+	fixedA float64   // persistence forced by Options.Reversion, or -1 to learn it
+	s, sq  []float64 // pair sums: s[i*k+j] Σ u_i u_j; sq[i*k+j] Σ u_i² over pairs with j
+	cnt    []float64 // pair weights
+	corr   []float64 // correlation matrix in use (positive definite)
+	work   []float64
+	scale  []float64 // per component innovation standard deviation of the current slice
+	prevY  []float64
+	prevT  []int
+	tick   int
+	dirty  bool
+	indep  bool
+	prior  float64
+	rebuildEvery int
+	us     []int
+	uv     []float64
+}
+
+const (
+	pairPrior   = 8.0
+	levelWindow = 8.0
+)
+
+func (l *learner) init(k, n int, opt Options) {
+	l.k, l.n = k, n
+	l.gamma = 1 - 1/opt.Window
+	l.prior = opt.Volatility * opt.Volatility
+	l.vol = make([]float64, k)
+	l.volN = make([]float64, k)
+	for i := range l.vol {
+		l.vol[i] = l.prior
+	}
+	l.level = make([]float64, k)
+	l.levelN = make([]float64, k)
+	l.stat = make([]float64, k)
+	l.statN = make([]float64, k)
+	l.a = make([]float64, k)
+	l.lam = make([]float64, k)
+	l.fixedA = -1
+	if opt.Reversion > 0 {
+		l.fixedA = 1 - opt.Reversion
+	}
+	for i := range k {
+		l.stat[i] = 2 * l.prior
+	}
+	l.s = make([]float64, k*k)
+	l.sq = make([]float64, k*k)
+	l.cnt = make([]float64, k*k)
+	l.corr = make([]float64, k*k)
+	l.work = make([]float64, k*k)
+	for i := range k {
+		l.corr[i*k+i] = 1
+	}
+	l.scale = make([]float64, k)
+	l.prevY = make([]float64, n)
+	l.prevT = make([]int, n)
+	for i := range l.prevT {
+		l.prevT[i] = -2
+	}
+	l.indep = opt.Independent
+	l.rebuildEvery = max(8, k/4)
+	l.us = make([]int, 0, n)
+	l.uv = make([]float64, 0, n)
+}
+
+// persistence is the AR(1) coefficient a of component i: from one-slice changes
+// (variance 2σ²(1−a)) against the spread around the level (σ²), clamped to [0, 0.99].
+func (l *learner) persistence(i int) float64 {
+	if l.fixedA >= 0 {
+		return l.fixedA
+	}
+	if !(l.stat[i] > 0) {
+		return 0.9
+	}
+	return math.Max(0, math.Min(0.99, 1-l.vol[i]/(2*l.stat[i])))
+}
+
+// relScale is the size against which a rate's changes are measured: its level, but at
+// least a quarter of its long-run level and one count per slice, so that a rate that
+// sits at zero may still jump.
+func relScale(x, level, d float64) float64 {
+	flo := math.Max(1/d, 0.25*level)
+	return math.Sqrt(x*x + flo*flo)
+}
+
+// buildQ fills q with the innovation covariance of the coming slice.
+func (l *learner) buildQ(md *Model, d float64, q []float64) {
+	k := l.k
+	if l.dirty && l.tick%l.rebuildEvery == 0 {
+		l.rebuild()
+	}
+	for i := range k {
+		// The level, not the current mean: a mean pushed up by a truncation must not
+		// widen the next step, or the walk feeds on itself. For an AR(1) walk with
+		// persistence a, the one-slice change has variance 2σ²(1−a) and the step
+		// σ²(1−a²) = vol·(1+a)/2.
+		l.a[i] = l.persistence(i)
+		if !md.seen[i] {
+			// Never counted: no level to revert to; the smoother carries the first
+			// counted value back unchanged.
+			l.a[i] = 1
+		}
+		l.scale[i] = math.Sqrt(l.vol[i]*(1+l.a[i])/2) * relScale(l.level[i], l.level[i], d)
+	}
+	for i := range k {
+		si := l.scale[i]
+		row := q[i*k : i*k+k]
+		crow := l.corr[i*k : i*k+k]
+		for j := range k {
+			row[j] = si * l.scale[j] * crow[j]
+		}
+	}
+}
+
+// learn updates the statistics with the rates counted whole in this slice.
+func (l *learner) learn(md *Model, s inference.Slice, d float64) {
+	k := l.k
+	t := l.tick
+	l.tick++
+	l.us, l.uv = l.us[:0], l.uv[:0]
+	for _, o := range md.obs {
+		if !o.full {
+			continue
+		}
+		e := o.event
+		prev, pt := l.prevY[e], l.prevT[e]
+		l.prevY[e], l.prevT[e] = o.y, t
+		h := md.rows[e]
+		if pt != t-1 || len(h) != 1 {
+			continue
+		}
+		i := h[0].i
+		u := (o.y - prev) / relScale(0.5*(o.y+prev), l.level[i], d)
+		// Spread around the level (before this reading moves it), for the persistence.
+		dv := (o.y - l.level[i]) / relScale(l.level[i], l.level[i], d)
+		l.statN[i] = l.gamma*l.statN[i] + 1
+		l.stat[i] += (dv*dv - l.stat[i]) / (l.statN[i] + 2)
+		l.us = append(l.us, i)
+		l.uv = append(l.uv, u)
+		// Volatility: forgetting average with the prior as two pseudo-observations.
+		l.volN[i] = l.gamma*l.volN[i] + 1
+		w := 1 / (l.volN[i] + 2)
+		l.vol[i] += w * (u*u - l.vol[i])
+		l.vol[i] = math.Max(l.vol[i], 1e-8)
+	}
+	if !l.indep {
+		for x, i := range l.us {
+			ui := l.uv[x]
+			for y, j := range l.us {
+				if i == j {
+					continue
+				}
+				uj := l.uv[y]
+				p := i*k + j
+				l.cnt[p] = l.gamma*l.cnt[p] + 1
+				l.s[p] = l.gamma*l.s[p] + ui*uj
+				l.sq[p] = l.gamma*l.sq[p] + ui*ui
+			}
+		}
+		if len(l.us) > 1 {
+			l.dirty = true
+		}
+	}
+	// Levels follow the rates where they are counted: a short average of direct
+	// observations. Components never counted directly follow their posterior mean.
+	for _, o := range md.obs {
+		if len(o.h) == 1 && o.full {
+			i := o.h[0].i
+			if l.levelN[i] == 0 {
+				l.level[i] = o.y
+			}
+			l.levelN[i] = math.Min(l.levelN[i]+1, levelWindow)
+			l.level[i] += (o.y - l.level[i]) / l.levelN[i]
+		}
+	}
+	for i := range k {
+		if l.levelN[i] == 0 {
+			l.level[i] = math.Max(md.m[i], 0)
+		}
+	}
+}
+
+// rebuild recomputes the correlation matrix from the pair sums and shrinks it until it
+// is positive definite.
+func (l *learner) rebuild() {
+	l.dirty = false
+	k := l.k
+	c := l.corr
+	for i := range k {
+		for j := range k {
+			if i == j {
+				c[i*k+j] = 1
+				continue
+			}
+			p, q := i*k+j, j*k+i
+			n := l.cnt[p]
+			den := math.Sqrt(l.sq[p] * l.sq[q])
+			if n == 0 || !(den > 0) {
+				c[p] = 0
+				continue
+			}
+			r := l.s[p] / den
+			r = math.Max(-1, math.Min(1, r))
+			c[p] = r * n / (n + pairPrior)
+		}
+	}
+	for range 30 {
+		copy(l.work, c)
+		if cholesky(l.work, k) {
+			return
+		}
+		for i := range k {
+			for j := range k {
+				if i != j {
+					c[i*k+j] *= 0.8
+				}
+			}
+		}
+	}
+	clear(c)
+	for i := range k {
+		c[i*k+i] = 1
+	}
+}
+
+// cholesky factors the symmetric matrix a (k×k, row-major) in place into its lower
+// triangle L (a = L Lᵀ), and reports whether a was positive definite.
+func cholesky(a []float64, k int) bool {
+	for j := range k {
+		s := a[j*k+j]
+		rowj := a[j*k : j*k+j]
+		for _, v := range rowj {
+			s -= v * v
+		}
+		if !(s > 0) {
+			return false
+		}
+		ljj := math.Sqrt(s)
+		a[j*k+j] = ljj
+		for i := j + 1; i < k; i++ {
+			s := a[i*k+j]
+			rowi := a[i*k : i*k+j]
+			for p, v := range rowj {
+				s -= rowi[p] * v
+			}
+			a[i*k+j] = s / ljj
+		}
+	}
+	return true
+}

@@ -1,0 +1,409 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/bayesperf/bayesperf/inference"
+	"github.com/bayesperf/bayesperf/inference/relation"
+)
+
+// Options tune the model. The zero value is a good default for every field.
+type Options struct {
+	// Level is the probability of the reported intervals; 0 means 0.95.
+	Level float64
+	// Window is the effective number of observations (exponential forgetting) over which
+	// the volatility of each event and the correlations between events are learned; 0
+	// means 64.
+	Window float64
+	// Dof is the degrees of freedom of the Student-t scale mixture on the predicted
+	// state; 0 means 4, a negative value makes the model purely Gaussian.
+	Dof float64
+	// Volatility is the prior relative change of a rate from one slice to the next,
+	// used until observations say otherwise; 0 means 0.5.
+	Volatility float64
+	// Reversion pulls every rate towards its long-run level between slices: the walk is
+	// x_t − μ = (1 − Reversion)(x_{t−1} − μ) + w_t. 0 is a pure random walk.
+	Reversion float64
+	// Independent disables learning correlations between events: each event's walk is
+	// then independent of the others' (relations still couple them).
+	Independent bool
+	// AllowNegative drops the non-negativity of counts.
+	AllowNegative bool
+}
+
+func (o Options) withDefaults() Options {
+	if !(o.Level > 0 && o.Level < 1) {
+		o.Level = 0.95
+	}
+	if !(o.Window >= 1) {
+		o.Window = 64
+	}
+	if o.Dof == 0 {
+		o.Dof = 4
+	}
+	if !(o.Volatility > 0) {
+		o.Volatility = 0.5
+	}
+	if !(o.Reversion > 0 && o.Reversion < 1) {
+		o.Reversion = 0
+	}
+	return o
+}
+
+// ErrNumerical reports a slice whose update produced a non-finite state; the model keeps
+// its state from before the slice.
+var ErrNumerical = errors.New("numerical failure")
+
+// entry is one term of a sparse linear form over the state (or over the events).
+type entry struct {
+	i int
+	c float64
+}
+
+// soft is an approximate identity Σ c·x + k/d = 0 with relative tolerance tol.
+type soft struct {
+	g    []entry // over the state
+	pos  []entry // the positive-coefficient side, over the state, for the tolerance scale
+	k    float64
+	tol  float64
+	text string
+}
+
+// ineq is Σ g·z + k/d >= 0.
+type ineq struct {
+	g []entry
+	k float64
+}
+
+// nonlin is a non-linear relation, linearised at the current mean every slice.
+type nonlin struct {
+	rel    relation.Relation
+	events []int // event indices it mentions
+	tol    float64
+}
+
+// Model is the BayesPerf estimator. Build it with New; feed slices in order with
+// Observe; ask Estimate at any time (filtered-and-smoothed given what was observed so
+// far) and call Finish once the run is over.
+type Model struct {
+	opt   Options
+	names []string
+	n, k  int
+	free  []int     // state index -> event
+	rows  [][]entry // per event: x_e as a sparse combination of the state
+	soft  []soft
+	ineq  []ineq
+	nl    []nonlin
+
+	// Dropped lists the relations the model could not use, with the reason.
+	Dropped []string
+
+	// Filter state: mean and covariance of the state after the last slice.
+	m, P []float64
+	init bool
+	big  []float64 // prior standard deviation of a never-observed state component
+	seen []bool    // state component was observed directly at least once
+
+	lrn learner
+
+	// scratch, sized once, so that Observe does not allocate per slice.
+	q, ph, tmp, save []float64
+	xs              []float64
+	obs             []meas
+
+	hist    history
+	cache   smoothCache
+	fail    int
+	truncAt float64 // apply an inequality when its mean is within truncAt sd of the bound
+	quantQ  float64
+	finished bool
+}
+
+// meas is one measurement of a slice: y = h·z + noise(r).
+type meas struct {
+	h     []entry
+	y, r  float64
+	event int
+	full  bool
+	first bool
+}
+
+// New builds the model for the events of a run (their names, in EventID order) and the
+// relations between them, already bound to these events (relation.Bind). Relations that
+// mention events outside the run are an error; relations the model cannot use are
+// listed in Dropped.
+func New(events []string, rels []relation.Relation, opt Options) (*Model, error) {
+	idx := make(map[string]int, len(events))
+	for i, e := range events {
+		if _, dup := idx[e]; dup {
+			return nil, fmt.Errorf("build model: event %q listed twice", e)
+		}
+		idx[e] = i
+	}
+	var cons []Constraint
+	var nls []nonlin
+	var dropped []string
+	for _, r := range rels {
+		evs := r.Events()
+		ids := make([]int, 0, len(evs))
+		for _, e := range evs {
+			i, ok := idx[e]
+			if !ok {
+				return nil, fmt.Errorf("build model: relation %q: event %q is not in the run (bind relations first)", r.String(), e)
+			}
+			ids = append(ids, i)
+		}
+		lin, ok := r.Linearize()
+		if !ok {
+			nls = append(nls, nonlin{rel: r, events: ids, tol: r.Tol})
+			continue
+		}
+		c := Constraint{Coef: map[inference.EventID]float64{}, Const: lin.Const, Tol: r.Tol, Text: r.String()}
+		for e, v := range lin.Coef {
+			c.Coef[inference.EventID(idx[e])] = v
+		}
+		switch lin.Op {
+		case relation.Eq:
+			c.Op = Equal
+		case relation.Le:
+			c.Op = LessEq
+		case relation.Ge:
+			c.Op = GreaterEq
+		default:
+			dropped = append(dropped, r.String()+": unknown comparison")
+			continue
+		}
+		cons = append(cons, c)
+	}
+	m, err := NewLinear(len(events), cons, opt)
+	if err != nil {
+		return nil, err
+	}
+	m.names = slices.Clone(events)
+	m.nl = nls
+	m.Dropped = append(dropped, m.Dropped...)
+	return m, nil
+}
+
+// ConstraintOp is the comparison of a Constraint.
+type ConstraintOp int
+
+const (
+	Equal     ConstraintOp = iota // Σ c·x + k = 0
+	LessEq                        // Σ c·x + k <= 0
+	GreaterEq                     // Σ c·x + k >= 0
+)
+
+// Constraint is a linear relation between the counts of the events of one slice:
+// Σ Coef[e]·count_e + Const (Op) 0. Tol is the relative tolerance of an approximate
+// identity (0: exact).
+type Constraint struct {
+	Coef  map[inference.EventID]float64
+	Const float64
+	Op    ConstraintOp
+	Tol   float64
+	Text  string
+}
+
+// NewLinear builds the model from linear constraints over event indices; New is the
+// same with relations by name.
+func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
+	if events <= 0 {
+		return nil, errors.New("build model: no events")
+	}
+	opt = opt.withDefaults()
+	md := &Model{opt: opt, n: events}
+	for i := range events {
+		md.names = append(md.names, fmt.Sprintf("e%d", i))
+	}
+	// Exact identities become the state space: reduce them to echelon form, make the
+	// pivot event of each row dependent on the others.
+	var exact [][]float64
+	for _, c := range cons {
+		for e, v := range c.Coef {
+			if int(e) < 0 || int(e) >= events || math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("build model: constraint %q: bad term %d·%g", c.Text, e, v)
+			}
+		}
+		if math.IsNaN(c.Const) || math.IsInf(c.Const, 0) || c.Tol < 0 || math.IsNaN(c.Tol) {
+			return nil, fmt.Errorf("build model: constraint %q: bad constant or tolerance", c.Text)
+		}
+		if c.Op == Equal && c.Tol == 0 && c.Const == 0 {
+			row := make([]float64, events)
+			for e, v := range c.Coef {
+				row[e] += v
+			}
+			exact = append(exact, row)
+		}
+	}
+	pivotOf := reduce(exact, events) // event -> row of the reduced system, or -1
+	free := make([]int, 0, events)
+	zOf := make([]int, events)
+	for e := range events {
+		zOf[e] = -1
+		if pivotOf[e] < 0 {
+			zOf[e] = len(free)
+			free = append(free, e)
+		}
+	}
+	md.free, md.k = free, len(free)
+	md.rows = make([][]entry, events)
+	for e := range events {
+		if zOf[e] >= 0 {
+			md.rows[e] = []entry{{zOf[e], 1}}
+			continue
+		}
+		row := exact[pivotOf[e]] // pivot coefficient is 1 after reduce
+		for j, v := range row {
+			if j != e && v != 0 {
+				md.rows[e] = append(md.rows[e], entry{zOf[j], -v})
+			}
+		}
+	}
+	// Everything else: soft identities and inequalities over the state.
+	for _, c := range cons {
+		if c.Op == Equal && c.Tol == 0 && c.Const == 0 {
+			continue
+		}
+		g, pos := md.project(c.Coef)
+		switch c.Op {
+		case Equal:
+			tol := c.Tol
+			if tol == 0 {
+				tol = 1e-9
+			}
+			if len(g) > 0 {
+				md.soft = append(md.soft, soft{g: g, pos: pos, k: c.Const, tol: tol, text: c.Text})
+			}
+		case LessEq:
+			md.ineq = append(md.ineq, ineq{g: negate(g), k: -c.Const})
+		case GreaterEq:
+			md.ineq = append(md.ineq, ineq{g: g, k: c.Const})
+		default:
+			md.Dropped = append(md.Dropped, c.Text+": unknown comparison")
+		}
+	}
+	if !opt.AllowNegative {
+		for e := range events {
+			md.ineq = append(md.ineq, ineq{g: md.rows[e]})
+		}
+	}
+	k := md.k
+	md.m = make([]float64, k)
+	md.P = make([]float64, k*k)
+	md.q = make([]float64, k*k)
+	md.save = make([]float64, k*k+k)
+	md.ph = make([]float64, k)
+	md.tmp = make([]float64, k)
+	md.xs = make([]float64, events)
+	md.big = make([]float64, k)
+	md.seen = make([]bool, k)
+	md.lrn.init(k, events, opt)
+	md.hist.k, md.hist.n = k, events
+	md.quantQ = tQuantile(0.5+opt.Level/2, 0)
+	md.truncAt = 0
+	return md, nil
+}
+
+// project maps a linear form over events to one over the state, and also returns the
+// part with positive event coefficients (the scale of a tolerance).
+func (md *Model) project(coef map[inference.EventID]float64) (g, pos []entry) {
+	acc := make([]float64, md.k)
+	accPos := make([]float64, md.k)
+	keys := make([]int, 0, len(coef))
+	for e := range coef {
+		keys = append(keys, int(e))
+	}
+	slices.Sort(keys)
+	for _, e := range keys {
+		v := coef[inference.EventID(e)]
+		for _, t := range md.rows[e] {
+			acc[t.i] += v * t.c
+			if v > 0 {
+				accPos[t.i] += v * t.c
+			}
+		}
+	}
+	for i, v := range acc {
+		if math.Abs(v) > 1e-12 {
+			g = append(g, entry{i, v})
+		}
+		if math.Abs(accPos[i]) > 1e-12 {
+			pos = append(pos, entry{i, accPos[i]})
+		}
+	}
+	return g, pos
+}
+
+func negate(g []entry) []entry {
+	out := make([]entry, len(g))
+	for i, t := range g {
+		out[i] = entry{t.i, -t.c}
+	}
+	return out
+}
+
+// reduce brings the rows to reduced row echelon form in place (partial pivoting, pivot
+// coefficient 1) and returns, per column, the row it is the pivot of, or -1. Among
+// candidates of equal magnitude the lowest column wins, so the result is deterministic.
+func reduce(rows [][]float64, n int) []int {
+	pivotOf := make([]int, n)
+	for i := range pivotOf {
+		pivotOf[i] = -1
+	}
+	r := 0
+	for r < len(rows) {
+		// Choose the largest coefficient of this row as its pivot.
+		best, bv := -1, 0.0
+		for j, v := range rows[r] {
+			if math.Abs(v) > bv*(1+1e-12) {
+				best, bv = j, math.Abs(v)
+			}
+		}
+		if best < 0 || bv < 1e-12 {
+			// A row implied by the others: drop it.
+			rows = append(rows[:r], rows[r+1:]...)
+			continue
+		}
+		p := rows[r][best]
+		for j := range rows[r] {
+			rows[r][j] /= p
+		}
+		rows[r][best] = 1
+		for i := range rows {
+			if i == r || rows[i][best] == 0 {
+				continue
+			}
+			f := rows[i][best]
+			for j := range rows[i] {
+				rows[i][j] -= f * rows[r][j]
+			}
+			rows[i][best] = 0
+		}
+		pivotOf[best] = r
+		r++
+	}
+	// Later rows may have been reduced after their pivot was chosen; the pivot column
+	// of every row is zero in all other rows by construction.
+	for j := range pivotOf {
+		if pivotOf[j] >= len(rows) {
+			pivotOf[j] = -1
+		}
+	}
+	return pivotOf
+}
+
+// Name is the estimator's name in reports.
+func (md *Model) Name() string { return "bayesperf" }
+
+// Events is the number of events of the run.
+func (md *Model) Events() int { return md.n }
+
+// StateDim is the number of free rates in the state (events minus exact identities).
+func (md *Model) StateDim() int { return md.k }
+
+// Failures is the number of slices whose update failed numerically and was skipped.
+func (md *Model) Failures() int { return md.fail }
