@@ -13,31 +13,31 @@ import (
 // pairs counted together, shrunk towards zero by n/(n+pairPrior), and the matrix is
 // repaired to be positive definite when it is rebuilt.
 type learner struct {
-	k, n   int
-	gamma  float64 // forgetting factor per observation
-	vol    []float64
-	volN   []float64
-	level  []float64 // level of each component: recent average of its counted rates
-	levelN []float64
-	stat   []float64 // mean squared relative deviation from the level
-	statN  []float64
-	a      []float64 // persistence of each component in the current slice
-	lam    []float64 // Student-t precision scale of each component's step
-	fixedA float64   // persistence forced by Options.Reversion, or -1 to learn it
-	s, sq  []float64 // pair sums: s[i*k+j] Σ u_i u_j; sq[i*k+j] Σ u_i² over pairs with j
-	cnt    []float64 // pair weights
-	corr   []float64 // correlation matrix in use (positive definite)
-	work   []float64
-	scale  []float64 // per component innovation standard deviation of the current slice
-	prevY  []float64
-	prevT  []int
-	tick   int
-	dirty  bool
-	indep  bool
-	prior  float64
+	k, n         int
+	gamma        float64 // forgetting factor per observation
+	vol          []float64
+	volN         []float64
+	level        []float64 // level of each component: recent average of its counted rates
+	levelN       []float64
+	stat         []float64 // mean squared relative deviation from the level
+	statN        []float64
+	a            []float64 // persistence of each component in the current slice
+	lam          []float64 // Student-t precision scale of each component's step
+	fixedA       float64   // persistence forced by Options.Reversion, or -1 to learn it
+	s, sq        []float64 // pair sums: s[i*k+j] Σ u_i u_j; sq[i*k+j] Σ u_i² over pairs with j
+	cnt          []float64 // pair weights
+	corr         []float64 // correlation matrix in use (positive definite)
+	work         []float64
+	scale        []float64 // per component innovation standard deviation of the current slice
+	prevY        []float64
+	prevT        []int
+	tick         int
+	dirty        bool
+	indep        bool
+	prior        float64
 	rebuildEvery int
-	us     []int
-	uv     []float64
+	us           []int
+	uv           []float64
 }
 
 const (

@@ -111,14 +111,14 @@ type Model struct {
 
 	// scratch, sized once, so that Observe does not allocate per slice.
 	q, ph, tmp, save []float64
-	xs              []float64
-	obs             []meas
+	xs               []float64
+	obs              []meas
 
-	hist    history
-	cache   smoothCache
-	fail    int
-	truncAt float64 // apply an inequality when its mean is within truncAt sd of the bound
-	quantQ  float64
+	hist     history
+	cache    smoothCache
+	fail     int
+	truncAt  float64 // apply an inequality when its mean is within truncAt sd of the bound
+	quantQ   float64
 	finished bool
 }
 

@@ -44,4 +44,3 @@ func TestRealTraces(t *testing.T) {
 		})
 	}
 }
-
