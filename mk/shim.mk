@@ -8,7 +8,9 @@ TEST_PREREQS += $(BIN)/libbayesperf.so
 FUZZ_TARGETS += ./shim:FuzzDecode ./shim:FuzzParseRead ./shim:FuzzParseAttr ./internal/sidecar:FuzzServeMessages
 APT_PKGS += gcc libc6-dev
 
+# Every process that inherits LD_PRELOAD maps this library, which costs it a few page
+# faults: keep it to libc only and two LOAD segments (noseparate-code).
 $(BIN)/libbayesperf.so: $(SHIM_SRC)
 	@mkdir -p $(BIN)
 	$(CC) $(SHIM_CFLAGS) -shared -Wl,--version-script=shim/preload/libbayesperf.map \
-		-Wl,-z,now -Wl,-z,relro -o $@ shim/preload/libbayesperf.c -ldl -lpthread
+		-Wl,-z,noseparate-code -Wl,--as-needed -o $@ shim/preload/libbayesperf.c

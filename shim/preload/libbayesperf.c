@@ -46,6 +46,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <limits.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -776,25 +777,20 @@ EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buflen)
 EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
 	struct bp_event *ev = lookup(fd);
-	if (LIKELY(ev == NULL) || guard || iovcnt < 0)
+	if (LIKELY(ev == NULL) || guard || iovcnt <= 0 || iovcnt > IOV_MAX)
 		return real_readv()(fd, iov, iovcnt);
-	/* Gather into one buffer (a perf read is at most one page), then scatter. */
-	uint64_t tmp[BP_PAGE_SIZE / 8];
-	size_t total = 0;
-	for (int i = 0; i < iovcnt; i++)
-		total += iov[i].iov_len;
-	if (total > sizeof tmp)
-		total = sizeof tmp;
-	ssize_t r = do_read(fd, tmp, total, call_real_read);
-	if (r <= 0)
-		return r;
-	size_t off = 0;
-	for (int i = 0; i < iovcnt && off < (size_t)r; i++) {
-		size_t n = iov[i].iov_len < (size_t)r - off ? iov[i].iov_len : (size_t)r - off;
-		memcpy(iov[i].iov_base, (char *)tmp + off, n);
-		off += n;
+	/* perf has no read_iter: the kernel calls its read once per iovec and stops at the
+	 * first short one (do_loop_readv_writev). Do exactly that. */
+	ssize_t total = 0;
+	for (int i = 0; i < iovcnt; i++) {
+		ssize_t r = do_read(fd, iov[i].iov_base, iov[i].iov_len, call_real_read);
+		if (r < 0)
+			return total > 0 ? total : r;
+		total += r;
+		if ((size_t)r != iov[i].iov_len)
+			break;
 	}
-	return r;
+	return total;
 }
 
 /* pread on a perf fd fails with ESPIPE in the kernel; it is interposed only so that the
