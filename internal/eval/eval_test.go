@@ -1,0 +1,248 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bayesperf/bayesperf/inference"
+	"github.com/bayesperf/bayesperf/inference/baseline"
+	"github.com/bayesperf/bayesperf/inference/relation"
+	"github.com/bayesperf/bayesperf/inference/replay"
+	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/workload"
+)
+
+// The test binary doubles as the live target: BAYESPERF_EVAL_WORKLOAD=name:ms.
+func TestMain(m *testing.M) {
+	if w := os.Getenv("BAYESPERF_EVAL_WORKLOAD"); w != "" {
+		name, ms, _ := strings.Cut(w, ":")
+		d, _ := strconv.Atoi(ms)
+		wl, err := workload.Lookup(name)
+		if err == nil {
+			err = wl.Run(context.Background(), time.Duration(d)*time.Millisecond, 5)
+		}
+		if err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func readTrace(t *testing.T, name string) *replay.Trace {
+	t.Helper()
+	tr, err := replay.ReadFile("../../inference/replay/testdata/"+name, replay.ReadOptions{})
+	if err != nil {
+		t.Fatalf("read the replay package's real-program trace: %v", err)
+	}
+	return tr
+}
+
+// recorder remembers every slice it was fed, and then scribbles over its input, so a
+// test can see whether estimators share (and could corrupt) each other's observations.
+type recorder struct {
+	name string
+	got  []inference.Slice
+	n    int
+}
+
+func (r *recorder) Name() string { return r.name }
+func (r *recorder) Observe(s inference.Slice) error {
+	c := s
+	c.Readings = append([]inference.Reading(nil), s.Readings...)
+	r.got = append(r.got, c)
+	for i := range s.Readings {
+		s.Readings[i].Count = 999999
+	}
+	return nil
+}
+func (r *recorder) Estimate(from, to int) []inference.Estimate { return make([]inference.Estimate, r.n) }
+func (r *recorder) Finish()                                   {}
+
+func TestIdenticalObservations(t *testing.T) {
+	tr := readTrace(t, "git.csv")
+	obs, err := FromTrace(tr, 4, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(tr.Events)
+	var recs []*recorder
+	var ents []entrant
+	for _, name := range []string{Linux, Fixed, Linear, BayesPerfRR} {
+		r := &recorder{name: name, n: n}
+		recs = append(recs, r)
+		ents = append(ents, entrant{name, r, cloneSlices(obs.Kernel)})
+	}
+	if _, err := score(obs, Options{Counters: 4}, ents, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs[1:] {
+		if !reflect.DeepEqual(r.got, recs[0].got) {
+			t.Fatalf("%s saw different observations than %s", r.name, recs[0].name)
+		}
+	}
+	if len(recs[0].got) != tr.Slices() {
+		t.Fatalf("fed %d slices of %d", len(recs[0].got), tr.Slices())
+	}
+	// And they are the kernel round robin of the trace, untouched by the scribbling.
+	if !reflect.DeepEqual(recs[0].got, obs.Kernel) {
+		t.Fatal("observations differ from the simulated kernel round robin")
+	}
+}
+
+func TestNoMultiplexingIsExact(t *testing.T) {
+	// With as many counters as events, every event counts in every slice: linux, fixed
+	// and linear must all be exact, so their WAPE is 0.
+	tr := readTrace(t, "find.csv")
+	obs, err := FromTrace(tr, len(tr.Events), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Score(obs, Options{Counters: len(tr.Events)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{Linux, Fixed, Linear} {
+		if s := res.Estimators[n]; s.WAPE > 1e-12 || s.TotalError > 1e-12 {
+			t.Errorf("%s without multiplexing: WAPE %g total error %g", n, s.WAPE, s.TotalError)
+		}
+	}
+}
+
+func TestJSONShape(t *testing.T) {
+	tr := readTrace(t, "make.csv")
+	rels := relation.Bind(relation.Builtins(), tr.Events)
+	obs, err := FromTrace(tr, 4, []string{"task-clock"}, rels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Score(obs, Options{Counters: 4, Relations: rels, Window: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := res.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(&buf)
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	if dec.More() {
+		t.Fatal("more than one JSON value")
+	}
+	if m["counters"] != 4.0 || m["events"] != float64(len(tr.Events)) || m["slices"] != float64(tr.Slices()) ||
+		m["intervals"] != float64((tr.Slices()+9)/10) {
+		t.Fatalf("header fields: %v %v %v %v", m["counters"], m["events"], m["slices"], m["intervals"])
+	}
+	ests := m["estimators"].(map[string]any)
+	for _, n := range []string{Linux, Fixed, Linear, BayesPerfRR} {
+		e, ok := ests[n].(map[string]any)
+		if !ok {
+			t.Fatalf("estimator %s missing: %v", n, ests)
+		}
+		for _, k := range []string{"wape", "median_wape", "total_error", "ra", "dtw", "coverage95"} {
+			if _, ok := e[k]; !ok {
+				t.Errorf("%s lacks %s", n, k)
+			}
+		}
+	}
+	if ests[Linux].(map[string]any)["coverage95"] != nil {
+		t.Error("linux has no intervals: coverage95 must be null")
+	}
+	if _, ok := m["error_reduction"].(map[string]any)[Linux]; ok {
+		t.Error("error_reduction of linux over itself reported")
+	}
+	pe := m["per_event"].([]any)
+	if len(pe) != len(tr.Events) || pe[0].(map[string]any)["event"] != tr.Events[0] {
+		t.Fatalf("per_event: %d entries, first %v", len(pe), pe[0])
+	}
+	// The fixed event is always counted: linux is exact on it.
+	fe := pe[tr.EventIndex("task-clock")].(map[string]any)
+	if w := fe[Linux].(map[string]any)["wape"].(float64); w > 1e-12 {
+		t.Errorf("fixed task-clock has linux WAPE %g", w)
+	}
+	// Linux's scores agree with the baseline package fed directly.
+	b := baseline.New(baseline.Linux, len(tr.Events))
+	for _, s := range obs.Kernel {
+		b.Observe(s)
+	}
+	tot := b.Estimate(0, tr.Slices())
+	for e, p := range res.PerEvent {
+		if p.Totals[Linux].Value != tot[e].Value {
+			t.Fatalf("%s: total %v vs baseline %v", p.Event, p.Totals[Linux].Value, tot[e].Value)
+		}
+	}
+}
+
+// TestLiveEval runs a built-in workload under the virtual PMU with 24 software events and
+// tracepoints at 4 counters and checks what this package owns: multiplexing really
+// happened (linux has errors), the fixed event is exact, identities hold in the truth,
+// and every estimator was scored. The model's accuracy is logged, not asserted here
+// (that is inference/model's acceptance).
+func TestLiveEval(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: attaches tracepoints to a child task")
+	}
+	list := "task-clock,page-faults,minor-faults,major-faults,context-switches,cpu-migrations," +
+		"raw_syscalls:sys_enter,raw_syscalls:sys_exit,syscalls:sys_enter_read,syscalls:sys_enter_write," +
+		"syscalls:sys_enter_mmap,syscalls:sys_enter_munmap,syscalls:sys_enter_getpid,syscalls:sys_enter_getppid," +
+		"syscalls:sys_enter_openat,syscalls:sys_enter_close,sched:sched_switch,sched:sched_wakeup," +
+		"sched:sched_process_fork,sched:sched_process_exec,sched:sched_process_exit,syscalls:sys_enter_newfstat," +
+		"syscalls:sys_enter_lseek,syscalls:sys_enter_getuid"
+	evs, err := perf.ParseEvents(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 24 {
+		t.Fatalf("%d events", len(evs))
+	}
+	names := make([]string, len(evs))
+	for i, e := range evs {
+		names[i] = e.Name
+	}
+	rels := relation.Bind(relation.Builtins(), names)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "BAYESPERF_EVAL_WORKLOAD=mixed:1500")
+	lr, err := RunLive(Live{Events: evs, Fixed: []int{0}, Counters: 4, Rels: rels}, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lr.ExitErr != nil {
+		t.Fatal(lr.ExitErr)
+	}
+	res, err := Score(lr.Obs, Options{Counters: 4, Relations: rels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Slices < 100 {
+		t.Fatalf("only %d slices", res.Slices)
+	}
+	if w := res.Estimators[Linux].WAPE; w < 0.02 {
+		t.Errorf("linux WAPE %.3f: was anything multiplexed?", w)
+	}
+	if w := res.PerEvent[0].Metrics[Linux].WAPE; w > 0.02 {
+		t.Errorf("fixed task-clock linux WAPE %.3f, want ~0 (always counted)", w)
+	}
+	pf, mn, mj := res.PerEvent[1].Truth, res.PerEvent[2].Truth, res.PerEvent[3].Truth
+	if pf != mn+mj || pf == 0 {
+		t.Errorf("truth page-faults %v != minor %v + major %v", pf, mn, mj)
+	}
+	for _, n := range []string{Linux, Fixed, Linear, BayesPerfRR} {
+		if _, ok := res.Estimators[n]; !ok {
+			t.Errorf("%s not scored", n)
+		}
+	}
+	var buf bytes.Buffer
+	res.WriteTable(&buf, "mixed")
+	t.Log(buf.String())
+}
