@@ -1,0 +1,424 @@
+package ringbuf
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Kernel parity: real rings written by this kernel, decoded and re-encoded byte for byte,
+// and copied through the mirror Writer into rings that are byte-identical to the
+// kernel's. Requires root (perf_event_paranoid is 2 here; system-wide events and
+// tracepoints need CAP_PERFMON) and software events/tracepoints, which this machine has.
+
+// attr bits beyond those x/sys names (include/uapi/linux/perf_event.h).
+const (
+	bitNamespaces = 1 << 28
+	bitKsymbol    = 1 << 29
+	bitBPFEvent   = 1 << 30
+	bitCgroup     = 1 << 32
+)
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("requires root: system-wide perf events and tracepoints with perf_event_paranoid=2")
+	}
+}
+
+type kring struct {
+	name     string
+	fds      []int // fds[0] owns the ring
+	mem      []byte
+	f        Format
+	backward bool
+}
+
+func openEvent(t *testing.T, attr *unix.PerfEventAttr, pid, cpu, group int) int {
+	t.Helper()
+	attr.Size = uint32(unsafe.Sizeof(*attr))
+	fd, err := unix.PerfEventOpen(attr, pid, cpu, group, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		t.Fatalf("perf_event_open type %d config %d pid %d cpu %d: %v", attr.Type, attr.Config, pid, cpu, err)
+	}
+	return fd
+}
+
+func formatOf(a *unix.PerfEventAttr) Format {
+	return Format{
+		SampleType:    SampleType(a.Sample_type),
+		ReadFormat:    ReadFormat(a.Read_format),
+		SampleIDAll:   a.Bits&unix.PerfBitSampleIDAll != 0,
+		RegsUser:      a.Sample_regs_user,
+		RegsIntr:      a.Sample_regs_intr,
+		BranchHWIndex: a.Branch_sample_type&unix.PERF_SAMPLE_BRANCH_HW_INDEX != 0,
+	}
+}
+
+func mapRing(t *testing.T, k *kring, pages int) {
+	t.Helper()
+	mem, err := Map(k.fds[0], pages, !k.backward)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.mem = mem
+	t.Cleanup(func() {
+		Unmap(mem)
+		for _, fd := range k.fds {
+			unix.Close(fd)
+		}
+	})
+}
+
+func disable(k *kring) {
+	for _, fd := range k.fds {
+		unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+	}
+}
+
+func tracepointID(t *testing.T, name string) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/sys/kernel/tracing/events/" + name + "/id")
+	if err != nil {
+		t.Fatalf("tracepoint %s (tracefs must be mounted): %v", name, err)
+	}
+	id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// workload faults pages, sleeps (context switches), calls getpid and runs a child
+// process (fork, exec, comm, mmap, exit), all on the calling (locked) thread.
+func workload(t *testing.T) {
+	t.Helper()
+	mem, err := unix.Mmap(-1, 0, 512*4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(mem); i += 4096 {
+		mem[i] = 1
+	}
+	unix.Munmap(mem)
+	for range 5 {
+		unix.Getpid()
+		time.Sleep(time.Millisecond)
+	}
+	if out, err := exec.Command("/bin/sh", "-c", "ls /usr/bin > /dev/null; cat /proc/self/stat > /dev/null").CombinedOutput(); err != nil {
+		t.Fatalf("workload child: %v %s", err, out)
+	}
+}
+
+// checkForward reads a forward kernel ring from the start: every record must decode as
+// its known type, re-encode to the same bytes, and, copied through a mirror Writer of the
+// same size, give a data area and data_head identical to the kernel's.
+func checkForward(t *testing.T, k *kring) map[RecordType]int {
+	t.Helper()
+	r, err := NewReader(k.mem, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataSize := r.DataSize()
+	mirror := newMemPage(dataSize)
+	w, err := NewWriter(mirror, WriterOptions{Format: k.f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr, err := NewReader(mirror, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[RecordType]int{}
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			t.Fatalf("%s: %v", k.name, err)
+		}
+		if rec == nil {
+			break
+		}
+		checkRecord(t, k, rec, seen)
+		if ok, _, err := w.Write(rec); !ok || err != nil {
+			t.Fatalf("%s: mirror write: %v %v", k.name, ok, err)
+		}
+		// Consume the mirror in lockstep so it never fills, as a tool would.
+		for b, _ := mr.Next(); b != nil; b, _ = mr.Next() {
+		}
+		mr.Commit()
+	}
+	r.Commit()
+	kh := le.Uint64(k.mem[OffDataHead:])
+	if w.Head() != kh {
+		t.Fatalf("%s: mirror data_head %d, kernel %d", k.name, w.Head(), kh)
+	}
+	off := le.Uint64(k.mem[OffDataOffset:])
+	if !bytes.Equal(mirror[os.Getpagesize():], k.mem[off:off+uint64(dataSize)]) {
+		t.Fatalf("%s: mirror data area differs from the kernel's", k.name)
+	}
+	t.Logf("%s: %d bytes, records %v", k.name, kh, seen)
+	return seen
+}
+
+// checkBackward reads a backward (overwrite) ring newest-first, checks every record, and
+// replays the records oldest-first into a backward mirror Writer: the data area and
+// data_head must equal the kernel's.
+func checkBackward(t *testing.T, k *kring) map[RecordType]int {
+	t.Helper()
+	r, err := NewReader(k.mem, ReaderOptions{Backward: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kh := le.Uint64(k.mem[OffDataHead:])
+	if -kh > uint64(r.DataSize()) {
+		t.Fatalf("%s: the backward ring wrapped (%d bytes written, %d-byte ring): enlarge it", k.name, -kh, r.DataSize())
+	}
+	seen := map[RecordType]int{}
+	var recs [][]byte
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			t.Fatalf("%s: %v", k.name, err)
+		}
+		if rec == nil {
+			break
+		}
+		checkRecord(t, k, rec, seen)
+		recs = append(recs, append([]byte(nil), rec...))
+	}
+	r.Commit()
+	mirror := newMemPage(r.DataSize())
+	w, err := NewWriter(mirror, WriterOptions{Format: k.f, Backward: true, Overwrite: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if ok, _, err := w.Write(recs[i]); !ok || err != nil {
+			t.Fatalf("%s: mirror write: %v %v", k.name, ok, err)
+		}
+	}
+	if w.Head() != kh {
+		t.Fatalf("%s: mirror data_head %d, kernel %d", k.name, int64(w.Head()), int64(kh))
+	}
+	off := le.Uint64(k.mem[OffDataOffset:])
+	if !bytes.Equal(mirror[os.Getpagesize():], k.mem[off:off+uint64(r.DataSize())]) {
+		t.Fatalf("%s: backward mirror data area differs from the kernel's", k.name)
+	}
+	t.Logf("%s: %d bytes backward, records %v", k.name, -kh, seen)
+	return seen
+}
+
+func checkRecord(t *testing.T, k *kring, rec []byte, seen map[RecordType]int) {
+	t.Helper()
+	d, err := Decode(rec, &k.f)
+	if err != nil {
+		t.Fatalf("%s: decode: %v\n% x", k.name, err, rec)
+	}
+	if u, ok := d.(*Unknown); ok && known(u.Header.Type) {
+		t.Fatalf("%s: known type %v decoded as Unknown", k.name, u.Header.Type)
+	}
+	b, err := Append(nil, d, &k.f)
+	if err != nil {
+		t.Fatalf("%s: re-encode %v: %v", k.name, d.Type(), err)
+	}
+	if !bytes.Equal(b, rec) {
+		t.Fatalf("%s: %v re-encodes differently\n got % x\nwant % x", k.name, d.Type(), b, rec)
+	}
+	if d.Type() == RecordSample && k.f.SampleType&SampleRead != 0 {
+		blk, err := FindReadBlock(rec, &k.f)
+		s := d.(*Sample)
+		if err != nil || blk.Len() != len(s.Read.Values) || (blk.Len() > 0 && blk.Value(0) != s.Read.Values[0].Value) {
+			t.Fatalf("%s: read block %v disagrees with the decoded sample", k.name, err)
+		}
+	}
+	seen[d.Type()]++
+}
+
+// newMemPage is newMem with the real page size, for mirrors of kernel rings.
+func newMemPage(dataSize int) []byte {
+	ps := os.Getpagesize()
+	words := make([]uint64, (ps+dataSize)/8)
+	return unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(words)*8)
+}
+
+func need(t *testing.T, name string, seen map[RecordType]int, types ...RecordType) {
+	t.Helper()
+	for _, typ := range types {
+		if seen[typ] == 0 {
+			t.Errorf("%s: no %v record seen (got %v)", name, typ, seen)
+		}
+	}
+}
+
+// TestKernelParityPerThread: page-fault samples with callchain and READ on this thread
+// and its children (inherit, inherit_stat), with mmap/comm/task/namespaces side-band
+// records and context switches.
+func TestKernelParityPerThread(t *testing.T) {
+	requireRoot(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	attr := unix.PerfEventAttr{
+		Type:   unix.PERF_TYPE_SOFTWARE,
+		Config: unix.PERF_COUNT_SW_PAGE_FAULTS,
+		Sample: 1,
+		Sample_type: uint64(SampleIdentifier | SampleIP | SampleTID | SampleTime | SampleAddr | SampleID |
+			SampleStreamID | SampleCPU | SamplePeriod | SampleRead | SampleCallchain | SampleDataPageSize | SampleCodePageSize),
+		Read_format: uint64(FormatTotalTimeEnabled | FormatTotalTimeRunning | FormatID | FormatLost),
+		Bits: unix.PerfBitDisabled | unix.PerfBitInherit | unix.PerfBitInheritStat | unix.PerfBitMmap | unix.PerfBitMmap2 |
+			unix.PerfBitMmapData | unix.PerfBitComm | unix.PerfBitCommExec | unix.PerfBitTask |
+			unix.PerfBitContextSwitch | unix.PerfBitSampleIDAll | bitNamespaces | unix.PerfBitExcludeKernel |
+			unix.PerfBitExcludeCallchainKernel,
+	}
+	// An inherited per-task event cannot be mmapped with cpu == -1: one event and ring per
+	// CPU, as perf record does.
+	var rings []*kring
+	for cpu := range runtime.NumCPU() {
+		k := &kring{name: fmt.Sprintf("page-faults inherit cpu%d", cpu), f: formatOf(&attr)}
+		k.fds = []int{openEvent(t, &attr, 0, cpu, -1)}
+		mapRing(t, k, 256)
+		rings = append(rings, k)
+	}
+	for _, k := range rings {
+		unix.IoctlSetInt(k.fds[0], unix.PERF_EVENT_IOC_ENABLE, 0)
+	}
+	workload(t)
+	all := map[RecordType]int{}
+	for _, k := range rings {
+		disable(k)
+	}
+	for _, k := range rings {
+		for typ, n := range checkForward(t, k) {
+			all[typ] += n
+		}
+	}
+	need(t, "per thread", all, RecordSample, RecordMmap2, RecordComm, RecordFork, RecordExit, RecordSwitch, RecordRead, RecordNamespaces)
+}
+
+// TestKernelParitySystemWide: per-CPU cpu-clock sampling with callchains and a group
+// READ (cpu-clock leader, page-faults member), cpu-wide context switches, and the
+// sched:sched_switch tracepoint with RAW data in rings of its own.
+func TestKernelParitySystemWide(t *testing.T) {
+	requireRoot(t)
+	tp := tracepointID(t, "sched/sched_switch")
+	var rings []*kring
+	for cpu := range runtime.NumCPU() {
+		lead := unix.PerfEventAttr{
+			Type:   unix.PERF_TYPE_SOFTWARE,
+			Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+			Sample: 1000000, // 1 ms of cpu-clock
+			Sample_type: uint64(SampleIdentifier | SampleIP | SampleTID | SampleTime | SampleID | SampleCPU |
+				SamplePeriod | SampleRead | SampleCallchain),
+			Read_format: uint64(FormatGroup | FormatID | FormatTotalTimeEnabled | FormatTotalTimeRunning),
+			Bits: unix.PerfBitDisabled | unix.PerfBitSampleIDAll | unix.PerfBitContextSwitch | unix.PerfBitComm |
+				unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitTask | bitKsymbol | bitBPFEvent | bitCgroup,
+		}
+		member := unix.PerfEventAttr{
+			Type:        unix.PERF_TYPE_SOFTWARE,
+			Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
+			Read_format: lead.Read_format,
+			Sample_type: lead.Sample_type,
+			Bits:        unix.PerfBitSampleIDAll,
+		}
+		k := &kring{name: fmt.Sprintf("cpu-clock group cpu%d", cpu), f: formatOf(&lead)}
+		k.fds = []int{openEvent(t, &lead, -1, cpu, -1)}
+		k.fds = append(k.fds, openEvent(t, &member, -1, cpu, k.fds[0]))
+		mapRing(t, k, 512)
+		rings = append(rings, k)
+
+		sw := unix.PerfEventAttr{
+			Type:        unix.PERF_TYPE_TRACEPOINT,
+			Config:      tp,
+			Sample:      1,
+			Sample_type: uint64(SampleIP | SampleTID | SampleTime | SampleCPU | SamplePeriod | SampleRaw | SampleIdentifier),
+			Bits:        unix.PerfBitDisabled | unix.PerfBitSampleIDAll,
+		}
+		kt := &kring{name: fmt.Sprintf("sched_switch cpu%d", cpu), f: formatOf(&sw)}
+		kt.fds = []int{openEvent(t, &sw, -1, cpu, -1)}
+		mapRing(t, kt, 512)
+		rings = append(rings, kt)
+	}
+	for _, k := range rings {
+		unix.IoctlSetInt(k.fds[0], unix.PERF_EVENT_IOC_ENABLE, 0)
+	}
+	runtime.LockOSThread()
+	workload(t)
+	runtime.UnlockOSThread()
+	for _, k := range rings {
+		disable(k)
+	}
+	all := map[RecordType]int{}
+	raw := 0
+	for _, k := range rings {
+		for typ, n := range checkForward(t, k) {
+			all[typ] += n
+		}
+		if strings.HasPrefix(k.name, "sched_switch") {
+			raw += countRaw(t, k)
+		}
+	}
+	need(t, "system-wide", all, RecordSample, RecordSwitchCPUWide, RecordComm, RecordMmap2, RecordFork, RecordExit)
+	if raw == 0 {
+		t.Error("no sched_switch sample with RAW data")
+	}
+}
+
+// countRaw counts the SAMPLEs of a drained ring whose RAW data starts with the
+// tracepoint's common_type, i.e. whose RAW block decoded where it should.
+func countRaw(t *testing.T, k *kring) int {
+	t.Helper()
+	tp := tracepointID(t, "sched/sched_switch")
+	// The ring was committed: read the whole data area from position 0 again.
+	le.PutUint64(k.mem[OffDataTail:], 0)
+	r, err := NewReader(k.mem, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	var s Sample
+	for rec, _ := r.Next(); rec != nil; rec, _ = r.Next() {
+		if RecordType(le.Uint32(rec)) != RecordSample {
+			continue
+		}
+		if err := DecodeSample(rec, &k.f, &s); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Raw) >= 2 && uint64(le.Uint16(s.Raw)) == tp {
+			n++
+		}
+	}
+	return n
+}
+
+// TestKernelParityBackward: a write_backward ring mapped read-only (overwrite mode),
+// page-fault samples and context switches of this thread.
+func TestKernelParityBackward(t *testing.T) {
+	requireRoot(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	attr := unix.PerfEventAttr{
+		Type:        unix.PERF_TYPE_SOFTWARE,
+		Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
+		Sample:      1,
+		Sample_type: uint64(SampleIP | SampleTID | SampleTime | SampleAddr | SampleCPU | SamplePeriod | SampleID),
+		Bits: unix.PerfBitDisabled | unix.PerfBitWriteBackward | unix.PerfBitSampleIDAll | unix.PerfBitContextSwitch |
+			unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitMmapData,
+	}
+	k := &kring{name: "page-faults backward", f: formatOf(&attr), backward: true}
+	k.fds = []int{openEvent(t, &attr, 0, -1, -1)}
+	mapRing(t, k, 128)
+	unix.IoctlSetInt(k.fds[0], unix.PERF_EVENT_IOC_ENABLE, 0)
+	workload(t)
+	disable(k)
+	unix.IoctlSetInt(k.fds[0], unix.PERF_EVENT_IOC_PAUSE_OUTPUT, 1)
+	seen := checkBackward(t, k)
+	need(t, k.name, seen, RecordSample, RecordSwitch, RecordMmap2)
+}
