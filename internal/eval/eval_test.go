@@ -64,8 +64,10 @@ func (r *recorder) Observe(s inference.Slice) error {
 	}
 	return nil
 }
-func (r *recorder) Estimate(from, to int) []inference.Estimate { return make([]inference.Estimate, r.n) }
-func (r *recorder) Finish()                                   {}
+func (r *recorder) Estimate(from, to int) []inference.Estimate {
+	return make([]inference.Estimate, r.n)
+}
+func (r *recorder) Finish() {}
 
 func TestIdenticalObservations(t *testing.T) {
 	tr := readTrace(t, "git.csv")
