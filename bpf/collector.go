@@ -52,6 +52,9 @@ type Stats struct {
 	BadRecords  uint64 // records Next could not use (malformed or for an unknown slot)
 	Threads     int    // threads (or CPUs) that have had events opened
 	LostThreads int    // new threads that could not be followed
+	// MaxFollowLatency is the longest time from a thread's creation (the fork tracepoint)
+	// to its events being in the BPF map: what the thread counted meanwhile is not seen.
+	MaxFollowLatency time.Duration
 }
 
 // slot is one thread (or CPU) and its events.
@@ -76,20 +79,21 @@ type Collector struct {
 	timers []int
 	links  []link.Link
 
-	mu      sync.Mutex // guards everything below and the fds; Next holds it while processing
-	closed  bool
-	slots   []*slot
-	byTid   map[int]int
-	enabled []bool
-	alive   int
-	lost    int
-	bad     uint64
-	lastNs  int64
-	err     error // the consumer's failure, for Next
-	fresh   bool  // records arrived since the last Next
-	firstNs int64 // time of the first of them
-	gone    bool  // every tracked thread has exited
-	done    bool  // the final snapshot has been returned
+	mu        sync.Mutex // guards everything below and the fds; Next holds it while processing
+	closed    bool
+	slots     []*slot
+	byTid     map[int]int
+	enabled   []bool
+	alive     int
+	lost      int
+	followLat time.Duration
+	bad       uint64
+	lastNs    int64
+	err       error // the consumer's failure, for Next
+	fresh     bool  // records arrived since the last Next
+	firstNs   int64 // time of the first of them
+	gone      bool  // every tracked thread has exited
+	done      bool  // the final snapshot has been returned
 
 	wake    chan struct{} // the consumer has applied records
 	quit    chan struct{} // closed by Close
@@ -543,7 +547,9 @@ func (c *Collector) handle(r record) {
 		if err := c.addThread(tid, unix.BPF_EXIST); err != nil {
 			c.thrMap.Delete(uint32(tid))
 			c.lost++
+			return
 		}
+		c.followLat = max(c.followLat, time.Duration(monotonicNow()-int64(r.TimeNs)))
 	case kindGone:
 		if _, ok := c.byTid[int(r.Tid)]; !ok {
 			c.lost++
@@ -677,7 +683,7 @@ func (c *Collector) Threads() []int {
 func (c *Collector) Stats() (Stats, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := Stats{Threads: len(c.slots), LostThreads: c.lost, BadRecords: c.bad}
+	st := Stats{Threads: len(c.slots), LostThreads: c.lost, BadRecords: c.bad, MaxFollowLatency: c.followLat}
 	if c.closed {
 		return st, ErrClosed
 	}

@@ -118,7 +118,6 @@ func TestSlicesOfOneThread(t *testing.T) {
 	}
 	checkDeltas(t, snaps, end)
 
-
 	// The snapshots taken by BPF (all but the read() at the end) are real slices: the
 	// task clock moves from slice to slice, and the last one is within a few slices of
 	// the end (the spin is the last thing the helper does).
@@ -204,6 +203,17 @@ func TestFollowsNewThreads(t *testing.T) {
 		}
 		workers = append(workers, tid)
 	}
+	// The workers start working once all of them are followed: whatever they count from
+	// then on must reach the snapshots exactly. (Next must keep up meanwhile: it is not
+	// needed for following threads, which the collector does in the background.)
+	deadline := time.Now().Add(10 * time.Second)
+	for !containsAll(c.Threads(), workers) {
+		if time.Now().After(deadline) {
+			t.Fatalf("workers %v not all followed after 10s: followed %v", workers, c.Threads())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	in.Write([]byte{'g'})
 	snaps := collectAll(t, c, 20*time.Second)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("helper: %v", err)
@@ -247,6 +257,18 @@ func TestFollowsNewThreads(t *testing.T) {
 	}
 	t.Logf("%d workers (%d created after attach), %d threads followed, %d snapshots, stats %+v",
 		len(workers), created, len(followed), len(snaps), st)
+	if st.MaxFollowLatency <= 0 {
+		t.Errorf("no follow latency measured although %d threads were created after attach", created)
+	}
+}
+
+func containsAll(set, want []int) bool {
+	for _, x := range want {
+		if !slices.Contains(set, x) {
+			return false
+		}
+	}
+	return true
 }
 
 // TestSystemWide snapshots per-CPU events: the sums over CPUs move with time and never
@@ -292,8 +314,12 @@ func TestCloseUnblocksNext(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() {
-		_, err := c.Next()
-		done <- err
+		for {
+			if _, err := c.Next(); err != nil {
+				done <- err
+				return
+			}
+		}
 	}()
 	time.Sleep(50 * time.Millisecond)
 	if err := c.Close(); err != nil {

@@ -110,31 +110,41 @@ func work(pages, getppid, sleeps int, spin time.Duration) {
 	for range sleeps {
 		unix.Nanosleep(&unix.Timespec{Nsec: 100_000}, nil)
 	}
-	end := time.Now().Add(spin)
-	x := 0
-	for time.Now().Before(end) {
-		x++
+	// Spin for spin of this thread's CPU time: wall time would fall short on a busy machine.
+	cpu := func() time.Duration {
+		var ts unix.Timespec
+		unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+		return time.Duration(ts.Nano())
+	}
+	end := cpu() + spin
+	for x := 0; cpu() < end; {
+		for range 10000 {
+			x++
+		}
 	}
 	unix.Munmap(mem)
 }
 
 // helperThreads starts threadWorkers new OS threads after the go signal; each prints its
-// tid, waits long enough for the collector to open its events, works, and exits (a locked
-// goroutine that returns takes its thread with it).
+// tid and waits for a second go signal (sent once the test sees them followed), works, and
+// exits (a locked goroutine that returns takes its thread with it).
 func helperThreads() {
 	waitGo()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
+	release := make(chan struct{})
 	for range threadWorkers {
 		wg.Go(func() {
 			runtime.LockOSThread()
 			mu.Lock()
 			fmt.Println(unix.Gettid())
 			mu.Unlock()
-			time.Sleep(50 * time.Millisecond)
+			<-release
 			work(threadPages, threadGetppid, 0, threadSpin)
 		})
 	}
+	waitGo()
+	close(release)
 	wg.Wait()
 	time.Sleep(20 * time.Millisecond)
 }
