@@ -36,8 +36,9 @@ func (md *Model) Observe(s inference.Slice) error {
 		}
 		span := d * frac
 		y := float64(r.Count) / span
-		// Integer counts: quantisation noise of one count, uniform (variance 1/12).
-		rv := (1.0/12)/(span*span) + 1e-18*y*y
+		// A count over the whole slice is the truth: only a rounding-level noise, so
+		// that inconsistent data cannot make the update singular.
+		rv := 1e-12/(span*span) + 1e-18*y*y
 		md.obs = append(md.obs, meas{h: md.rows[e], y: y, r: rv, event: e, full: full})
 		if !full {
 			md.obs[len(md.obs)-1].r = -(1 - frac) / frac // resolved after the prediction

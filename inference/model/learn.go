@@ -42,7 +42,7 @@ type learner struct {
 
 const (
 	pairPrior   = 8.0
-	levelWindow = 8.0
+	levelWindow = 32.0
 )
 
 func (l *learner) init(k, n int, opt Options) {
@@ -158,12 +158,12 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 		// Spread around the level (before this reading moves it), for the persistence.
 		dv := (o.y - l.level[i]) / relScale(l.level[i], l.level[i], d)
 		l.statN[i] = l.gamma*l.statN[i] + 1
-		l.stat[i] += (dv*dv - l.stat[i]) / (l.statN[i] + 2)
+		l.stat[i] += (dv*dv - l.stat[i]) / l.statN[i]
 		l.us = append(l.us, i)
 		l.uv = append(l.uv, u)
 		// Volatility: forgetting average with the prior as two pseudo-observations.
 		l.volN[i] = l.gamma*l.volN[i] + 1
-		w := 1 / (l.volN[i] + 2)
+		w := 1 / l.volN[i]
 		l.vol[i] += w * (u*u - l.vol[i])
 		l.vol[i] = math.Max(l.vol[i], 1e-8)
 	}

@@ -1,46 +1,106 @@
 package model
 
 import (
-	"slices"
+	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/bayesperf/bayesperf/inference/graph"
 	"github.com/bayesperf/bayesperf/inference/relation"
+	"github.com/bayesperf/bayesperf/inference/replay"
+	"github.com/bayesperf/bayesperf/inference/schedule"
 )
-
-// realTraces are programs recorded by testdata/gen.sh.
-var realTraces = []string{"tar-gzip", "find-grep", "go-vet", "sqlite"}
 
 // realFixed are the events that sit on fixed counters in the replays, the way cycles
-// and instructions do on a real CPU: the busiest, always-on events.
+// and instructions do on a real CPU: always-on, busy events.
 var realFixed = []string{"task-clock", "raw_syscalls:sys_enter"}
 
-const (
-	realCounters = 4
-	realWindow   = 10 // reporting interval: 10 slices of 10 ms, as perf stat -I 100
-)
+const realCounters = 4 // programmable counters, as on many x86 cores with SMT
 
-func TestRealTraces(t *testing.T) {
-	for _, name := range realTraces {
-		t.Run(name, func(t *testing.T) {
-			tr := readTrace(t, name)
-			var fixed []int
-			for _, f := range realFixed {
-				fixed = append(fixed, slices.Index(tr.events, f))
-			}
-			rels := relation.Bind(relation.Builtins(), tr.events)
-			truth := truthOf(tr)
-			rr := simulate(tr, roundRobin(len(tr.events), realCounters, fixed))
-			linux := run(t, &linuxEst{n: len(tr.events)}, rr, truth, realWindow)
-			linear := run(t, &linearEst{n: len(tr.events)}, rr, truth, realWindow)
-			md, err := New(tr.events, rels, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			bp := run(t, md, rr, truth, realWindow)
-			t.Logf("%s: %d slices, %d events, %d relations", name, len(tr.counts), len(tr.events), len(rels))
-			t.Log(fmtScore("linux", linux, linux))
-			t.Log(fmtScore("linear", linux, linear))
-			t.Log(fmtScore("bayesperf-rr", linux, bp))
-		})
+// realScore replays one trace to linux, linear, bayesperf on the kernel's round robin
+// (bayesperf-rr) and bayesperf on its own overlap schedule, with the replay package's
+// scoring, and returns the result.
+func realScore(t *testing.T, path, timeCol string) *replay.Result {
+	t.Helper()
+	tr, err := replay.ReadFile(path, replay.ReadOptions{TimeColumn: timeCol})
+	if err != nil {
+		t.Fatal(err)
 	}
+	var fixed []string
+	for _, f := range realFixed {
+		if tr.EventIndex(f) >= 0 {
+			fixed = append(fixed, f)
+		}
+	}
+	kern, err := replay.KernelSchedule(tr, realCounters, fixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rels := relation.Bind(relation.Builtins(), tr.Events)
+	sp, err := replay.KernelSpec(tr, realCounters, fixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := schedule.Overlap(sp, graph.FromRelations(tr.Events, rels), schedule.OverlapOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := New(tr.Events, rels, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp, err := New(tr.Events, rels, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := replay.Baselines(len(tr.Events), kern)
+	cs = append(cs, replay.Contender{Estimator: named{rr, "bayesperf-rr"}, Schedule: kern},
+		replay.Contender{Estimator: bp, Schedule: own})
+	res, err := replay.Score(tr, cs, replay.Options{Counters: realCounters})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// named renames an estimator, so that two configurations of the model can be scored
+// side by side.
+type named struct {
+	*Model
+	name string
+}
+
+func (n named) Name() string { return n.name }
+
+// TestRealTraces prints, per real-program trace, the brief's figures for linux, linear,
+// bayesperf on the kernel's round robin and bayesperf on its own schedule.
+//
+//	go test -run TestRealTraces -v ./inference/model/
+func TestRealTraces(t *testing.T) {
+	files, _ := filepath.Glob("../replay/testdata/*.csv")
+	mine, _ := filepath.Glob("testdata/*.csv")
+	if len(files)+len(mine) == 0 {
+		t.Fatal("no traces: run make traces / make model-traces")
+	}
+	var report strings.Builder
+	fmt.Fprintf(&report, "\n%-10s %-13s %9s %9s %11s %10s\n", "trace", "estimator", "reduction", "meanWAPE", "medianWAPE", "coverage95")
+	for _, f := range append(files, mine...) {
+		col := "wall_ns"
+		if strings.HasPrefix(f, "testdata") {
+			col = "interval_ns"
+		}
+		res := realScore(t, f, col)
+		name := strings.TrimSuffix(filepath.Base(f), ".csv")
+		for _, est := range []string{"linux", "linear", "bayesperf-rr", "bayesperf"} {
+			s := res.Estimators[est]
+			cov := "-"
+			if s.Coverage95 != nil {
+				cov = fmt.Sprintf("%.3f", *s.Coverage95)
+			}
+			fmt.Fprintf(&report, "%-10s %-13s %8.2fx %9.3f %11.3f %10s\n", name, est,
+				res.ErrorReduction[est], s.WAPE, s.MedianWAPE, cov)
+		}
+	}
+	t.Log(report.String())
 }
