@@ -1,0 +1,228 @@
+package test
+
+// Helpers of the drop-in end-to-end tests (dropin_*_test.go). They need: Linux with
+// perf_event_open for software events, the perf binary (linux-perf), gcc and make (to
+// build the shim and the C test programs), and root for `perf stat -a`. `make deps`
+// installs all of them.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	dropinOnce sync.Once
+	dropinDir  string
+	dropinErr  error
+)
+
+// dropinBins builds bin/bayesperf, bin/libbayesperf.so (with the Makefile's own rule) and
+// the C programs of test/c into one directory, once per test binary. $BAYESPERF_BIN
+// names a directory that already holds bayesperf and libbayesperf.so, to test those.
+func dropinBins(t testing.TB) string {
+	t.Helper()
+	dropinOnce.Do(func() {
+		dropinDir, dropinErr = buildDropin()
+	})
+	if dropinErr != nil {
+		t.Fatalf("build drop-in binaries: %v", dropinErr)
+	}
+	return dropinDir
+}
+
+func buildDropin() (string, error) {
+	if _, err := exec.LookPath("perf"); err != nil {
+		return "", fmt.Errorf("the perf binary is required (apt-get install linux-perf): %w", err)
+	}
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("bayesperf-dropin-test-%d", os.Getpid()))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		return "", err
+	}
+	if bin := os.Getenv("BAYESPERF_BIN"); bin != "" {
+		for _, f := range []string{"bayesperf", "libbayesperf.so"} {
+			if err := copyFile(filepath.Join(bin, f), filepath.Join(dir, f)); err != nil {
+				return "", err
+			}
+		}
+	} else {
+		gob := exec.Command("go", "build", "-o", filepath.Join(dir, "bayesperf"), "./cmd/bayesperf")
+		gob.Dir = root
+		if out, err := gob.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build ./cmd/bayesperf: %v\n%s", err, out)
+		}
+		so := filepath.Join(dir, "libbayesperf.so")
+		if out, err := exec.Command("make", "-s", "-C", root, "BIN="+dir, so).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("make %s: %v\n%s", so, err, out)
+		}
+	}
+	srcs, _ := filepath.Glob(filepath.Join(root, "test", "c", "*.c"))
+	for _, src := range srcs {
+		exe := filepath.Join(dir, strings.TrimSuffix(filepath.Base(src), ".c"))
+		if out, err := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", exe, src).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("compile %s: %v\n%s", src, err, out)
+		}
+	}
+	return dir, nil
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o755)
+}
+
+// result is one finished command.
+type result struct {
+	stdout, stderr string
+	status         int // exit status, or 128+signal
+}
+
+// run runs argv with extra environment entries, failing the test if it cannot start or
+// takes longer than a minute.
+func run(t testing.TB, env []string, argv ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.status = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			r.status = 128 + int(ws.Signal())
+		}
+	default:
+		t.Fatalf("run %q: %v", argv, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("run %q: timed out\nstderr:\n%s", argv, r.stderr)
+	}
+	return r
+}
+
+// stats is the JSON `bayesperf run --stats` writes.
+type stats struct {
+	Events           uint64 `json:"events"`
+	MirrorReads      uint64 `json:"mirror_reads"`
+	PassthroughReads uint64 `json:"passthrough_reads"`
+	RecordsMirrored  uint64 `json:"records_mirrored"`
+	RecordsLost      uint64 `json:"records_lost"`
+	SidecarPid       int    `json:"sidecar_pid"`
+	SyncRefreshes    uint64 `json:"sync_refreshes"`
+	Clients          uint64 `json:"clients"`
+	SidecarLost      bool   `json:"sidecar_lost"`
+}
+
+// bayesperfRun runs `bayesperf run --stats F -- argv...` and returns the result and the
+// stats.
+func bayesperfRun(t testing.TB, argv ...string) (result, stats) {
+	t.Helper()
+	dir := dropinBins(t)
+	sf := filepath.Join(t.TempDir(), "stats.json")
+	r := run(t, nil, append([]string{filepath.Join(dir, "bayesperf"), "run", "--stats", sf, "--"}, argv...)...)
+	return r, readStats(t, sf)
+}
+
+func readStats(t testing.TB, path string) stats {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read stats: %v", err)
+	}
+	var s stats
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("parse stats %q: %v", b, err)
+	}
+	return s
+}
+
+// statLine is one line of `perf stat -x,` output.
+type statLine struct {
+	interval string // -I timestamp, "" without -I
+	value    string // as printed (may be "<not counted>")
+	unit     string
+	event    string
+	runtime  uint64 // ns the event was enabled (perf's "run time" column)
+}
+
+// parseStatCSV parses `perf stat -x,` output (stderr), skipping comments and blank lines.
+func parseStatCSV(t testing.TB, s string, interval bool) []statLine {
+	t.Helper()
+	var out []statLine
+	for line := range strings.Lines(s) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "bayesperf") {
+			continue
+		}
+		f := strings.Split(line, ",")
+		var l statLine
+		if interval {
+			l.interval, f = f[0], f[1:]
+		}
+		if len(f) < 4 {
+			t.Fatalf("unexpected perf stat line %q", line)
+		}
+		l.value, l.unit, l.event = f[0], f[1], f[2]
+		l.runtime, _ = strconv.ParseUint(f[3], 10, 64)
+		out = append(out, l)
+	}
+	return out
+}
+
+func (l statLine) num(t testing.TB) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(l.value, 64)
+	if err != nil {
+		t.Fatalf("event %s: value %q is not a number", l.event, l.value)
+	}
+	return v
+}
+
+// byEvent indexes lines by event name (last wins).
+func byEvent(ls []statLine) map[string]statLine {
+	m := map[string]statLine{}
+	for _, l := range ls {
+		m[l.event] = l
+	}
+	return m
+}
+
+func eventNames(ls []statLine) []string {
+	var n []string
+	for _, l := range ls {
+		n = append(n, l.event+"/"+l.unit)
+	}
+	return n
+}
+
+func within(a, b, abs, rel float64) bool {
+	d := a - b
+	if d < 0 {
+		d = -d
+	}
+	return d <= abs+rel*max(a, b)
+}

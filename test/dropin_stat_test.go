@@ -1,0 +1,364 @@
+package test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Tolerances of the perf stat comparisons, and why.
+//
+// Page faults: natively, two runs of the same program differ by up to ~3 faults (ASLR
+// moves the loader's and libc's pages), so counts must agree within 3 + 1%. Against a
+// plain native run, the workload under `bayesperf run` also maps libbayesperf.so (it
+// inherits LD_PRELOAD), which costs it about 5 page faults; the tests therefore compare
+// with a native run that has the same library preloaded but no sidecar (the shim then
+// only passes through), and separately bound the preload's own cost by 12 faults.
+//
+// Context switches: the workload sleeps 1 ms ten times (ten voluntary switches); the rest
+// are preemptions by whatever else runs on this shared 2-CPU VM, which vary from 0 to
+// ~20 between identical native runs: both runs must count at least the ten sleeps and
+// agree within 10 + 50%.
+//
+// Task clock: CPU time of a workload that spins for a fixed wall time; on a shared VM it
+// varies by tens of percent, so runs must agree within 2 ms + 40%.
+const (
+	faultsAbs, faultsRel   = 3, 0.01
+	preloadFaultCost       = 12
+	switchesAbs, switchRel = 10, 0.5
+	clockAbs, clockRel     = 2, 0.4
+)
+
+func workload(t testing.TB, args ...string) []string {
+	return append([]string{filepath.Join(dropinBins(t), "workload")}, args...)
+}
+
+// noSidecarEnv preloads the shim with a socket nobody listens on: everything passes
+// through, and the process pays the preload's cost as under `bayesperf run`.
+func noSidecarEnv(t testing.TB) []string {
+	return []string{
+		"LD_PRELOAD=" + filepath.Join(dropinBins(t), "libbayesperf.so"),
+		"BAYESPERF_SOCKET=" + filepath.Join(t.TempDir(), "nobody-listens"),
+	}
+}
+
+func bayesperfWarnings(stderr string) []string {
+	var w []string
+	for line := range strings.Lines(stderr) {
+		if strings.HasPrefix(line, "bayesperf") {
+			w = append(w, strings.TrimSpace(line))
+		}
+	}
+	return w
+}
+
+// TestDropinPerfStatSoftwareEvents: perf stat of the six software events on a
+// deterministic workload prints the same lines with the same exit status as natively,
+// with equal values within the tolerances above, and every counting read perf made was
+// served from a mirror.
+func TestDropinPerfStatSoftwareEvents(t *testing.T) {
+	const events = "task-clock,page-faults,minor-faults,major-faults,context-switches,cpu-migrations"
+	argv := append([]string{"perf", "stat", "-x,", "-e", events, "--"}, workload(t, "2000", "10", "3", "50")...)
+	native := run(t, nil, argv...)
+	preloaded := run(t, noSidecarEnv(t), argv...)
+	got, st := bayesperfRun(t, argv...)
+
+	if native.status != 3 || got.status != native.status {
+		t.Errorf("exit status: native %d, through bayesperf %d; want both 3 (the workload's)", native.status, got.status)
+	}
+	if w := bayesperfWarnings(got.stderr); len(w) != 0 {
+		t.Errorf("bayesperf printed warnings: %q", w)
+	}
+	nl, pl, gl := parseStatCSV(t, native.stderr, false), parseStatCSV(t, preloaded.stderr, false), parseStatCSV(t, got.stderr, false)
+	if !slices.Equal(eventNames(nl), eventNames(gl)) || len(nl) != 6 {
+		t.Fatalf("lines differ:\nnative  %q\nbayesperf %q", eventNames(nl), eventNames(gl))
+	}
+	n, p, g := byEvent(nl), byEvent(pl), byEvent(gl)
+	for _, ev := range []string{"page-faults", "minor-faults"} {
+		gv, pv, nv := g[ev].num(t), p[ev].num(t), n[ev].num(t)
+		if gv < 2000 {
+			t.Errorf("%s = %v through bayesperf; the workload alone touches 2000 pages", ev, gv)
+		}
+		if !within(gv, pv, faultsAbs, faultsRel) {
+			t.Errorf("%s: %v through bayesperf, %v natively with the shim preloaded (tolerance %d + %v%%)", ev, gv, pv, faultsAbs, faultsRel*100)
+		}
+		if pv-nv > preloadFaultCost || nv-pv > faultsAbs {
+			t.Errorf("%s: preloading the shim changed the workload's faults from %v to %v", ev, nv, pv)
+		}
+		t.Logf("%s: native %v, native+preload %v, bayesperf %v", ev, nv, pv, gv)
+	}
+	if g["page-faults"].num(t) != g["minor-faults"].num(t)+g["major-faults"].num(t) {
+		t.Errorf("page-faults %v != minor %v + major %v", g["page-faults"].value, g["minor-faults"].value, g["major-faults"].value)
+	}
+	if g["major-faults"].num(t) != n["major-faults"].num(t) {
+		t.Errorf("major-faults: %v through bayesperf, %v natively", g["major-faults"].value, n["major-faults"].value)
+	}
+	gs, ns := g["context-switches"].num(t), n["context-switches"].num(t)
+	if gs < 10 || ns < 10 || !within(gs, ns, switchesAbs, switchRel) {
+		t.Errorf("context-switches: %v through bayesperf, %v natively; want both >= 10 and within %d + %v%%", gs, ns, switchesAbs, switchRel*100)
+	}
+	gc, nc := g["task-clock"].num(t), n["task-clock"].num(t)
+	if gc < 40 || !within(gc, nc, clockAbs, clockRel) {
+		t.Errorf("task-clock: %v ms through bayesperf, %v natively (the workload spins 50 ms)", gc, nc)
+	}
+	if st.Events != 6 || st.MirrorReads < 6 || st.PassthroughReads != 0 {
+		t.Errorf("stats %+v: want 6 events, every read (>= 6) from mirrors, none passed through", st)
+	}
+}
+
+// TestDropinPerfStatInterval: perf stat -I 100 -x, prints the same intervals, and the
+// page faults per interval add up to what a native run counts.
+func TestDropinPerfStatInterval(t *testing.T) {
+	argv := append([]string{"perf", "stat", "-I", "100", "-x,", "-e", "task-clock,page-faults,context-switches", "--"}, workload(t, "500", "0", "0", "550")...)
+	native := run(t, noSidecarEnv(t), argv...)
+	got, st := bayesperfRun(t, argv...)
+	if got.status != 0 || native.status != 0 {
+		t.Fatalf("exit status %d (native %d)\n%s", got.status, native.status, got.stderr)
+	}
+	nl, gl := parseStatCSV(t, native.stderr, true), parseStatCSV(t, got.stderr, true)
+	if len(gl)%3 != 0 || len(gl) < 15 || !within(float64(len(gl)), float64(len(nl)), 3, 0) {
+		t.Fatalf("%d interval lines through bayesperf, %d natively; want 3 per interval, about 6 intervals", len(gl), len(nl))
+	}
+	for i := 0; i+3 <= len(gl); i += 3 {
+		if got := eventNames(gl[i : i+3]); !slices.Equal(got, eventNames(nl[:3])) {
+			t.Errorf("interval %d lines %q, want %q", i/3, got, eventNames(nl[:3]))
+		}
+	}
+	sum := func(ls []statLine, ev string) (s float64) {
+		for _, l := range ls {
+			if l.event == ev {
+				s += l.num(t)
+			}
+		}
+		return s
+	}
+	gf, nf := sum(gl, "page-faults"), sum(nl, "page-faults")
+	if gf < 1000 || !within(gf, nf, faultsAbs, faultsRel) {
+		t.Errorf("page-faults summed over intervals: %v through bayesperf, %v natively (workload touches 500 + 550 pages)", gf, nf)
+	}
+	if st.PassthroughReads != 0 || st.MirrorReads < uint64(len(gl)) {
+		t.Errorf("stats %+v: want every one of the %d interval reads from mirrors", st, len(gl))
+	}
+}
+
+// TestDropinPerfStatAttach: perf stat -p PID on a running process counts the same as
+// natively (two instances of the same spinning workload, measured one after the other).
+func TestDropinPerfStatAttach(t *testing.T) {
+	measure := func(through bool) (map[string]statLine, stats) {
+		w := exec.Command(workload(t, "0", "0", "0", "3000")[0], "0", "0", "0", "3000")
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { w.Process.Kill(); w.Wait() }()
+		time.Sleep(50 * time.Millisecond)
+		argv := []string{"perf", "stat", "-x,", "-e", "task-clock,page-faults", "-p", strconv.Itoa(w.Process.Pid), "--", "sleep", "0.5"}
+		var r result
+		var st stats
+		if through {
+			r, st = bayesperfRun(t, argv...)
+		} else {
+			r = run(t, nil, argv...)
+		}
+		if r.status != 0 {
+			t.Fatalf("perf stat -p: status %d\n%s", r.status, r.stderr)
+		}
+		return byEvent(parseStatCSV(t, r.stderr, false)), st
+	}
+	n, _ := measure(false)
+	g, st := measure(true)
+	for _, ev := range []string{"task-clock", "page-faults"} {
+		// The workload touches one page per ms of spinning, so both events scale with
+		// the CPU time it got in the 0.5 s window; that varies on a shared VM.
+		if gv, nv := g[ev].num(t), n[ev].num(t); gv < 100 || !within(gv, nv, 10, clockRel) {
+			t.Errorf("%s: %v through bayesperf, %v natively", ev, gv, nv)
+		}
+	}
+	if st.Events != 2 || st.PassthroughReads != 0 || st.MirrorReads < 2 {
+		t.Errorf("stats %+v: want 2 events read from mirrors", st)
+	}
+}
+
+// TestDropinPerfStatGroup: a {a,b,c} group is read with one group read, served from the
+// group's mirror, and its members keep the kernel's relation page-faults = minor + major.
+func TestDropinPerfStatGroup(t *testing.T) {
+	argv := append([]string{"perf", "stat", "-x,", "-e", "{task-clock,page-faults,minor-faults}", "--"}, workload(t, "3000", "0", "0", "10")...)
+	native := run(t, noSidecarEnv(t), argv...)
+	got, st := bayesperfRun(t, argv...)
+	if got.status != 0 {
+		t.Fatalf("status %d\n%s", got.status, got.stderr)
+	}
+	nl, gl := parseStatCSV(t, native.stderr, false), parseStatCSV(t, got.stderr, false)
+	if !slices.Equal(eventNames(nl), eventNames(gl)) {
+		t.Fatalf("lines differ: %q vs %q", eventNames(nl), eventNames(gl))
+	}
+	g, n := byEvent(gl), byEvent(nl)
+	if g["page-faults"].value != g["minor-faults"].value {
+		t.Errorf("in one group read page-faults %s != minor-faults %s (no major faults here)", g["page-faults"].value, g["minor-faults"].value)
+	}
+	if gv, nv := g["page-faults"].num(t), n["page-faults"].num(t); gv < 3000 || !within(gv, nv, faultsAbs, faultsRel) {
+		t.Errorf("page-faults %v through bayesperf, %v natively", gv, nv)
+	}
+	if g["task-clock"].runtime != g["page-faults"].runtime {
+		t.Errorf("group members report different enabled times %d and %d", g["task-clock"].runtime, g["page-faults"].runtime)
+	}
+	if st.Events != 3 || st.PassthroughReads != 0 || st.MirrorReads < 1 {
+		t.Errorf("stats %+v: want 3 events, reads from mirrors only", st)
+	}
+}
+
+// TestDropinPerfStatSystemWide: perf stat -a (one event per CPU, needs root or
+// perf_event_paranoid <= 0) counts like a native run.
+func TestDropinPerfStatSystemWide(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("perf stat -a needs root here; run the tests as root (CI does)")
+	}
+	argv := []string{"perf", "stat", "-a", "-x,", "-e", "cpu-clock,context-switches", "--", "sleep", "0.3"}
+	native := run(t, nil, argv...)
+	got, st := bayesperfRun(t, argv...)
+	if got.status != 0 || native.status != 0 {
+		t.Fatalf("status %d (native %d)\n%s", got.status, native.status, got.stderr)
+	}
+	g, n := byEvent(parseStatCSV(t, got.stderr, false)), byEvent(parseStatCSV(t, native.stderr, false))
+	// cpu-clock over all CPUs for 0.3 s of wall time is 0.3 s per CPU, busy or idle.
+	ncpu := float64(runtime.NumCPU())
+	if gv := g["cpu-clock"].num(t); !within(gv, 300*ncpu, 30*ncpu, 0.1) {
+		t.Errorf("cpu-clock %v ms through bayesperf, want about %v (0.3 s x %v CPUs); native %v", gv, 300*ncpu, ncpu, n["cpu-clock"].value)
+	}
+	if gv := g["context-switches"].num(t); gv <= 0 {
+		t.Errorf("context-switches %v system-wide", gv)
+	}
+	if st.Events != uint64(2*runtime.NumCPU()) || st.PassthroughReads != 0 || st.MirrorReads < st.Events {
+		t.Errorf("stats %+v: want %d events (2 per CPU), all read from mirrors", st, 2*runtime.NumCPU())
+	}
+}
+
+// TestDropinReadFormats runs test/c/readformat.c: every read_format combination, groups,
+// short reads, readv, dup, and the self-monitoring user page; read() through the shim
+// must equal the kernel's read byte for byte, and every read must come from a mirror.
+func TestDropinReadFormats(t *testing.T) {
+	prog := filepath.Join(dropinBins(t), "readformat")
+	if r := run(t, nil, prog); r.status != 0 {
+		t.Fatalf("readformat fails natively (the program itself is wrong):\n%s", r.stdout)
+	}
+	r, st := bayesperfRun(t, prog)
+	if r.status != 0 {
+		t.Fatalf("readformat through bayesperf: status %d\n%s%s", r.status, r.stdout, r.stderr)
+	}
+	var reads uint64
+	for line := range strings.Lines(r.stdout) {
+		if n, ok := strings.CutPrefix(strings.TrimSpace(line), "reads "); ok {
+			reads, _ = strconv.ParseUint(n, 10, 64)
+		}
+	}
+	if reads == 0 || st.MirrorReads != reads || st.PassthroughReads != 0 {
+		t.Errorf("program made %d reads; stats %+v: want all of them from mirrors", reads, st)
+	}
+}
+
+// TestDropinNoSidecar: with the shim preloaded and no sidecar listening, perf stat works
+// as natively and says so in exactly one line.
+func TestDropinNoSidecar(t *testing.T) {
+	argv := append([]string{"perf", "stat", "-x,", "-e", "page-faults,minor-faults", "--"}, workload(t, "1000", "0", "5")...)
+	r := run(t, noSidecarEnv(t), argv...)
+	if r.status != 5 {
+		t.Errorf("status %d, want the workload's 5", r.status)
+	}
+	if w := bayesperfWarnings(r.stderr); len(w) != 1 || !strings.Contains(w[0], "straight to the kernel") {
+		t.Errorf("warnings %q, want exactly one saying events go to the kernel", w)
+	}
+	g := byEvent(parseStatCSV(t, r.stderr, false))
+	if v := g["page-faults"].num(t); v < 1000 || v != g["minor-faults"].num(t) {
+		t.Errorf("page-faults %v minor-faults %v", v, g["minor-faults"].value)
+	}
+}
+
+// TestDropinSidecarKilled: SIGKILL to the sidecar in the middle of perf stat -I 100: perf
+// finishes with status 0 and one warning, and its interval values still add up.
+func TestDropinSidecarKilled(t *testing.T) {
+	dir := dropinBins(t)
+	tmp := t.TempDir()
+	pidfile, sf := filepath.Join(tmp, "pid"), filepath.Join(tmp, "stats.json")
+	argv := append([]string{filepath.Join(dir, "bayesperf"), "run", "--pidfile", pidfile, "--stats", sf, "--",
+		"perf", "stat", "-I", "100", "-x,", "-e", "page-faults,task-clock", "--"}, workload(t, "0", "0", "0", "800")...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && pid == 0; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(pidfile); err == nil && strings.HasSuffix(string(b), "\n") {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+	}
+	if pid == 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("no sidecar pid in the pidfile after 10 s")
+	}
+	time.Sleep(350 * time.Millisecond)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill sidecar %d: %v", pid, err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("bayesperf run after the sidecar was killed: %v\n%s", err, stderr.String())
+	}
+	w := bayesperfWarnings(stderr.String())
+	if len(w) != 1 || !strings.Contains(w[0], "lost the sidecar") {
+		t.Errorf("warnings %q, want exactly one about the lost sidecar", w)
+	}
+	ls := parseStatCSV(t, stderr.String(), true)
+	var faults, intervals float64
+	for _, l := range ls {
+		if l.event == "page-faults" {
+			faults += l.num(t)
+			intervals++
+		}
+	}
+	// The workload touches one page per ms for 800 ms, plus its startup faults; every
+	// interval before and after the kill is counted, none twice.
+	if intervals < 7 || faults < 800 || faults > 1000 {
+		t.Errorf("%v intervals adding up to %v page faults; want >= 7 intervals and 800..1000 faults", intervals, faults)
+	}
+	if st := readStats(t, sf); !st.SidecarLost || st.SidecarPid != pid {
+		t.Errorf("stats %+v: want sidecar_lost and sidecar_pid %d", st, pid)
+	}
+}
+
+// TestDropinChildUndisturbed: a program that inherits the preload but never opens a perf
+// event never talks to the sidecar.
+func TestDropinChildUndisturbed(t *testing.T) {
+	r, st := bayesperfRun(t, workload(t, "100", "1", "4")...)
+	if r.status != 4 || r.stderr != "" {
+		t.Errorf("status %d stderr %q; want 4 and nothing", r.status, r.stderr)
+	}
+	if st.Clients != 0 || st.Events != 0 {
+		t.Errorf("stats %+v: want no client", st)
+	}
+}
+
+// TestDropinExitStatusAndSignals: bayesperf run exits with CMD's status and dies of
+// CMD's fatal signal.
+func TestDropinExitStatusAndSignals(t *testing.T) {
+	dir := dropinBins(t)
+	for _, c := range []struct {
+		script string
+		want   int
+	}{{"exit 0", 0}, {"exit 7", 7}, {"kill -KILL $$", 128 + 9}, {"kill -TERM $$", 128 + 15}} {
+		r := run(t, nil, filepath.Join(dir, "bayesperf"), "run", "--", "sh", "-c", c.script)
+		if r.status != c.want {
+			t.Errorf("sh -c %q: status %d, want %d", c.script, r.status, c.want)
+		}
+	}
+	if r := run(t, nil, filepath.Join(dir, "bayesperf"), "run"); r.status != 2 {
+		t.Errorf("run without a command: status %d, want 2", r.status)
+	}
+}
