@@ -84,8 +84,16 @@ func RunLive(l Live, cmd *exec.Cmd) (*LiveRun, error) {
 	}
 	lr := &LiveRun{Interval: res.Interval, WallNs: res.WallNs, ExitErr: res.ExitErr}
 	lr.Obs.Events = names
+	// Slice durations (wall-clock) are expressed in multiplexing intervals (~1 each),
+	// the unit replayed traces use, so that the estimators see
+	// live and replayed runs on the same scale; Enabled and Running stay in ns, only
+	// their ratio matters.
+	unit := float64(res.Interval.Nanoseconds())
 	for _, st := range res.Steps {
 		lr.Obs.Truth = append(lr.Obs.Truth, st.Truth)
+		for v := range st.Views {
+			st.Views[v].Duration /= unit
+		}
 		lr.Obs.Kernel = append(lr.Obs.Kernel, st.Views[0])
 		if own != nil {
 			lr.Obs.Own = append(lr.Obs.Own, st.Views[1])

@@ -18,9 +18,9 @@
 // Start enables the first configuration of every view. Step, called once per
 // multiplexing interval (MuxInterval: the kernel's perf_event_mux_interval_ms, 4 ms
 // typically), reads the events that were on during the ending slice, records for each
-// view an inference.Slice (one Reading per event: raw count delta, Enabled = the slice's
-// virtual enabled time, Running = the time the copy actually counted; 0 for events that
-// were switched off) and the exact truth deltas, then disables the events leaving the
+// view an inference.Slice (Duration = the slice's wall-clock ns; one Reading per event:
+// raw count delta, Enabled = the virtual enabled time the target accrued in the slice,
+// Running = the time the copy actually counted, 0 for events that were switched off) and the exact truth deltas, then disables the events leaving the
 // next configuration and enables those entering it. Virtual reports what a client reading
 // its events through a view would see: the cumulative count of the view's copy, time_enabled
 // of the dummy and time_running of the copy, i.e. multiplexing exactly as on a real CPU.

@@ -93,6 +93,7 @@ type PMU struct {
 	step      int
 	on        [][]bool       // per view, per event: enabled now
 	prevView  [][]perf.Count // cumulative at the last read, per view and event
+	running   [][]uint64     // virtual time_running accrued at completed slices
 	prevTruth []uint64
 	prevClock uint64
 	lastWall  int64
@@ -170,6 +171,7 @@ func Open(cfg Config) (*PMU, error) {
 		p.views = append(p.views, evs)
 		p.on = append(p.on, make([]bool, len(cfg.Events)))
 		p.prevView = append(p.prevView, make([]perf.Count, len(cfg.Events)))
+		p.running = append(p.running, make([]uint64, len(cfg.Events)))
 	}
 	p.prevTruth = make([]uint64, len(cfg.Events))
 	p.buf = make([]byte, perf.ReadSize(perf.FormatTotalTimeEnabled|perf.FormatTotalTimeRunning|perf.FormatGroup, 1+len(p.truth)))
@@ -246,7 +248,10 @@ func (p *PMU) Step() (Step, error) {
 			p.prevTruth[i] = v
 		}
 	}
-	dur := float64(max(enabled, 1))
+	// The slice lasts its wall-clock time, as a row of `perf stat -I` does; Enabled is
+	// the target's own enabled time (it does not advance while the target sleeps), so
+	// Running/Enabled is the share of the slice the copy counted.
+	dur := float64(max(st.WallNs, 1))
 	for v := range p.views {
 		sl := inference.Slice{Index: p.step, Duration: dur, Readings: make([]inference.Reading, len(p.cfg.Events))}
 		for i, ev := range p.views[v] {
@@ -258,7 +263,12 @@ func (p *PMU) Step() (Step, error) {
 				}
 				d := c.Sub(p.prevView[v][i])
 				p.prevView[v][i] = c
-				r.Count, r.Running = d.Value, min(d.Running, enabled)
+				// Scheduled for the whole slice: on a real PMU its running time is the
+				// slice's enabled time. The copy's own running time falls short by the
+				// instants between reading the clock and toggling it, which is an
+				// artefact of emulation, not multiplexing.
+				r.Count, r.Running = d.Value, enabled
+				p.running[v][i] += enabled
 			}
 			sl.Readings[i] = r
 		}
@@ -272,7 +282,8 @@ func (p *PMU) Step() (Step, error) {
 }
 
 // Virtual returns what a client reading event i through view v sees now: the copy's
-// cumulative count and running time, and the virtual clock's enabled time.
+// cumulative count, the virtual clock's enabled time, and as running time the enabled
+// time of the slices in which the event was scheduled (including the current one so far).
 func (p *PMU) Virtual(v, i int) (perf.Count, error) {
 	if v < 0 || v >= len(p.views) || i < 0 || i >= len(p.cfg.Events) {
 		return perf.Count{}, fmt.Errorf("read virtual count: view %d event %d out of range", v, i)
@@ -285,7 +296,10 @@ func (p *PMU) Virtual(v, i int) (perf.Count, error) {
 		return perf.Count{}, err
 	}
 	c.Enabled = p.rd.Enabled
-	c.Running = min(c.Running, c.Enabled)
+	c.Running = p.running[v][i]
+	if p.on[v][i] && p.rd.Enabled > p.prevClock {
+		c.Running += p.rd.Enabled - p.prevClock
+	}
 	return c, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -222,5 +223,60 @@ func TestTruthMatchesNativePerfStat(t *testing.T) {
 		} else {
 			t.Logf("%-28s truth %10.0f  perf stat %10.0f %10.0f", e.Name, truth[i], nv, native2[e.Name])
 		}
+	}
+}
+
+// TestVirtualTimes checks what a client sees through Virtual with one counter and three
+// events: every event shows the same time_enabled, the running times of the three add up
+// to it (exactly one event is on at any time), and each gets about a third.
+func TestVirtualTimes(t *testing.T) {
+	runtime.LockOSThread() // the events follow this thread
+	defer runtime.UnlockOSThread()
+	evs, err := perf.ParseEvents("task-clock,page-faults,minor-faults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := KernelSchedule(evs, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Open(Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true, Pid: perf.ThisPid, CPU: perf.AnyCPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64<<20)
+	for k := range 30 {
+		for i := k * 4096 * 16; i < (k+1)*4096*16 && i < len(buf); i += 4096 {
+			buf[i] = 1 // fresh pages: minor faults on this thread
+		}
+		end := time.Now().Add(2 * time.Millisecond)
+		for time.Now().Before(end) {
+		}
+		if _, err := p.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sumRun, enabled uint64
+	for i := range evs {
+		c, err := p.Virtual(0, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			enabled = c.Enabled
+		} else if d := math.Abs(float64(c.Enabled)-float64(enabled)) / float64(enabled); d > 0.01 {
+			t.Fatalf("%s enabled %d vs %d", evs[i].Name, c.Enabled, enabled)
+		}
+		if share := float64(c.Running) / float64(c.Enabled); share < 0.2 || share > 0.5 {
+			t.Errorf("%s ran %.2f of the time with 1 counter and 3 events", evs[i].Name, share)
+		}
+		sumRun += c.Running
+	}
+	if d := math.Abs(float64(sumRun)-float64(enabled)) / float64(enabled); d > 0.02 {
+		t.Fatalf("running times add up to %d, enabled %d", sumRun, enabled)
 	}
 }

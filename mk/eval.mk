@@ -1,0 +1,24 @@
+# eval: perf event syntax (internal/perf), built-in workloads, the virtual PMU and
+# `bayesperf eval`.
+#
+# The live tests and run-demo attach tracepoints to a child task: they need root (or
+# perf_event_paranoid <= -1) and a mounted tracefs, and compare with /usr/bin/perf
+# (linux-perf, already in APT_PKGS).
+
+FUZZ_TARGETS += ./internal/perf:FuzzParseList ./internal/perf:FuzzDecodeReading ./internal/perf:FuzzDecodeAttr
+
+# 24 software events and tracepoints with real relations between them
+# (page-faults = minor + major, raw_syscalls = sum of syscalls:*, cs = sched_switch).
+DEMO_EVENTS ?= task-clock,page-faults,minor-faults,major-faults,context-switches,cpu-migrations,raw_syscalls:sys_enter,raw_syscalls:sys_exit,syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_mmap,syscalls:sys_enter_munmap,syscalls:sys_enter_getpid,syscalls:sys_enter_getppid,syscalls:sys_enter_openat,syscalls:sys_enter_close,sched:sched_switch,sched:sched_wakeup,sched:sched_process_fork,sched:sched_process_exec,sched:sched_process_exit,syscalls:sys_enter_newfstat,syscalls:sys_enter_lseek,syscalls:sys_enter_getuid
+DEMO_COUNTERS ?= 4
+DEMO_FIXED ?= task-clock
+DEMO_WORKLOAD ?= mixed
+DEMO_DURATION ?= 5s
+
+.PHONY: run-demo
+# run-demo measures a built-in workload with more events than virtual counters and prints,
+# per event, the truth, Linux's scaled value and bayesperf's corrected value with its 95%
+# interval, each with its error, then the accuracy of every estimator.
+run-demo: $(BIN)/bayesperf
+	$(BIN)/bayesperf eval -e $(DEMO_EVENTS) --counters $(DEMO_COUNTERS) --fixed $(DEMO_FIXED) \
+		-- $(BIN)/bayesperf workload $(DEMO_WORKLOAD) --duration $(DEMO_DURATION)
