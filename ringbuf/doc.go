@@ -53,7 +53,9 @@
 // [Decode] turns one record (header included) into a typed value ([Mmap], [Sample], ...)
 // according to a [Format] (the attr's sample_type, read_format, sample_id_all and register
 // masks); [Append] encodes it back. For records the kernel produced, Append(Decode(b)) == b
-// byte for byte. Byte slices in decoded records alias the input. Unknown record types
+// byte for byte: decoding is strict about sizes (a body must be consumed exactly), and the
+// only bytes it does not keep are the NUL padding of strings, which the kernel zeroes
+// (a KSYMBOL name's padding may in principle hold stale bytes; re-encoding zeroes it). Byte slices in decoded records alias the input. Unknown record types
 // decode to [Unknown], which keeps the body untouched. [DecodeSample] decodes a SAMPLE into
 // a caller-owned value without allocating once its slices have grown. [FindReadBlock]
 // locates the counter values of a SAMPLE's READ block or of a READ record so the

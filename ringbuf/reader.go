@@ -2,6 +2,7 @@ package ringbuf
 
 import (
 	"fmt"
+	"sync/atomic"
 )
 
 // ReaderOptions configure a Reader.
@@ -44,7 +45,7 @@ func NewReader(mem []byte, opts ReaderOptions) (*Reader, error) {
 	}
 	r := &Reader{ring: rg, backward: opts.Backward}
 	if !r.backward {
-		r.pos = loadHeadAcquire(r.tail) // only we write data_tail; the load is for tidiness
+		r.pos = atomic.LoadUint64(r.tail) // only the reader writes data_tail: no pairing needed
 		r.end = r.pos
 	}
 	return r, nil
