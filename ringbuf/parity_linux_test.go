@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -421,4 +422,116 @@ func TestKernelParityBackward(t *testing.T) {
 	unix.IoctlSetInt(k.fds[0], unix.PERF_EVENT_IOC_PAUSE_OUTPUT, 1)
 	seen := checkBackward(t, k)
 	need(t, k.name, seen, RecordSample, RecordSwitch, RecordMmap2)
+}
+
+// TestKernelParityWakeups checks the Writer's wakeup decisions against the kernel's:
+// page-fault samples of this thread are produced one page touch at a time, and after
+// each touch poll() says whether the kernel woke the reader (perf_poll consumes
+// rb->poll). Replaying the same records through a mirror Writer must report a wakeup in
+// exactly the touches where the kernel's poll saw one, for wakeup_events and for
+// wakeup_watermark.
+func TestKernelParityWakeups(t *testing.T) {
+	requireRoot(t)
+	for _, tc := range []struct {
+		name string
+		opts WriterOptions
+	}{
+		{"wakeup_events=3", WriterOptions{WakeupEvents: 3}},
+		{"wakeup_events=1", WriterOptions{WakeupEvents: 1}},
+		{"wakeup_watermark=200", WriterOptions{Watermark: true, WakeupWatermark: 200}},
+		{"default watermark", WriterOptions{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			attr := unix.PerfEventAttr{
+				Type:        unix.PERF_TYPE_SOFTWARE,
+				Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
+				Sample:      1,
+				Sample_type: uint64(SampleIP | SampleTID | SampleTime | SampleAddr),
+				Bits:        unix.PerfBitDisabled,
+				Wakeup:      tc.opts.WakeupEvents,
+			}
+			if tc.opts.Watermark {
+				attr.Bits |= unix.PerfBitWatermark
+				attr.Wakeup = tc.opts.WakeupWatermark
+			}
+			const pages = 2 // a 8 KiB ring makes the default (half-ring) watermark reachable
+			k := &kring{name: tc.name, f: formatOf(&attr)}
+			k.fds = []int{openEvent(t, &attr, 0, -1, -1)}
+			mapRing(t, k, pages)
+			area, err := unix.Mmap(-1, 0, 400*4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Munmap(area)
+			r, err := NewReader(k.mem, ReaderOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mirror := newMemPage(r.DataSize())
+			w, err := NewWriter(mirror, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mr, _ := NewReader(mirror, ReaderOptions{})
+			pfd := []unix.PollFd{{Fd: int32(k.fds[0]), Events: unix.POLLIN}}
+			unix.IoctlSetInt(k.fds[0], unix.PERF_EVENT_IOC_ENABLE, 0)
+			// Preallocated: a growing slice would fault fresh heap pages between the poll
+			// and the drain, and those samples would be attributed to the wrong touch.
+			kernelWoke := make([]bool, 0, len(area)/4096)
+			skipped := 0
+			for i := 0; i < len(area); i += 4096 {
+				area[i] = 1
+				h := atomic.LoadUint64(word(k.mem, OffDataHead))
+				n, err := unix.Poll(pfd, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h2 := atomic.LoadUint64(word(k.mem, OffDataHead))
+				woke := n == 1 && pfd[0].Revents&unix.POLLIN != 0
+				kernelWoke = append(kernelWoke, woke)
+				pfd[0].Revents = 0
+				// Copy the records published before the poll into the mirror (its head
+				// tracks the kernel's byte for byte) and note whether it asked for a
+				// wakeup. Records that appeared during the poll make this touch
+				// ambiguous: they are copied too, and the comparison is skipped.
+				mirrorWoke := false
+				for w.Head() != h2 {
+					rec, err := r.Next()
+					if err != nil || rec == nil {
+						t.Fatalf("kernel ring ended before data_head %d: %v", h2, err)
+					}
+					ok, wake, err := w.Write(rec)
+					if !ok || err != nil {
+						t.Fatalf("mirror write: %v %v", ok, err)
+					}
+					mirrorWoke = mirrorWoke || wake
+				}
+				r.Commit()
+				mr.Discard()
+				if h != h2 {
+					skipped++
+					continue
+				}
+				if mirrorWoke != woke {
+					t.Fatalf("touch %d: kernel woke=%v, mirror woke=%v (head %d)", i/4096, woke, mirrorWoke, w.Head())
+				}
+			}
+			if skipped > len(kernelWoke)/10 {
+				t.Fatalf("%d of %d touches were ambiguous", skipped, len(kernelWoke))
+			}
+			disable(k)
+			wakes := 0
+			for _, b := range kernelWoke {
+				if b {
+					wakes++
+				}
+			}
+			if wakes == 0 {
+				t.Fatalf("the kernel never woke the reader in %d touches: the test proves nothing", len(kernelWoke))
+			}
+			t.Logf("%d touches, %d wakeups, all matched", len(kernelWoke), wakes)
+		})
+	}
 }
