@@ -28,7 +28,7 @@ func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 const evalUsage = `usage:
   bayesperf eval -e EVENTS --counters N [--fixed EVENTS] [-I MS] [--relations FILE]
-                 [--collector read] [--mux-interval D] [--json] [--plot FILE] -- CMD ARGS...
+                 [--collector read|bpf] [--mux-interval D] [--json] [--plot FILE] -- CMD ARGS...
   bayesperf eval --trace FILE.csv --counters N [--fixed EVENTS] [--window K]
                  [--relations FILE] [--time-column NAME] [--json] [--plot FILE]
 
@@ -53,7 +53,7 @@ func runEval(args []string) int {
 	interval := fs.Int("I", 100, "live: reporting interval, ms")
 	mux := fs.Duration("mux-interval", 0, "live: multiplexing interval (default: the kernel's perf_event_mux_interval_ms)")
 	relFile := fs.String("relations", "", "relation file to add to the built-in relations")
-	collector := fs.String("collector", "read", "live: how counters are read: read")
+	collector := fs.String("collector", "read", "live: how counters are read: read (read(2) per slice) or bpf (in-kernel snapshots)")
 	trace := fs.String("trace", "", "replay: trace CSV of exact per-slice counts")
 	window := fs.Int("window", 25, "replay: slices per reporting interval")
 	timeCol := fs.String("time-column", "", "replay: metadata column holding each slice's duration")
@@ -116,8 +116,8 @@ func runEval(args []string) int {
 			fs.Usage()
 			return 2
 		}
-		if *collector != "read" {
-			return fail(fmt.Errorf("--collector %s: live eval drives the virtual PMU with read(); the bpf collector is not wired into it yet", *collector))
+		if *collector != "read" && *collector != "bpf" {
+			return fail(fmt.Errorf("--collector %s: want read or bpf", *collector))
 		}
 		evs, err := perf.ParseEvents(strings.Join(events, ","))
 		if err != nil {
@@ -163,7 +163,7 @@ func runEval(args []string) int {
 		if *asJSON {
 			cmd.Stdout = os.Stderr // keep stdout for exactly one JSON object
 		}
-		lr, err := eval.RunLive(eval.Live{Events: evs, Fixed: fixedIdx, Counters: *counters, Interval: muxIv, Rels: opt.Relations}, cmd)
+		lr, err := eval.RunLive(eval.Live{Events: evs, Fixed: fixedIdx, Counters: *counters, Interval: muxIv, Rels: opt.Relations, Collector: *collector}, cmd)
 		if err != nil {
 			return fail(err)
 		}

@@ -48,6 +48,8 @@ type Live struct {
 	Counters int
 	Interval time.Duration // multiplexing interval; 0: the kernel's
 	Rels     []relation.Relation
+	// Collector is "read" (default) or "bpf": how the virtual PMU reads its copies.
+	Collector string
 }
 
 // LiveRun is a live run's observations plus what the command did.
@@ -78,7 +80,7 @@ func RunLive(l Live, cmd *exec.Cmd) (*LiveRun, error) {
 	if own != nil {
 		views = append(views, vpmu.View{Name: "bayesperf", Schedule: own})
 	}
-	res, err := vpmu.RunCommand(vpmu.Config{Events: l.Events, Views: views, Truth: true}, cmd, l.Interval)
+	res, err := vpmu.RunCommand(vpmu.Config{Events: l.Events, Views: views, Truth: true, Collector: l.Collector}, cmd, l.Interval)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package vpmu
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"time"
 
@@ -27,6 +28,9 @@ func RunCommand(cfg Config, cmd *exec.Cmd, interval time.Duration) (*Result, err
 	}
 	cfg.CPU = perf.AnyCPU
 	cfg.Inherit = true
+	if cfg.Interval <= 0 {
+		cfg.Interval = interval
+	}
 	var p *PMU
 	err := perf.StartAttached(cmd, func(pid int) error {
 		cfg.Pid = pid
@@ -47,6 +51,29 @@ func RunCommand(cfg Config, cmd *exec.Cmd, interval time.Duration) (*Result, err
 	go func() { done <- cmd.Wait() }()
 	res := &Result{Interval: interval}
 	start := time.Now()
+	if p.bc != nil {
+		// The collector paces the slices and says when the target is gone.
+		for {
+			st, err := p.Step()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				_ = cmd.Process.Kill()
+				<-done
+				return nil, err
+			}
+			res.Steps = append(res.Steps, st)
+		}
+		werr := <-done
+		res.WallNs = time.Since(start).Nanoseconds()
+		var ee *exec.ExitError
+		if werr != nil && !errors.As(werr, &ee) {
+			return nil, fmt.Errorf("wait for %s: %w", cmd.Path, werr)
+		}
+		res.ExitErr = werr
+		return res, nil
+	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {

@@ -3,12 +3,14 @@ package vpmu
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/bayesperf/bayesperf/bpf"
 	"github.com/bayesperf/bayesperf/inference"
 	"github.com/bayesperf/bayesperf/inference/schedule"
 	"github.com/bayesperf/bayesperf/internal/perf"
@@ -81,6 +83,13 @@ type Config struct {
 	CPU    int              // perf.AnyCPU for a task target
 	// Inherit counts threads and processes the target creates after Open.
 	Inherit bool
+	// Collector says how counters are read: "read" (default: read(2) at every Step) or
+	// "bpf" (package bpf snapshots every copy in the kernel at its slice timer, and Step
+	// blocks until the next snapshot; needs a task target, Pid > 0, whose threads it
+	// follows itself). The bpf collector takes at most 128 copies: 1 + (1 + views) × events.
+	Collector string
+	// Interval is the bpf collector's slice; 0 means MuxInterval.
+	Interval time.Duration
 }
 
 // PMU is an open virtual PMU. See the package doc.
@@ -101,6 +110,19 @@ type PMU struct {
 	rd      perf.Reading
 	buf     []byte
 	started bool
+
+	bc  *bpf.Collector // with Collector "bpf": every copy, in bpfIndex order
+	eof bool
+}
+
+// bpfIndex is the position of a copy in the bpf collector's event list: the clock, the
+// truth copies, then each view's copies.
+func (p *PMU) bpfIndex(view, i int) int {
+	base := 1
+	if p.cfg.Truth {
+		base += len(p.cfg.Events)
+	}
+	return base + view*len(p.cfg.Events) + i
 }
 
 // Step is what one multiplexing slice produced.
@@ -131,6 +153,16 @@ func Open(cfg Config) (*PMU, error) {
 			p.Close()
 		}
 	}()
+	if cfg.Collector == "bpf" {
+		if err := p.openBPF(); err != nil {
+			return nil, err
+		}
+		ok = true
+		return p, nil
+	}
+	if cfg.Collector != "" && cfg.Collector != "read" {
+		return nil, fmt.Errorf("open virtual PMU: unknown collector %q (want read or bpf)", cfg.Collector)
+	}
 	flags := uint64(0)
 	if cfg.Inherit {
 		flags |= perf.FlagInherit
@@ -202,17 +234,17 @@ func (p *PMU) apply(t int) error {
 				want[e] = true
 			}
 		}
-		for i, ev := range p.views[v] {
+		for i := range p.views[v] {
 			if p.on[v][i] && !want[i] {
-				if err := ev.Disable(false); err != nil {
+				if err := p.toggle(v, i, false); err != nil {
 					return err
 				}
 				p.on[v][i] = false
 			}
 		}
-		for i, ev := range p.views[v] {
+		for i := range p.views[v] {
 			if !p.on[v][i] && want[i] {
-				if err := ev.Enable(false); err != nil {
+				if err := p.toggle(v, i, true); err != nil {
 					return err
 				}
 				p.on[v][i] = true
@@ -222,29 +254,76 @@ func (p *PMU) apply(t int) error {
 	return nil
 }
 
+func (p *PMU) toggle(v, i int, on bool) error {
+	if p.bc != nil {
+		return p.bc.SetEnabled(p.bpfIndex(v, i), on)
+	}
+	if on {
+		return p.views[v][i].Enable(false)
+	}
+	return p.views[v][i].Disable(false)
+}
+
 // Step ends the current slice: it reads what counted during it, returns the per-view
 // observations and truth, and moves every view to its next configuration. Events of an
 // exited target can still be read, so a final Step after the target ends is valid.
+//
+// With the bpf collector, Step blocks until the collector's next snapshot (a slice in
+// which the target did not run gives none, as the kernel does not rotate an inactive
+// task context either) and returns io.EOF once the target has exited and its final
+// snapshot was returned.
 func (p *PMU) Step() (Step, error) {
 	if !p.started {
 		return Step{}, errors.New("step virtual PMU: not started")
 	}
-	now := perf.MonotonicNs()
+	var (
+		clock uint64
+		truth func(i int) uint64
+		view  func(v, i int) (perf.Count, error)
+		now   int64
+	)
+	if p.bc != nil {
+		if p.eof {
+			return Step{}, io.EOF
+		}
+		snap, err := p.bc.Next()
+		if errors.Is(err, io.EOF) {
+			p.eof = true
+			return Step{}, io.EOF
+		}
+		if err != nil {
+			return Step{}, fmt.Errorf("step virtual PMU: %w", err)
+		}
+		now = perf.MonotonicNs()
+		clock = snap.Counts[0].Enabled
+		truth = func(i int) uint64 { return snap.Counts[1+i].Value }
+		view = func(v, i int) (perf.Count, error) { return snap.Counts[p.bpfIndex(v, i)], nil }
+	} else {
+		now = perf.MonotonicNs()
+		if err := p.clock.ReadInto(p.buf, &p.rd); err != nil {
+			return Step{}, err
+		}
+		if len(p.rd.Values) != 1+len(p.truth) {
+			return Step{}, fmt.Errorf("read virtual clock group: %d values, want %d", len(p.rd.Values), 1+len(p.truth))
+		}
+		clock = p.rd.Enabled
+		truth = func(i int) uint64 { return p.rd.Values[1+i].Value }
+		view = func(v, i int) (perf.Count, error) { return p.views[v][i].ReadCount() }
+	}
 	st := Step{Index: p.step, WallNs: now - p.lastWall}
 	p.lastWall = now
-	if err := p.clock.ReadInto(p.buf, &p.rd); err != nil {
-		return Step{}, err
+	enabled := clock - p.prevClock
+	if clock < p.prevClock {
+		enabled = 0 // a thread's copy vanished with it (bpf): never report wrapped time
 	}
-	if len(p.rd.Values) != 1+len(p.truth) {
-		return Step{}, fmt.Errorf("read virtual clock group: %d values, want %d", len(p.rd.Values), 1+len(p.truth))
-	}
-	enabled := p.rd.Enabled - p.prevClock
-	p.prevClock = p.rd.Enabled
+	p.prevClock = clock
 	if p.cfg.Truth {
-		st.Truth = make([]uint64, len(p.truth))
-		for i := range p.truth {
-			v := p.rd.Values[1+i].Value
-			st.Truth[i] = v - p.prevTruth[i]
+		st.Truth = make([]uint64, len(p.cfg.Events))
+		for i := range st.Truth {
+			v := truth(i)
+			if v >= p.prevTruth[i] {
+				st.Truth[i] = v - p.prevTruth[i]
+			}
 			p.prevTruth[i] = v
 		}
 	}
@@ -254,20 +333,22 @@ func (p *PMU) Step() (Step, error) {
 	dur := float64(max(st.WallNs, 1))
 	for v := range p.views {
 		sl := inference.Slice{Index: p.step, Duration: dur, Readings: make([]inference.Reading, len(p.cfg.Events))}
-		for i, ev := range p.views[v] {
+		for i := range p.views[v] {
 			r := inference.Reading{Event: inference.EventID(i), Enabled: enabled}
 			if p.on[v][i] {
-				c, err := ev.ReadCount()
+				c, err := view(v, i)
 				if err != nil {
 					return Step{}, err
 				}
-				d := c.Sub(p.prevView[v][i])
+				if c.Value >= p.prevView[v][i].Value {
+					r.Count = c.Value - p.prevView[v][i].Value
+				}
 				p.prevView[v][i] = c
 				// Scheduled for the whole slice: on a real PMU its running time is the
 				// slice's enabled time. The copy's own running time falls short by the
 				// instants between reading the clock and toggling it, which is an
 				// artefact of emulation, not multiplexing.
-				r.Count, r.Running = d.Value, enabled
+				r.Running = enabled
 				p.running[v][i] += enabled
 			}
 			sl.Readings[i] = r
@@ -287,6 +368,12 @@ func (p *PMU) Step() (Step, error) {
 func (p *PMU) Virtual(v, i int) (perf.Count, error) {
 	if v < 0 || v >= len(p.views) || i < 0 || i >= len(p.cfg.Events) {
 		return perf.Count{}, fmt.Errorf("read virtual count: view %d event %d out of range", v, i)
+	}
+	if p.bc != nil {
+		// Between snapshots the collector's values are those of the last one.
+		c := p.prevView[v][i]
+		c.Enabled, c.Running = p.prevClock, p.running[v][i]
+		return c, nil
 	}
 	c, err := p.views[v][i].ReadCount()
 	if err != nil {
@@ -322,5 +409,10 @@ func (p *PMU) Close() error {
 		cl(e)
 	}
 	cl(p.clock)
+	if p.bc != nil {
+		if err := p.bc.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
 	return first
 }
