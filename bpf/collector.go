@@ -409,7 +409,7 @@ func (c *Collector) Name() string { return "bpf" }
 // Next blocks until the target has run through a slice tick and returns the cumulative
 // counts, summed over the target's threads (or CPUs). Snapshots are cumulative, so nothing
 // is lost when Next is called late: it then covers several slices. Ticks of different CPUs
-// within half a slice of each other give one snapshot. A slice in which no tracked thread
+// within 200µs (or a quarter slice) of each other give one snapshot. A slice in which no tracked thread
 // ran gives none.
 //
 // When every tracked thread has exited, Next returns a last snapshot read with read(2)
@@ -434,8 +434,10 @@ func (c *Collector) Next() (perf.Snapshot, error) {
 			c.mu.Unlock()
 			return perf.Snapshot{}, err
 		case c.fresh:
-			// Let the other CPUs' ticks of the same slice arrive.
-			wait := time.Duration(c.firstNs + int64(c.slice/2) - monotonicNow())
+			// Let the other CPUs' ticks of the same slice arrive: their timers were started
+			// together, so they fire microseconds apart. The wait is short because a caller
+			// that reconfigures events at each snapshot (a virtual PMU) wants it at once.
+			wait := time.Duration(c.firstNs + int64(batchGrace(c.slice)) - monotonicNow())
 			c.mu.Unlock()
 			if wait > 0 {
 				select {
@@ -459,6 +461,11 @@ func (c *Collector) Next() (perf.Snapshot, error) {
 		case <-c.quit:
 		}
 	}
+}
+
+// batchGrace is how long after the first tick record of a slice Next waits for the others.
+func batchGrace(slice time.Duration) time.Duration {
+	return min(slice/4, 200*time.Microsecond)
 }
 
 // consume reads the BPF ring buffer until Close, applying every record as it comes, so that

@@ -27,3 +27,5 @@ check-generate: generate-deps
 	done; \
 	if [ $$stale = 1 ]; then cp $$tmp/snapshot_bpfel.go $$tmp/snapshot_bpfel.o bpf/; exit 1; fi; \
 	echo "check-generate: bpf generated files are up to date"
+
+FUZZ_TARGETS += ./bpf:FuzzDecodeRecord ./bpf:FuzzFieldOffset ./bpf:FuzzParseCPUList
