@@ -6,10 +6,13 @@
 # time for all events. Traces differ from run to run (timing, page cache): the committed
 # ones are one sample; tests check properties, not their exact values.
 #
-# usage: inference/replay/gen-traces.sh [OUTDIR]   (from the repository root)
+# usage: inference/replay/gen-traces.sh [OUTDIR [NAME...]]   (from the repository root)
+# With NAMEs (xz find python git make), only those traces are regenerated.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$root/inference/replay/testdata}
+shift || true
+only=" $* "
 mkdir -p "$out"
 work=$(mktemp -d /tmp/bayesperf-traces.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -17,32 +20,34 @@ go build -o "$work/tracegen" "$root/inference/replay/tracegen"
 # tg NAME NSYSCALLS CMD...: record CMD into $out/NAME.csv with its NSYSCALLS most
 # frequent syscall tracepoints.
 # Everything it says (sizes, syscall coverage, how well the relations hold) is kept in
-# $out/generate.log.
+# $out/NAME.log.
 tg() {
   local name=$1 nsys=$2; shift 2
-  echo "== $name: $*" | tee -a "$out/generate.log" >&2
-  (cd "$work" && ./tracegen -o "$out/$name.csv" -syscalls "$nsys" -- "$@") 2>&1 | tee -a "$out/generate.log" >&2
+  if [ "$only" != "  " ] && [[ "$only" != *" $name "* ]]; then return 0; fi
+  echo "== $name: $*" | tee "$out/$name.log" >&2
+  (cd "$work" && ./tracegen -o "$out/$name.csv" -syscalls "$nsys" -- "$@") 2>&1 | tee -a "$out/$name.log" >&2
 }
-: > "$out/generate.log"
 
 # 1. xz: compression, CPU bound with steady reads and writes and a large heap.
-head -c 24000000 /usr/bin/perf > "$work/input.bin" 2>/dev/null || cp /usr/bin/perf "$work/input.bin"
+cat /usr/bin/perf /usr/bin/perf /usr/bin/perf | head -c 60000000 > "$work/input.bin"
 tg xz 12 xz -6 -T1 -c -k "$work/input.bin"
 
-# 2. find: directory walk, metadata syscalls (getdents64, newfstatat, openat, close).
-tg find 12 find /usr /var /etc -xdev -name '*.h' -newer /etc/hostname
+# 2. find | xargs grep: a directory walk (getdents64, newfstatat) feeding a stream of grep
+#    processes that open and read thousands of small files.
+#    (grep exits 1 for files without a match: that is not a failure here.)
+tg find 12 sh -c 'find /usr -xdev -type f -name "*.h" | xargs -n 100 grep -c static > /dev/null; exit 0'
 
 # 3. python: an interpreter allocating, sorting, serializing and writing files in phases.
 cat > "$work/work.py" <<'PY'
 import json, os, random, hashlib
 r = random.Random(1)
-d = [{"k": r.random(), "v": "x" * r.randrange(100)} for _ in range(120000)]
+d = [{"k": r.random(), "v": "x" * r.randrange(100)} for _ in range(600000)]
 d.sort(key=lambda x: x["k"])
-for i in range(40):
+for i in range(200):
     with open(f"part{i}.json", "w") as f:
         json.dump(d[i*3000:(i+1)*3000], f)
 h = hashlib.sha256()
-for i in range(40):
+for i in range(200):
     with open(f"part{i}.json", "rb") as f:
         h.update(f.read())
     os.remove(f"part{i}.json")
@@ -61,7 +66,7 @@ cd repo
 git init -q .
 git config user.email t@example.com
 git config user.name t
-for i in $(seq 1 60); do
+for i in $(seq 1 120); do
   seq 1 $((i * 200)) > "f$i.txt"
   git add "f$i.txt"
   git commit -q -m "commit $i"
@@ -73,7 +78,7 @@ tg git 12 sh git.sh
 
 # 5. make -j2: parallel C compilation (gcc, cc1, as, ld processes).
 mkdir -p "$work/cproj"
-for i in $(seq 1 16); do
+for i in $(seq 1 48); do
   printf '#include <stdio.h>\nint f%d(int x){int s=0;for(int i=0;i<x;i++)s+=i*%d;return s;}\n' "$i" "$i" > "$work/cproj/f$i.c"
 done
 printf 'int main(void){return 0;}\n' > "$work/cproj/main.c"
