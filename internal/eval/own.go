@@ -1,12 +1,15 @@
 package eval
 
 import (
+	"github.com/bayesperf/bayesperf/inference/graph"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/schedule"
 )
 
-// ownSchedule: inference/schedule has no overlap scheduler yet, so bayesperf (on its own
-// schedule) is absent; bayesperf-rr (the model on the kernel's round robin) is reported.
+// OverlapOptions tune bayesperf's own schedule (schedule.Overlap) in eval.
+var OverlapOptions = schedule.OverlapOptions{}
+
+// ownSchedule is BayesPerf's overlap-aware schedule over the run's relation graph.
 func ownSchedule(sp schedule.Spec, events []string, rels []relation.Relation) (*schedule.Schedule, error) {
-	return nil, nil
+	return schedule.Overlap(sp, graph.FromRelations(events, rels), OverlapOptions)
 }

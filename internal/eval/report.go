@@ -81,7 +81,7 @@ func (r *Result) WriteTable(w io.Writer, title string) {
 		fmt.Fprintf(w, " %-13s %7.1f%% %11.1f%% %11.1f%% %7.3f %7.3f %11s %16s\n", n, 100*s.WAPE, 100*s.MedianWAPE, 100*s.TotalError, s.RA, s.DTW, cov, red)
 	}
 	if !r.has(BayesPerf) {
-		fmt.Fprintf(w, " (bayesperf on its own schedule: not available, no overlap scheduler in inference/schedule yet)\n")
+		fmt.Fprintf(w, " (bayesperf on its own schedule: not available for this run)\n")
 	}
 	fmt.Fprintln(w)
 }
