@@ -218,3 +218,42 @@ func TestBaselinesOnTraces(t *testing.T) {
 }
 
 var _ = schedule.Kernel
+
+// Online estimates are asked right after each interval's last slice: Linux scaling uses
+// only the interval's own slices, so it is the same online and final; linear
+// interpolation cannot yet see the next observation online and holds the last rate, so
+// on a ramp it is worse online than after Finish.
+func TestScoreOnline(t *testing.T) {
+	tr := synthetic(12, 400, func(e, t int) uint64 { return uint64(1000 + (e+1)*t) })
+	s, _ := KernelSchedule(tr, 4, nil)
+	final, err := Score(tr, Baselines(12, s), Options{Window: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	online, err := Score(tr, Baselines(12, s), Options{Window: 10, Online: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := final.Estimators["linux"].WAPE, online.Estimators["linux"].WAPE; a != b {
+		t.Errorf("linux WAPE final %v online %v, want equal", a, b)
+	}
+	if a, b := final.Estimators["linear"].WAPE, online.Estimators["linear"].WAPE; !(b > a) {
+		t.Errorf("linear WAPE final %v online %v, want online worse", a, b)
+	}
+}
+
+// TrimTail drops the last 2% of the slices and 5 more, as source 001 cleans its data.
+func TestScoreTrimTail(t *testing.T) {
+	tr := synthetic(4, 100, func(e, t int) uint64 { return 1 })
+	s, _ := KernelSchedule(tr, 2, nil)
+	res, err := Score(tr, Baselines(4, s), Options{TrimTail: true, Window: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Slices != 93 || res.Intervals != 10 || res.Bounds[9] != [2]int{90, 93} {
+		t.Errorf("trimmed to %d slices, %d intervals, last %v; want 93, 10, [90 93]", res.Slices, res.Intervals, res.Bounds[len(res.Bounds)-1])
+	}
+	if _, err := Score(synthetic(4, 5, func(e, t int) uint64 { return 1 }), Baselines(4, s), Options{TrimTail: true}); err == nil {
+		t.Error("trimming 5 slices to nothing accepted")
+	}
+}
