@@ -331,6 +331,9 @@ func (p *PMU) Step() (Step, error) {
 	// the target's own enabled time (it does not advance while the target sleeps), so
 	// Running/Enabled is the share of the slice the copy counted.
 	dur := float64(max(st.WallNs, 1))
+	// In a slice where the target never ran, Enabled and Running are 0 for every event,
+	// as the kernel reports for an inactive task context (tracepoints that name the
+	// target, such as a wakeup, may still count then).
 	for v := range p.views {
 		sl := inference.Slice{Index: p.step, Duration: dur, Readings: make([]inference.Reading, len(p.cfg.Events))}
 		for i := range p.views[v] {
