@@ -455,3 +455,23 @@ func decodeReadValues(c *cursor, rf ReadFormat, v *ReadValues) {
 		v.Values[i] = cv
 	}
 }
+
+// Identifier returns the PERF_SAMPLE_IDENTIFIER value of rec without decoding it, for
+// rings shared by several events (PERF_EVENT_IOC_SET_OUTPUT) whose records must be matched
+// to their event's Format first. It requires that every event writing the ring has
+// SampleIdentifier in its sample_type and, for non-SAMPLE records, sample_id_all: then the
+// id is the first body word of a SAMPLE and the last word of any other record. ok is
+// false for records too short to hold it.
+func Identifier(rec []byte) (id uint64, ok bool) {
+	if len(rec) < HeaderSize {
+		return 0, false
+	}
+	size := int(le.Uint16(rec[6:]))
+	if size < HeaderSize+8 || size > len(rec) {
+		return 0, false
+	}
+	if RecordType(le.Uint32(rec)) == RecordSample {
+		return le.Uint64(rec[HeaderSize:]), true
+	}
+	return le.Uint64(rec[size-8:]), true
+}

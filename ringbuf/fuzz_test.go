@@ -78,6 +78,7 @@ func FuzzDecode(f *testing.F) {
 			blk.SetTimes(1, 1)
 		}
 		_, _ = DecodeRaw(b)
+		_, _ = Identifier(b)
 	})
 }
 

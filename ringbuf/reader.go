@@ -126,6 +126,19 @@ func (r *Reader) nextBackward() ([]byte, error) {
 	return rec, nil
 }
 
+// CopyNext is the copying reader on top of Next and Commit: it appends the next record
+// to dst, commits at once so the producer can reuse the space, and returns the extended
+// slice and whether a record was available.
+func (r *Reader) CopyNext(dst []byte) ([]byte, bool, error) {
+	rec, err := r.Next()
+	if err != nil || rec == nil {
+		return dst, false, err
+	}
+	dst = append(dst, rec...)
+	r.Commit()
+	return dst, true, nil
+}
+
 // Commit gives back the space of every record returned by Next so far: for a forward
 // ring it stores data_tail; for a backward ring it marks the current batch as read.
 // Records returned earlier must not be used after Commit.

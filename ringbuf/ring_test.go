@@ -435,3 +435,39 @@ func TestWrapCopy(t *testing.T) {
 		t.Fatal("wrapped record was not copied out")
 	}
 }
+
+// TestCopyNextAndIdentifier: CopyNext returns the records in order and gives their space
+// back at once; Identifier finds PERF_SAMPLE_IDENTIFIER in SAMPLE and non-SAMPLE records.
+func TestCopyNextAndIdentifier(t *testing.T) {
+	f := Format{SampleType: SampleIdentifier | SampleTID | SampleTime, SampleIDAll: true}
+	mem := newMem(256)
+	w, _ := NewWriter(mem, WriterOptions{Format: f, PageSize: testPage})
+	r, _ := NewReader(mem, ReaderOptions{PageSize: testPage})
+	var want []uint64
+	for i := range uint64(40) { // 40 records of 32-40 bytes: several laps of a 256-byte ring
+		var b []byte
+		var err error
+		if i%2 == 0 {
+			b, err = Append(nil, &Sample{Identifier: 1000 + i, Pid: 1, Time: i}, &f)
+		} else {
+			b, err = Append(nil, &Comm{Common: Common{ID: IDFields{Identifier: 1000 + i}}, Comm: "x"}, &f)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, _, _ := w.Write(b); !ok {
+			t.Fatalf("record %d dropped: CopyNext did not give the space back", i)
+		}
+		want = append(want, 1000+i)
+		got, ok, err := r.CopyNext(nil)
+		if err != nil || !ok || !bytes.Equal(got, b) {
+			t.Fatalf("record %d: %v %v", i, ok, err)
+		}
+		if id, ok := Identifier(got); !ok || id != 1000+i {
+			t.Fatalf("record %d: Identifier = %d, %v", i, id, ok)
+		}
+	}
+	if _, ok, _ := r.CopyNext(nil); ok {
+		t.Fatal("record after the last one")
+	}
+}

@@ -27,10 +27,16 @@ func DecodeSample(rec []byte, f *Format, s *Sample) error {
 func decodeSample(rec []byte, f *Format, s *Sample, fresh bool) error {
 	c := cursor{b: rec, off: HeaderSize, end: len(rec), typ: RecordSample}
 	st := f.SampleType
-	keep := *s
+	// Keep only the slices for reuse: copying the whole Sample costs more than decoding
+	// a small record.
+	keep := struct {
+		Callchain, RegsUser, RegsIntr, BranchCounters []uint64
+		Branches                                      []BranchEntry
+	}{s.Callchain, s.RegsUser, s.RegsIntr, s.BranchCounters, s.Branches}
+	values := s.Read.Values
 	*s = Sample{Misc: le.Uint16(rec[4:])}
 	if !fresh {
-		s.Read.Values = keep.Read.Values[:0]
+		s.Read.Values = values[:0]
 	}
 	if st&SampleIdentifier != 0 {
 		s.Identifier = c.u64("identifier")
