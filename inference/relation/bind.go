@@ -3,6 +3,7 @@ package relation
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Bind specialises relations to the events of one run: every sum(GLOB) is expanded to
@@ -22,20 +23,102 @@ func Bind(rels []Relation, events []string) []Relation {
 // BindUniverse is Bind with the list of all events the host has (for example every
 // tracepoint under /sys/kernel/tracing/events): an exhaustive sum whose glob matches
 // only events of the run stays exact. A nil universe means "unknown".
+//
+// Events with a perf modifier suffix (":u", ":k", ":ppp", ...) are matched too: a
+// relation written for page-faults also binds to page-faults:u, minor-faults:u and
+// major-faults:u when every event it names carries the same suffix (both sides are then
+// counted in the same privilege levels, so the relation still holds).
+//
+// The result has no duplicates (a weakened identity that equals another relation is
+// kept once).
 func BindUniverse(rels []Relation, events, universe []string) []Relation {
 	have := make(map[string]bool, len(events))
 	sorted := append([]string(nil), events...)
 	sort.Strings(sorted)
+	suffixes := map[string]bool{}
 	for _, e := range events {
 		have[e] = true
+		if s := modifierSuffix(e); s != "" {
+			suffixes[s] = true
+		}
 	}
+	var sfx []string
+	for s := range suffixes {
+		sfx = append(sfx, s)
+	}
+	sort.Strings(sfx)
 	var out []Relation
-	for _, r := range rels {
-		b, ok := bindOne(r, sorted, have, universe)
-		if ok {
+	seen := map[string]bool{}
+	keep := func(b Relation) {
+		key := b.String()
+		if !seen[key] {
+			seen[key] = true
 			out = append(out, b)
 		}
 	}
+	for _, r := range rels {
+		if b, ok := bindOne(r, sorted, have, universe); ok {
+			keep(b)
+		}
+		for _, s := range sfx {
+			rr := withSuffix(r, s)
+			var univ []string
+			if universe != nil {
+				univ = make([]string, len(universe))
+				for i, u := range universe {
+					univ[i] = u + s
+				}
+			}
+			if b, ok := bindOne(rr, sorted, have, univ); ok {
+				keep(b)
+			}
+		}
+	}
+	return out
+}
+
+// modifierSuffix returns the ":mods" suffix of a perf event name ("" if none): the part
+// after the last ':' when it is made of perf's modifier letters only. Tracepoint names
+// ("sched:sched_switch") end in a name, not modifiers.
+func modifierSuffix(name string) string {
+	i := strings.LastIndexByte(name, ':')
+	if i <= 0 || i == len(name)-1 {
+		return ""
+	}
+	for _, c := range name[i+1:] {
+		if !strings.ContainsRune("ukhIGHpPSDWeb", c) {
+			return ""
+		}
+	}
+	return name[i:]
+}
+
+// withSuffix renames every event and glob of r by appending the modifier suffix.
+func withSuffix(r Relation, s string) Relation {
+	var ren func(e Expr) Expr
+	ren = func(e Expr) Expr {
+		switch e := e.(type) {
+		case Event:
+			return Event{Name: e.Name + s}
+		case Sum:
+			return Sum{Glob: e.Glob + s, Exhaustive: e.Exhaustive}
+		case Neg:
+			return Neg{X: ren(e.X)}
+		case Binary:
+			return Binary{Op: e.Op, L: ren(e.L), R: ren(e.R)}
+		case Call:
+			args := make([]Expr, len(e.Args))
+			for i, a := range e.Args {
+				args[i] = ren(a)
+			}
+			return Call{Fn: e.Fn, Args: args}
+		case Cond:
+			return Cond{If: ren(e.If), Then: ren(e.Then), Else: ren(e.Else)}
+		}
+		return e
+	}
+	out := r
+	out.LHS, out.RHS = ren(r.LHS), ren(r.RHS)
 	return out
 }
 

@@ -59,6 +59,17 @@ var builtins = []builtin{
 	{"cache-misses <= cache-references", 0, "a miss is one of the references"},
 	{"stalled-cycles-frontend <= cycles", 0, "stall cycles are cycles"},
 	{"stalled-cycles-backend <= cycles", 0, "stall cycles are cycles"},
+	// Intel top-down events (Ice Lake and later, PERF_METRICS): the kernel reports each
+	// level-1 event as slots * byte / 0xff, where the four bytes are "8bit integer
+	// fraction[s] summing up to 0xff" (icl_get_metrics_event_value); each product is
+	// rounded down, so the sum falls short of slots by at most 4 counts. Level-2 bytes
+	// (Sapphire Rapids) split a level-1 category, and rounding down is monotone, so the
+	// subset inequalities are exact. Not checked here: no PMU on the development VMs.
+	{"topdown-retiring + topdown-bad-spec + topdown-fe-bound + topdown-be-bound = slots", 1e-2, "PERF_METRICS bytes sum to 0xff of the slots"},
+	{"topdown-heavy-ops <= topdown-retiring", 0, "heavy operations are a part of retiring"},
+	{"topdown-br-mispredict <= topdown-bad-spec", 0, "branch mispredicts are a part of bad speculation"},
+	{"topdown-fetch-lat <= topdown-fe-bound", 0, "fetch latency is a part of frontend bound"},
+	{"topdown-mem-bound <= topdown-be-bound", 0, "memory bound is a part of backend bound"},
 	// Generic hardware cache events (PERF_TYPE_HW_CACHE): result MISS counts a subset
 	// of result ACCESS for the same cache and operation.
 	{"L1-dcache-load-misses <= L1-dcache-loads", 0, "misses are a subset of accesses"},

@@ -362,3 +362,35 @@ func eventsOf(r Relation) []string {
 	}
 	return out
 }
+
+func TestBindModifierSuffixes(t *testing.T) {
+	rels := []Relation{mustParse(t, "page-faults = minor-faults + major-faults"), mustParse(t, "a = sum(tp:x_*)")}
+	got := Bind(rels, []string{"page-faults:u", "minor-faults:u", "major-faults:u", "a:k", "tp:x_1:k", "tp:x_2", "sched:sched_switch"})
+	want := []string{"page-faults:u = minor-faults:u + major-faults:u", "a:k = sum(tp:x_*:k)"}
+	if len(got) != len(want) {
+		t.Fatalf("bound %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("bound %q, want %q", got[i].String(), want[i])
+		}
+	}
+	if ev := got[1].Events(); !reflect.DeepEqual(ev, []string{"a:k", "tp:x_1:k"}) {
+		t.Errorf("suffixed sum bound to %v", ev)
+	}
+	// Mixed suffixes do not bind: page-faults:u against minor-faults:k is no identity.
+	if got := Bind(rels[:1], []string{"page-faults:u", "minor-faults:k", "major-faults:u"}); len(got) != 0 {
+		t.Errorf("bound across different modifiers: %v", got)
+	}
+	if s := modifierSuffix("sched:sched_switch"); s != "" {
+		t.Errorf("tracepoint name read as a modifier: %q", s)
+	}
+}
+
+func TestBindDeduplicates(t *testing.T) {
+	rels := Builtins()
+	got := Bind(rels, []string{"raw_syscalls:sys_enter", "syscalls:sys_enter_read"})
+	if len(got) != 1 || got[0].Op != Ge {
+		t.Errorf("raw_syscalls with one syscall tracepoint: %v, want the single inequality", got)
+	}
+}
