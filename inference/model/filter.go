@@ -138,27 +138,36 @@ func (md *Model) predict(d float64) {
 	for i := range lam {
 		lam[i] = 1
 	}
-	if md.opt.Dof > 0 {
-		// Variational Student-t: E[λ | innovation] with λ ~ Gamma(ν/2, ν/2) scaling
-		// the precision of the step. Only direct readings of rates seen before take
-		// part: a first sighting says nothing about the walk.
-		for _, o := range md.obs {
-			if len(o.h) != 1 || !md.seen[o.h[0].i] {
-				continue
-			}
-			i := o.h[0].i
-			c := o.h[0].c
-			rv := o.r
-			if rv < 0 {
-				rv = -rv * md.innovVar(o.h)
-			}
-			s := c*c*(md.P[i*k+i]+md.q[i*k+i]) + rv
-			if !(s > 0) {
-				continue
-			}
-			nu := o.y - c*md.m[i]
-			r2 := nu * nu / s
-			dof := md.opt.Dof
+	// Variational Student-t: E[λ | innovation] with λ ~ Gamma(ν/2, ν/2) scaling the
+	// precision of the step. Only direct readings of rates seen before take part: a
+	// first sighting says nothing about the walk. The same innovations, when they come
+	// after a gap, calibrate the reported intervals (see learner.calibrate).
+	for _, o := range md.obs {
+		if len(o.h) != 1 || !md.seen[o.h[0].i] {
+			continue
+		}
+		i := o.h[0].i
+		c := o.h[0].c
+		rv := o.r
+		if rv < 0 {
+			rv = -rv * md.innovVar(o.h)
+		}
+		s := c*c*(md.P[i*k+i]+md.q[i*k+i]) + rv
+		if !(s > 0) {
+			continue
+		}
+		nu := o.y - c*md.m[i]
+		r2 := nu * nu / s
+		if gap := l.tick - l.prevT[o.event]; o.full && gap > 1 {
+			// The walk reverts to a level that is itself only an average of a few
+			// counts: its uncertainty is part of what the prediction may miss by.
+			lv := l.level[i]
+			sc := relScale(lv, lv, d)
+			w := 1 - math.Pow(l.a[i], float64(gap))
+			sl := s + c*c*w*w*l.stat[i]*sc*sc/math.Max(l.levelN[i], 1)
+			l.calibrate(o.event, nu*nu/sl)
+		}
+		if dof := md.opt.Dof; dof > 0 {
 			lam[i] = math.Max(math.Min((dof+1)/(dof+r2), 1), 1e-2)
 		}
 	}
@@ -258,13 +267,17 @@ func (md *Model) applySoft(d float64) {
 // when the allowed side does not already hold nearly all of its mass.
 func (md *Model) applyInequalities(d float64) {
 	for _, c := range md.ineq {
-		md.truncate(c.g, c.k/d)
+		at := md.truncAt
+		if c.nonneg {
+			at = md.nonnegAt
+		}
+		md.truncate(c.g, c.k/d, at)
 	}
 }
 
 // truncate imposes g·z + k >= 0 on the posterior by moment matching (see
 // applyInequalities).
-func (md *Model) truncate(g []entry, k0 float64) {
+func (md *Model) truncate(g []entry, k0, at float64) {
 	k := md.k
 	for _, a := range g {
 		if !md.seen[a.i] {
@@ -285,7 +298,7 @@ func (md *Model) truncate(g []entry, k0 float64) {
 	}
 	sd := math.Sqrt(s2)
 	alpha := mu / sd
-	if alpha > md.truncAt {
+	if alpha > at {
 		return
 	}
 	// Moments of N(mu, s2) truncated to [0, inf).

@@ -24,6 +24,10 @@ type learner struct {
 	a            []float64 // persistence of each component in the current slice
 	lam          []float64 // Student-t precision scale of each component's step
 	fixedA       float64   // persistence forced by Options.Reversion, or -1 to learn it
+	logc80       float64   // log interval scales learned by calibrate
+	logc95       float64
+	calNAll      float64
+	logcE, calN  []float64 // per event
 	s, sq        []float64 // pair sums: s[i*k+j] Σ u_i u_j; sq[i*k+j] Σ u_i² over pairs with j
 	cnt          []float64 // pair weights
 	corr         []float64 // correlation matrix in use (positive definite)
@@ -78,6 +82,8 @@ func (l *learner) init(k, n int, opt Options) {
 	l.scale = make([]float64, k)
 	l.prevY = make([]float64, n)
 	l.prevT = make([]int, n)
+	l.logcE = make([]float64, n)
+	l.calN = make([]float64, n)
 	for i := range l.prevT {
 		l.prevT[i] = -2
 	}
@@ -85,6 +91,45 @@ func (l *learner) init(k, n int, opt Options) {
 	l.rebuildEvery = max(8, k/4)
 	l.us = make([]int, 0, n)
 	l.uv = make([]float64, 0, n)
+}
+
+// calibrate adapts the interval scales by stochastic approximation from r2, the squared
+// standardized innovation of event e counted after a gap (the situation every reported
+// interval is about): a scale c is moved so that r2 exceeds q·c² a fraction p of the
+// time; every miss widens, every hit narrows a little. Per event there are too few
+// gaps to learn a 95% quantile, so the per-event scale targets the 80% quantile and the
+// tail (how much wider 95% is than 80% compared with a Gaussian) is learned pooled
+// over all events: real counters burst, their tails are heavier than Gaussian.
+func (l *learner) calibrate(e int, r2 float64) {
+	step := func(logc, n *float64, q, p float64) {
+		*n++
+		rate := math.Max(0.05, 0.5/math.Sqrt(*n))
+		miss := 0.0
+		if r2 > q*math.Exp(2**logc) {
+			miss = 1
+		}
+		*logc += rate * (miss - p)
+		*logc = math.Max(math.Log(0.25), math.Min(math.Log(20), *logc))
+	}
+	if l.calN[e] == 0 {
+		l.logcE[e] = l.logc80
+	}
+	n80, n95 := l.calNAll, l.calNAll
+	step(&l.logc80, &n80, chi80, 0.2)
+	step(&l.logc95, &n95, chi95, 0.05)
+	l.calNAll++
+	step(&l.logcE[e], &l.calN[e], chi80, 0.2)
+}
+
+const (
+	chi80 = 1.6424 // 80% quantile of χ²₁
+	chi95 = 3.8415 // 95% quantile of χ²₁
+)
+
+// intervalScale is the factor applied to event e's posterior standard deviations.
+func (l *learner) intervalScale(e int) float64 {
+	w := l.calN[e] / (l.calN[e] + 10)
+	return math.Exp(w*l.logcE[e] + (1-w)*l.logc80 + (l.logc95 - l.logc80))
 }
 
 // persistence is the AR(1) coefficient a of component i: from one-slice changes

@@ -53,6 +53,8 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+var nonnegAt = -1.0
+
 // ErrNumerical reports a slice whose update produced a non-finite state; the model keeps
 // its state from before the slice.
 var ErrNumerical = errors.New("numerical failure")
@@ -74,8 +76,9 @@ type soft struct {
 
 // ineq is Σ g·z + k/d >= 0.
 type ineq struct {
-	g []entry
-	k float64
+	g      []entry
+	k      float64
+	nonneg bool // a count's own non-negativity
 }
 
 // nonlin is a non-linear relation, linearised at the current mean every slice.
@@ -114,10 +117,15 @@ type Model struct {
 	xs               []float64
 	obs              []meas
 
-	hist     history
-	cache    smoothCache
-	fail     int
-	truncAt  float64 // apply an inequality when its mean is within truncAt sd of the bound
+	hist    history
+	cache   smoothCache
+	fail    int
+	truncAt float64 // apply an inequality when its mean is within truncAt sd of the bound
+	// nonnegAt is truncAt for the non-negativity of single counts. Truncating a
+	// Gaussian at zero over and over ratchets sparse counts upwards (every dip below
+	// zero is pushed back up, nothing pulls down), so it only acts on clear
+	// violations; reported values are clipped at zero regardless.
+	nonnegAt float64
 	quantQ   float64
 	finished bool
 }
@@ -288,7 +296,7 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 	}
 	if !opt.AllowNegative {
 		for e := range events {
-			md.ineq = append(md.ineq, ineq{g: md.rows[e]})
+			md.ineq = append(md.ineq, ineq{g: md.rows[e], nonneg: true})
 		}
 	}
 	k := md.k
@@ -305,6 +313,7 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 	md.hist.k, md.hist.n = k, events
 	md.quantQ = tQuantile(0.5+opt.Level/2, 0)
 	md.truncAt = 0
+	md.nonnegAt = nonnegAt
 	return md, nil
 }
 

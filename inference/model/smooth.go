@@ -227,7 +227,7 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 			v[i] += d * (g[i] + jg[i])
 		}
 	}
-	q := md.quantQ
+	q0 := md.quantQ
 	for e := range md.n {
 		row := md.rows[e]
 		val, vr := 0.0, 0.0
@@ -251,6 +251,7 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 			continue
 		}
 		sd := math.Sqrt(math.Max(vr, 0))
+		q := q0 * md.lrn.intervalScale(e)
 		est := inference.Estimate{Value: val, Lo: val - q*sd, Hi: val + q*sd, HasInterval: true, Status: inference.StatusInferred}
 		if !md.opt.AllowNegative {
 			est.Value = math.Max(est.Value, 0)
