@@ -13,6 +13,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
 )
 
@@ -353,6 +355,7 @@ func TestKernelParitySystemWide(t *testing.T) {
 	runtime.LockOSThread()
 	workload(t)
 	runtime.UnlockOSThread()
+	sideBand(t)
 	for _, k := range rings {
 		disable(k)
 	}
@@ -366,9 +369,32 @@ func TestKernelParitySystemWide(t *testing.T) {
 			raw += countRaw(t, k)
 		}
 	}
-	need(t, "system-wide", all, RecordSample, RecordSwitchCPUWide, RecordComm, RecordMmap2, RecordFork, RecordExit)
+	need(t, "system-wide", all, RecordSample, RecordSwitchCPUWide, RecordComm, RecordMmap2, RecordFork, RecordExit,
+		RecordKsymbol, RecordBPFEvent, RecordCgroup)
 	if raw == 0 {
 		t.Error("no sched_switch sample with RAW data")
+	}
+}
+
+// sideBand makes the kernel emit the rarer side-band records: loading (and unloading) a
+// BPF program gives KSYMBOL and BPF_EVENT, creating a cgroup gives CGROUP.
+func sideBand(t *testing.T) {
+	t.Helper()
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:         ebpf.SocketFilter,
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+		License:      "GPL",
+	})
+	if err != nil {
+		t.Fatalf("load a BPF program (root, JIT): %v", err)
+	}
+	prog.Close()
+	dir := fmt.Sprintf("/sys/fs/cgroup/unified/bayesperf-ringbuf-test-%d", os.Getpid())
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatalf("create a cgroup (cgroup2 at /sys/fs/cgroup/unified): %v", err)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Errorf("remove test cgroup %s: %v", dir, err)
 	}
 }
 
