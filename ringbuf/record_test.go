@@ -61,6 +61,26 @@ func TestRoundTripEveryTypeAndSampleBit(t *testing.T) {
 	t.Logf("%d records round-tripped", n)
 }
 
+// TestRoundTripSampleBitPairs covers every pair of sample_type bits (300 pairs), each
+// with every read_format, in SAMPLE records.
+func TestRoundTripSampleBitPairs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	n := 0
+	for i := 0; i < 25; i++ {
+		for j := i + 1; j < 25; j++ {
+			for rf := ReadFormat(0); rf <= FormatAll; rf++ {
+				f := Format{SampleType: 1<<i | 1<<j, ReadFormat: rf, RegsUser: 0x7, RegsIntr: 0x3,
+					BranchHWIndex: rf&1 != 0, BranchCounters: rf&4 != 0}
+				roundTrip(t, genSample(rng, &f), &f)
+				n++
+			}
+		}
+	}
+	if n != 300*32 {
+		t.Fatalf("%d combinations, want %d", n, 300*32)
+	}
+}
+
 // TestRoundTripRandomFormats covers random sample_type combinations (the 2^25 subsets
 // cannot all be enumerated; the seed is fixed so a failure reproduces).
 func TestRoundTripRandomFormats(t *testing.T) {
