@@ -22,3 +22,8 @@ DEMO_DURATION ?= 5s
 run-demo: $(BIN)/bayesperf
 	$(BIN)/bayesperf eval -e $(DEMO_EVENTS) --counters $(DEMO_COUNTERS) --fixed $(DEMO_FIXED) \
 		-- $(BIN)/bayesperf workload $(DEMO_WORKLOAD) --duration $(DEMO_DURATION)
+
+.PHONY: accuracy
+# accuracy regenerates docs/accuracy.md and its plots from real runs (root; ~1 minute).
+accuracy: $(BIN)/bayesperf
+	$(GO) run ./internal/eval/accuracy -bin $(BIN)/bayesperf -out docs
