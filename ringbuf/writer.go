@@ -59,7 +59,13 @@ func NewWriter(mem []byte, opts WriterOptions) (*Writer, error) {
 		le.PutUint64(mem[OffDataSize:], uint64(len(rg.data)))
 	}
 	w := &Writer{ring: rg, opts: opts, idSize: opts.Format.IDTrailerSize()}
-	w.head = loadHeadAcquire(w.ring.head)
+	w.head = loadHeadAcquire(w.ring.head) // only the producer writes data_head: no pairing needed
+	// A resumed writer starts its wakeup base at the current position, as a fresh kernel
+	// buffer starts both at 0, so resuming does not look like a watermark crossing.
+	w.wakeup = w.head
+	if opts.Backward {
+		w.wakeup = -w.head
+	}
 	// ring_buffer_init: watermark = min(data size, wakeup_watermark) when set, else half.
 	size := uint64(len(rg.data))
 	if opts.Watermark && opts.WakeupWatermark != 0 {
@@ -176,6 +182,8 @@ func (w *Writer) lostRecord(rec []byte) []byte {
 	le.PutUint64(b[8:], id)
 	le.PutUint64(b[16:], w.lost)
 	if w.idSize > 0 {
+		// Appending to the zero-length slice at b[24:] fills lostBuf in place: its
+		// capacity is exactly the trailer size.
 		putSampleID(b[24:24], &w.opts.Format, &sid)
 	}
 	return b
