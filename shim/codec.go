@@ -27,7 +27,7 @@ func bodySize(typ uint16) (int, bool) {
 		return int(unsafe.Sizeof(RegisterReply{})), true
 	case MsgUnregister, MsgRefresh:
 		return int(unsafe.Sizeof(Handle{})), true
-	case MsgRefresh | MsgReply:
+	case MsgRefresh | MsgReply, MsgUnregister | MsgReply:
 		return int(unsafe.Sizeof(Status{})), true
 	}
 	return 0, false
@@ -46,7 +46,7 @@ func bodyMatches(typ uint16, body any) bool {
 	case Handle:
 		return typ == MsgUnregister || typ == MsgRefresh
 	case Status:
-		return typ == MsgRefresh|MsgReply
+		return typ == MsgRefresh|MsgReply || typ == MsgUnregister|MsgReply
 	}
 	return false
 }
@@ -115,7 +115,7 @@ func Decode(b []byte) (MsgHdr, any, error) {
 		body = &RegisterReply{}
 	case MsgUnregister, MsgRefresh:
 		body = &Handle{}
-	case MsgRefresh | MsgReply:
+	case MsgRefresh | MsgReply, MsgUnregister | MsgReply:
 		body = &Status{}
 	}
 	if _, err := binary.Decode(b[hdrSize:], binary.NativeEndian, body); err != nil {

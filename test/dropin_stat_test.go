@@ -148,17 +148,36 @@ func TestDropinPerfStatInterval(t *testing.T) {
 	}
 }
 
-// TestDropinPerfStatAttach: perf stat -p PID on a running process counts the same as
-// natively (two instances of the same spinning workload, measured one after the other).
+// procStat returns a process's minor faults and CPU time (ms) from /proc/PID/stat.
+func procStat(t testing.TB, pid int) (minflt, cpuMs float64) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	num := func(i int) float64 { v, _ := strconv.ParseFloat(f[i], 64); return v }
+	// After "pid (comm) ": state is field 0, minflt 7, utime 11, stime 12 (in 1/100 s).
+	return num(7), (num(11) + num(12)) * 10
+}
+
+// TestDropinPerfStatAttach: perf stat -p PID on a running process counts what the
+// process did while perf was attached. The truth comes from /proc/PID/stat, read just
+// before and after the perf run: the counts cannot exceed what the process did in that
+// span. A lower bound would need the process's CPU share inside perf's 0.5 s window,
+// which on this shared VM swings from 20% to 100% (the workload then catches up on its
+// page touches in bursts), so it is only required to be substantial.
 func TestDropinPerfStatAttach(t *testing.T) {
-	measure := func(through bool) (map[string]statLine, stats) {
-		w := exec.Command(workload(t, "0", "0", "0", "3000")[0], "0", "0", "0", "3000")
+	measure := func(through bool) {
+		w := exec.Command(workload(t)[0], "0", "0", "0", "4000")
 		if err := w.Start(); err != nil {
 			t.Fatal(err)
 		}
 		defer func() { w.Process.Kill(); w.Wait() }()
 		time.Sleep(50 * time.Millisecond)
-		argv := []string{"perf", "stat", "-x,", "-e", "task-clock,page-faults", "-p", strconv.Itoa(w.Process.Pid), "--", "sleep", "0.5"}
+		argv := []string{"perf", "stat", "-x,", "-e", "task-clock,minor-faults", "-p", strconv.Itoa(w.Process.Pid), "--", "sleep", "0.5"}
+		f0, c0 := procStat(t, w.Process.Pid)
+		start := time.Now()
 		var r result
 		var st stats
 		if through {
@@ -166,23 +185,26 @@ func TestDropinPerfStatAttach(t *testing.T) {
 		} else {
 			r = run(t, nil, argv...)
 		}
+		wall := float64(time.Since(start).Milliseconds())
+		f1, c1 := procStat(t, w.Process.Pid)
 		if r.status != 0 {
 			t.Fatalf("perf stat -p: status %d\n%s", r.status, r.stderr)
 		}
-		return byEvent(parseStatCSV(t, r.stderr, false)), st
-	}
-	n, _ := measure(false)
-	g, st := measure(true)
-	for _, ev := range []string{"task-clock", "page-faults"} {
-		// The workload touches one page per ms of spinning, so both events scale with
-		// the CPU time it got in the 0.5 s window; that varies on a shared VM.
-		if gv, nv := g[ev].num(t), n[ev].num(t); gv < 100 || !within(gv, nv, 10, clockRel) {
-			t.Errorf("%s: %v through bayesperf, %v natively", ev, gv, nv)
+		g := byEvent(parseStatCSV(t, r.stderr, false))
+		// task-clock: /proc's CPU time has 10 ms ticks (two readings: ±20 ms).
+		if tc := g["task-clock"].num(t); tc > c1-c0+20 || tc < 50 {
+			t.Errorf("through bayesperf %v: task-clock %v ms; the process used %v ms of CPU in %v ms around the 500 ms window", through, tc, c1-c0, wall)
+		}
+		// minor faults: the workload touches one page per ms of wall time.
+		if mf := g["minor-faults"].num(t); mf > f1-f0 || mf < 100 {
+			t.Errorf("through bayesperf %v: minor-faults %v; the process made %v in %v ms around the 500 ms window", through, mf, f1-f0, wall)
+		}
+		if through && (st.Events != 2 || st.PassthroughReads != 0 || st.MirrorReads < 2) {
+			t.Errorf("stats %+v: want 2 events read from mirrors", st)
 		}
 	}
-	if st.Events != 2 || st.PassthroughReads != 0 || st.MirrorReads < 2 {
-		t.Errorf("stats %+v: want 2 events read from mirrors", st)
-	}
+	measure(false)
+	measure(true)
 }
 
 // TestDropinPerfStatGroup: a {a,b,c} group is read with one group read, served from the

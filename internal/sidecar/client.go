@@ -78,9 +78,6 @@ func (c *client) serve() {
 			c.srv.cfg.Logf("client %d: %v; closing", c.id, err)
 			return
 		}
-		if reply == nil {
-			continue
-		}
 		var roob []byte
 		if replyFd >= 0 {
 			roob = unix.UnixRights(replyFd)
@@ -147,12 +144,13 @@ func (c *client) handle(b []byte, fds []int) ([]byte, int, error) {
 	case shim.Register:
 		return c.register(h, m, fds)
 	case shim.Handle:
+		var st int32
 		if h.Type == shim.MsgUnregister {
-			c.unregister(m.Handle)
-			return nil, -1, nil
+			st = c.unregister(m.Handle)
+		} else {
+			st = c.refresh(m.Handle)
 		}
-		st := c.refresh(m.Handle)
-		out, err := shim.Encode(shim.MsgRefresh|shim.MsgReply, h.Seq, shim.Status{Status: st, Handle: m.Handle})
+		out, err := shim.Encode(h.Type|shim.MsgReply, h.Seq, shim.Status{Status: st, Handle: m.Handle})
 		return out, -1, err
 	}
 	return nil, -1, fmt.Errorf("unexpected message type %#x from a client", h.Type)
@@ -281,16 +279,19 @@ func (c *client) register(h shim.MsgHdr, m shim.Register, fds []int) ([]byte, in
 	return out, mfd, nil
 }
 
-func (c *client) unregister(handle uint32) {
+// unregister closes the sidecar's copy of the fd before the shim's close() returns.
+func (c *client) unregister(handle uint32) int32 {
 	c.mu.Lock()
 	e := c.events[handle]
 	delete(c.events, handle)
 	c.mu.Unlock()
-	if e != nil {
-		c.srv.pubMu.Lock()
-		e.close()
-		c.srv.pubMu.Unlock()
+	if e == nil {
+		return -int32(unix.ENOENT)
 	}
+	c.srv.pubMu.Lock()
+	e.close()
+	c.srv.pubMu.Unlock()
+	return 0
 }
 
 func (c *client) refresh(handle uint32) int32 {

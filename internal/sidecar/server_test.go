@@ -73,9 +73,6 @@ func (c *testClient) call(typ uint16, body any, fd int) (any, int) {
 	if _, _, err := c.conn.WriteMsgUnix(b, oob, nil); err != nil {
 		c.t.Fatal(err)
 	}
-	if typ == shim.MsgUnregister {
-		return nil, -1
-	}
 	buf := make([]byte, 1024)
 	roob := make([]byte, 64)
 	c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -203,7 +200,12 @@ func TestServerMirrorsCounts(t *testing.T) {
 	if rep, _ := c.call(shim.MsgRefresh, shim.Handle{Handle: 99}, -1); rep.(shim.Status).Status != -int32(unix.ENOENT) {
 		t.Errorf("refresh of an unknown handle: %+v, want -ENOENT", rep)
 	}
-	c.call(shim.MsgUnregister, shim.Handle{Handle: 1}, -1)
+	if rep, _ := c.call(shim.MsgUnregister, shim.Handle{Handle: 1}, -1); rep.(shim.Status).Status != 0 {
+		t.Errorf("unregister: %+v", rep)
+	}
+	if rep, _ := c.call(shim.MsgUnregister, shim.Handle{Handle: 1}, -1); rep.(shim.Status).Status != -int32(unix.ENOENT) {
+		t.Errorf("second unregister: %+v, want -ENOENT", rep)
+	}
 	if st := srv.Stats(); st.Events != 1 || st.Clients != 1 || st.Publishes < 3 || st.Stage != "identity" {
 		t.Errorf("stats %+v", st)
 	}

@@ -9,8 +9,8 @@
  *
  * Transport: a SOCK_SEQPACKET Unix socket whose path is in $BAYESPERF_SOCKET. One message
  * per packet: a bp_msg_hdr followed by the body of its type. File descriptors travel as
- * SCM_RIGHTS ancillary data (at most one per message). Requests are answered in order on
- * the same connection; UNREGISTER has no reply.
+ * SCM_RIGHTS ancillary data (at most one per message). Every request is answered, in
+ * order, on the same connection.
  *
  * Shared memory: the sidecar creates every page below in a memfd sealed with
  * F_SEAL_SHRINK|F_SEAL_GROW (mirror pages also F_SEAL_FUTURE_WRITE, so the shim can only
@@ -31,7 +31,9 @@
 enum {
 	BP_MSG_HELLO = 1,      /* shim -> sidecar: bp_hello; reply bp_hello_reply + client page fd */
 	BP_MSG_REGISTER = 2,   /* shim -> sidecar: bp_register + perf fd; reply bp_register_reply + mirror fd */
-	BP_MSG_UNREGISTER = 3, /* shim -> sidecar: bp_handle; no reply */
+	BP_MSG_UNREGISTER = 3, /* shim -> sidecar: bp_handle; reply bp_status once the sidecar has
+	                          closed its copy of the fd (so close() frees the kernel event,
+	                          e.g. a breakpoint slot, as without us) */
 	BP_MSG_REFRESH = 4,    /* shim -> sidecar: bp_handle; reply bp_status after the mirror is republished */
 	BP_MSG_REPLY = 0x8000,
 };

@@ -178,6 +178,7 @@ struct bp_event {
 	uint32_t epoch;                       /* conn_epoch at registration */
 	const struct bp_mirror_page *page;    /* read-only mapping of the mirror */
 	uint64_t synced_gen;                  /* sync_gen at the last refresh */
+	int self;                             /* the event counts the reading process itself */
 };
 
 #define BP_MAX_FD 65536
@@ -462,8 +463,13 @@ static void release_locked(struct bp_event *ev)
 	if (ev->epoch == conn_epoch) {
 		pthread_mutex_lock(&conn_lock);
 		if (conn_state == CONN_UP) {
+			/* Synchronous: the kernel event must be gone when close() returns. */
 			struct bp_handle h = {.handle = ev->handle};
-			int err = send_msg(BP_MSG_UNREGISTER, &h, sizeof h, -1, NULL);
+			struct bp_status st;
+			uint32_t seq;
+			int err = send_msg(BP_MSG_UNREGISTER, &h, sizeof h, -1, &seq);
+			if (err == 0)
+				err = recv_reply(BP_MSG_UNREGISTER, seq, &st, sizeof st, NULL);
 			if (err != 0)
 				go_down("lost the sidecar", err);
 		}
@@ -500,6 +506,20 @@ static void alias(int oldfd, int newfd)
 		tab_set_locked(newfd, ev);
 	}
 	pthread_mutex_unlock(&tab_lock);
+}
+
+/* counts_self reports whether an event opened with pid counts the calling process: pid 0,
+ * our pid or one of our threads, or -1 (every task on a CPU, us included). Such a
+ * process can observe its own activity causally (do work, then read), so a mirror that is
+ * even a millisecond old would be visibly wrong: every read of such an event is preceded
+ * by a synchronous refresh. */
+static int counts_self(long pid)
+{
+	if (pid == 0 || pid == -1 || pid == getpid())
+		return 1;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/task/%ld", pid);
+	return raw_syscall6(SYS_faccessat, AT_FDCWD, (long)path, F_OK, 0, 0, 0) == 0;
 }
 
 static void register_event(int fd, const struct perf_event_attr *attr, long pid, long cpu, long group_fd,
@@ -564,6 +584,7 @@ static void register_event(int fd, const struct perf_event_attr *attr, long pid,
 	ev->epoch = epoch;
 	ev->page = p;
 	ev->synced_gen = __atomic_load_n(&sync_gen, __ATOMIC_RELAXED);
+	ev->self = counts_self(pid);
 	pthread_mutex_lock(&tab_lock);
 	if (fdtab[fd] != NULL) /* cannot happen: the kernel just gave us this number */
 		release_locked(fdtab[fd]);
@@ -632,8 +653,8 @@ static size_t read_size(uint64_t fmt, uint32_t nr)
 
 /* mirror_copy encodes the page into buf in read_format layout under the seqlock (pairs
  * with shim.Mirror.Publish). Returns bytes written, -ENOSPC when count is too small, 0
- * when the page cannot serve (not OK, or no consistent copy), and sets *fresh to whether
- * the values are within the staleness bound (or final). */
+ * when the page cannot serve (not OK, or no consistent copy), and sets *fresh to 1 when
+ * the values are within the staleness bound, 3 when they are final, 0 otherwise. */
 static ssize_t mirror_copy(const struct bp_mirror_page *pg, char *buf, size_t count, int *fresh)
 {
 	for (int tries = 0; tries < 256; tries++) {
@@ -681,7 +702,7 @@ static ssize_t mirror_copy(const struct bp_mirror_page *pg, char *buf, size_t co
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&pg->hdr.seq, __ATOMIC_RELAXED) != s1)
 			continue;
-		*fresh = (flags & BP_MIRROR_F_FINAL) || (now_ns() - upd <= stale_ns);
+		*fresh = (flags & BP_MIRROR_F_FINAL) ? 3 : (now_ns() - upd <= stale_ns);
 		return ret;
 	}
 	*fresh = 0;
@@ -722,8 +743,11 @@ static int mirror_read(struct bp_event *ev, void *buf, size_t count, ssize_t *re
 	int fresh = 0;
 	ssize_t n = 0;
 	int synced = 0;
-	if (__atomic_load_n(&ev->synced_gen, __ATOMIC_RELAXED) == gen)
+	if (__atomic_load_n(&ev->synced_gen, __ATOMIC_RELAXED) == gen) {
 		n = mirror_copy(ev->page, buf, count, &fresh);
+		if (ev->self && !(fresh & 2))
+			fresh = 0;
+	}
 	if (!fresh) {
 		__atomic_store_n(&ev->synced_gen, gen, __ATOMIC_RELAXED);
 		if (refresh(ev) != 0)
