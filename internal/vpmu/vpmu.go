@@ -109,6 +109,8 @@ type PMU struct {
 
 	rd      perf.Reading
 	buf     []byte
+	srd     perf.Reading // scratch for single reads
+	sbuf    [24]byte
 	started bool
 
 	bc  *bpf.Collector // with Collector "bpf": every copy, in bpfIndex order
@@ -308,7 +310,15 @@ func (p *PMU) Step() (Step, error) {
 		}
 		clock = p.rd.Enabled
 		truth = func(i int) uint64 { return p.rd.Values[1+i].Value }
-		view = func(v, i int) (perf.Count, error) { return p.views[v][i].ReadCount() }
+		view = func(v, i int) (perf.Count, error) {
+			if err := p.views[v][i].ReadInto(p.sbuf[:], &p.srd); err != nil {
+				return perf.Count{}, err
+			}
+			if len(p.srd.Values) != 1 {
+				return perf.Count{}, fmt.Errorf("read %s: %d values, want 1", p.views[v][i].Name, len(p.srd.Values))
+			}
+			return perf.Count{Value: p.srd.Values[0].Value, Enabled: p.srd.Enabled, Running: p.srd.Running}, nil
+		}
 	}
 	st := Step{Index: p.step, WallNs: now - p.lastWall}
 	p.lastWall = now
