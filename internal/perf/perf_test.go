@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -160,6 +161,8 @@ func TestTracepointCountsExactly(t *testing.T) {
 }
 
 func TestEnableDisableStopsCounting(t *testing.T) {
+	runtime.LockOSThread() // the event counts this thread only
+	defer runtime.UnlockOSThread()
 	d, err := ParseEvents("task-clock")
 	if err != nil {
 		t.Fatal(err)
@@ -357,8 +360,15 @@ func TestPMUTermsFromFixture(t *testing.T) {
 	if a := evs[1].Attr; a.Config != 0xcd|1<<32|0x1<<8 || a.Config1 != 3 || a.Flags&FlagExcludeKern == 0 {
 		t.Errorf("event 1 %+v", a)
 	}
+	if evs[1].Name != "fakecpu/mem-loads,ldlat=3/u" {
+		t.Errorf("event 1 named %q", evs[1].Name)
+	}
 	if evs[2].Attr.Config != evs[1].Attr.Config {
 		t.Errorf("bare alias resolved to %#x", evs[2].Attr.Config)
+	}
+	named, err := r.ParseEvents("fakecpu/event=1,name=my-event/")
+	if err != nil || named[0].Name != "my-event" {
+		t.Errorf("name= term: %+v %v", named, err)
 	}
 	for _, bad := range []string{"fakecpu/event=0x1000/", "fakecpu/evnt=1/", "nopmu/event=1/", "fakecpu/../type/", "fakecpu/event=zz/"} {
 		if _, err := r.ParseEvents(bad); err == nil {

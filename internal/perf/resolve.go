@@ -97,7 +97,13 @@ func (r *Resolver) resolveOne(sp Spec) ([]EventDesc, error) {
 		if err != nil {
 			return nil, fmt.Errorf("resolve event %q: %w", sp.Text, err)
 		}
-		return []EventDesc{{Name: sp.Text, Attr: a}}, nil
+		name := sp.Text
+		for _, t := range sp.Terms {
+			if t.Key == "name" && t.HasValue {
+				name = t.Value // perf labels the event with its name= term
+			}
+		}
+		return []EventDesc{{Name: name, Attr: a}}, nil
 	}
 	return nil, fmt.Errorf("resolve event %q: unknown kind %d", sp.Text, sp.Kind)
 }
@@ -264,6 +270,9 @@ func (r *Resolver) applyTerms(a *Attr, dir string, terms []Term, depth int) erro
 		return errors.New("event alias refers to itself")
 	}
 	for _, t := range terms {
+		if t.Key == "name" {
+			continue // a label, not an encoding
+		}
 		var val uint64 = 1
 		if t.HasValue {
 			v, err := strconv.ParseUint(t.Value, 0, 64)
