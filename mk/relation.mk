@@ -1,7 +1,7 @@
 # Relations: built-in, relation files and Linux pmu-events JSON (inference/relation,
 # inference/metricexpr, inference/pmuevents).
 
-FUZZ_TARGETS += ./inference/relation:FuzzParseFile ./inference/metricexpr:FuzzParse
+FUZZ_TARGETS += ./inference/relation:FuzzParseFile ./inference/metricexpr:FuzzParse ./inference/pmuevents:FuzzLoad
 
 # pmu-events extracts tools/perf/pmu-events/arch from Debian's linux-source-6.12 into
 # $(PMU_EVENTS_DIR), for users without ../shared/pmu-events. It downloads ~150 MB and is

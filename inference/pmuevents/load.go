@@ -2,8 +2,12 @@ package pmuevents
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -108,26 +112,38 @@ var hybridUnits = map[string]bool{"cpu_core": true, "cpu_atom": true}
 // LoadUnit is Load for one core PMU of a hybrid table ("cpu_core" or "cpu_atom"); ""
 // means cpu_core where the table is hybrid. Uncore entries are always kept.
 func LoadUnit(root, dir, unit string) (*Table, error) {
+	t, err := LoadFS(os.DirFS(root), dir, unit)
+	if t != nil {
+		t.Root = root
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w (arch root %s)", err, root)
+	}
+	return t, nil
+}
+
+// LoadFS is LoadUnit over a file system whose root is the arch directory.
+func LoadFS(fsys fs.FS, dir, unit string) (*Table, error) {
 	if unit == "" {
 		unit = "cpu_core"
 	}
-	t := &Table{Root: root, Dir: filepath.ToSlash(dir), byName: map[string]*Event{}, byMetric: map[string]*Metric{}}
-	full := filepath.Join(root, dir)
-	files, err := filepath.Glob(filepath.Join(full, "*.json"))
+	dir = path.Clean(filepath.ToSlash(dir))
+	t := &Table{Dir: dir, byName: map[string]*Event{}, byMetric: map[string]*Metric{}}
+	files, err := fs.Glob(fsys, path.Join(dir, "*.json"))
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", full, err)
+		return nil, fmt.Errorf("list %s: %w", dir, err)
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("load pmu-events %s: no JSON files in %s", dir, full)
+		return nil, fmt.Errorf("load pmu-events %s: no JSON files there", dir)
 	}
 	sort.Strings(files)
 	var std map[string]map[string]any
 	if strings.HasPrefix(t.Dir, "arm64/") {
 		std = map[string]map[string]any{}
 		for _, f := range []string{"common-and-microarch.json", "recommended.json"} {
-			entries, err := readEntries(filepath.Join(root, "arm64", f))
+			entries, err := readEntries(fsys, path.Join("arm64", f))
 			if err != nil {
-				if os.IsNotExist(err) {
+				if errors.Is(err, fs.ErrNotExist) {
 					continue
 				}
 				return nil, err
@@ -138,20 +154,19 @@ func LoadUnit(root, dir, unit string) (*Table, error) {
 				}
 			}
 		}
-		if _, err := os.Stat(filepath.Join(root, "arm64", "sbsa.json")); err == nil {
-			files = append(files, filepath.Join(root, "arm64", "sbsa.json"))
+		if _, err := fs.Stat(fsys, "arm64/sbsa.json"); err == nil {
+			files = append(files, "arm64/sbsa.json")
 		}
 	}
 	for _, f := range files {
-		rel, _ := filepath.Rel(root, f)
-		rel = filepath.ToSlash(rel)
-		if filepath.Base(f) == "counter.json" {
-			if err := t.loadCounters(f, rel); err != nil {
+		rel := f
+		if path.Base(f) == "counter.json" {
+			if err := t.loadCounters(fsys, f, rel); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		entries, err := readEntries(f)
+		entries, err := readEntries(fsys, f)
 		if err != nil {
 			if _, ok := err.(*notList); ok {
 				continue // metricgroups.json: a dict of group descriptions
@@ -193,23 +208,20 @@ type notList struct{ file string }
 
 func (e *notList) Error() string { return e.file + ": not a JSON list" }
 
-func readEntries(path string) ([]map[string]any, error) {
-	f, err := os.Open(path)
+func readEntries(fsys fs.FS, name string) ([]map[string]any, error) {
+	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	b, err := io.ReadAll(io.LimitReader(f, maxFile+1))
 	if err != nil {
-		return nil, fmt.Errorf("stat %s: %w", path, err)
+		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	if st.Size() > maxFile {
-		return nil, fmt.Errorf("read %s: %d bytes is too large for a pmu-events file", path, st.Size())
+	if len(b) > maxFile {
+		return nil, fmt.Errorf("read %s: larger than %d bytes, too large for a pmu-events file", name, maxFile)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
+	path := name
 	var raw any
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return nil, fmt.Errorf("decode %s: %w", path, err)
@@ -342,8 +354,8 @@ func (t *Table) addMetric(e map[string]any, formula, file string) {
 	t.Metrics = append(t.Metrics, m)
 }
 
-func (t *Table) loadCounters(path, rel string) error {
-	entries, err := readEntries(path)
+func (t *Table) loadCounters(fsys fs.FS, path, rel string) error {
+	entries, err := readEntries(fsys, path)
 	if err != nil {
 		return fmt.Errorf("load counters: %w", err)
 	}
