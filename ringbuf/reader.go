@@ -92,6 +92,9 @@ func (r *Reader) Next() ([]byte, error) {
 // recordSize reads perf_event_header.size of the record at pos, even if the header wraps
 // (only a misaligned, hostile position can make it wrap).
 func (r *Reader) recordSize(pos uint64) int {
+	if i := pos & r.mask; i+HeaderSize <= uint64(len(r.data)) {
+		return int(le.Uint16(r.data[i+6:]))
+	}
 	var h [HeaderSize]byte
 	r.copyOut(h[:], pos)
 	return int(le.Uint16(h[6:]))
