@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 	"unsafe"
@@ -437,7 +438,7 @@ func (c *Collector) Next() (perf.Snapshot, error) {
 			// Let the other CPUs' ticks of the same slice arrive: their timers were started
 			// together, so they fire microseconds apart. The wait is short because a caller
 			// that reconfigures events at each snapshot (a virtual PMU) wants it at once.
-			wait := time.Duration(c.firstNs + int64(batchGrace(c.slice)) - monotonicNow())
+			wait := time.Duration(c.firstNs + int64(c.batchGrace()) - monotonicNow())
 			c.mu.Unlock()
 			if wait > 0 {
 				select {
@@ -463,9 +464,15 @@ func (c *Collector) Next() (perf.Snapshot, error) {
 	}
 }
 
-// batchGrace is how long after the first tick record of a slice Next waits for the others.
-func batchGrace(slice time.Duration) time.Duration {
-	return min(slice/4, 200*time.Microsecond)
+// batchGrace is how long after the first tick record of a slice Next waits for the ticks of
+// other CPUs. One thread runs on one CPU at a time, so with one live thread there is
+// nothing to wait for (and the wait, a timer wake-up, costs as much CPU as the rest of a
+// slice). Called with c.mu held.
+func (c *Collector) batchGrace() time.Duration {
+	if c.alive <= 1 && !c.systemWide() {
+		return 0
+	}
+	return min(c.slice/4, 200*time.Microsecond)
 }
 
 // consume reads the BPF ring buffer until Close, applying every record as it comes, so that
@@ -502,14 +509,21 @@ func (c *Collector) consume() {
 			c.gone = true
 		}
 		c.mu.Unlock()
-		c.notify()
+		if c.notify() {
+			// Let a waiting Next run on this thread now, rather than behind the blocking
+			// read this goroutine is about to make, which would take another thread's
+			// wake-up (the dearest part of a slice here).
+			runtime.Gosched()
+		}
 	}
 }
 
-func (c *Collector) notify() {
+func (c *Collector) notify() bool {
 	select {
 	case c.wake <- struct{}{}:
+		return true
 	default:
+		return false
 	}
 }
 

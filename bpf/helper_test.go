@@ -61,6 +61,8 @@ func TestMain(m *testing.M) {
 	case "threads":
 		helperThreads()
 		os.Exit(0)
+	case "spin":
+		helperSpin()
 	case "sleep":
 		waitGo()
 		os.Exit(0)
