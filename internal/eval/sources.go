@@ -86,8 +86,8 @@ func RunLive(l Live, cmd *exec.Cmd) (*LiveRun, error) {
 	}
 	lr := &LiveRun{Interval: res.Interval, WallNs: res.WallNs, ExitErr: res.ExitErr}
 	lr.Obs.Events = names
-	// Slice durations (wall-clock) are expressed in multiplexing intervals (~1 each),
-	// the unit replayed traces use, so that the estimators see
+	// Slice durations (the target's running time) are expressed in multiplexing
+	// intervals (~1 for a slice the target ran throughout), the unit replayed traces use, so that the estimators see
 	// live and replayed runs on the same scale; Enabled and Running stay in ns, only
 	// their ratio matters.
 	unit := float64(res.Interval.Nanoseconds())

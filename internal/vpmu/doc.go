@@ -17,13 +17,20 @@
 //
 // Start enables the first configuration of every view. Step, called once per
 // multiplexing interval (MuxInterval: the kernel's perf_event_mux_interval_ms, 4 ms
-// typically), reads the events that were on during the ending slice, records for each
-// view an inference.Slice (Duration = the slice's wall-clock ns; one Reading per event:
-// raw count delta, Enabled = the virtual enabled time the target accrued in the slice,
-// Running = the time the copy actually counted, 0 for events that were switched off) and the exact truth deltas, then disables the events leaving the
-// next configuration and enables those entering it. Virtual reports what a client reading
-// its events through a view would see: the cumulative count of the view's copy, time_enabled
-// of the dummy and time_running of the copy, i.e. multiplexing exactly as on a real CPU.
+// typically), reads the events that were on during the ending slice and records, for each
+// view, an inference.Slice: Duration = the virtual enabled time the target accrued in the
+// slice (the time it ran), and one Reading per event with the raw count delta, Enabled =
+// that time, and Running = Enabled for the events scheduled in the slice, 0 for the
+// others. It also records the exact truth deltas, then disables the events leaving the
+// next configuration and enables those entering it. Like the kernel, which rotates a
+// task's events only while the task runs, a Step in which the target did not run at all
+// is Idle: it records nothing and does not rotate, and the next slice covers the idle
+// time (Flush ends the last slice regardless).
+//
+// Virtual reports what a client reading its events through a view would see: the view
+// copy's cumulative count, the dummy's time_enabled, and as time_running the enabled
+// time of the slices in which the event was scheduled: multiplexing exactly as a tool
+// sees it on a real CPU.
 //
 // The sidecar calls it from `bayesperf run --virtual-counters N`; `bayesperf eval` calls it
 // with two views (kernel and overlap) and Truth.

@@ -79,7 +79,7 @@ func RunCommand(cfg Config, cmd *exec.Cmd, interval time.Duration) (*Result, err
 	for {
 		select {
 		case err := <-done:
-			st, serr := p.Step()
+			st, serr := p.Flush()
 			if serr != nil {
 				return nil, fmt.Errorf("final step %d: %w", p.step, serr)
 			}
@@ -98,7 +98,9 @@ func RunCommand(cfg Config, cmd *exec.Cmd, interval time.Duration) (*Result, err
 				<-done
 				return nil, err
 			}
-			res.Steps = append(res.Steps, st)
+			if !st.Idle {
+				res.Steps = append(res.Steps, st)
+			}
 		}
 	}
 }

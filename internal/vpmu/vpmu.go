@@ -129,7 +129,11 @@ func (p *PMU) bpfIndex(view, i int) int {
 
 // Step is what one multiplexing slice produced.
 type Step struct {
-	Index  int
+	Index int
+	// Idle says the target did not run since the previous step: nothing was recorded
+	// and no view rotated, as the kernel does not rotate an inactive task context; what
+	// happened meanwhile goes to the next slice. Views and Truth are nil.
+	Idle   bool
 	WallNs int64             // wall-clock length of the slice
 	Views  []inference.Slice // one per view, Readings in EventID order
 	Truth  []uint64          // exact per-event deltas (nil without Truth)
@@ -274,7 +278,13 @@ func (p *PMU) toggle(v, i int, on bool) error {
 // which the target did not run gives none, as the kernel does not rotate an inactive
 // task context either) and returns io.EOF once the target has exited and its final
 // snapshot was returned.
-func (p *PMU) Step() (Step, error) {
+func (p *PMU) Step() (Step, error) { return p.stepSlice(false) }
+
+// Flush is Step for the last slice of a run: it ends the slice even if the target did
+// not run in it, so that nothing counted is left out.
+func (p *PMU) Flush() (Step, error) { return p.stepSlice(true) }
+
+func (p *PMU) stepSlice(force bool) (Step, error) {
 	if !p.started {
 		return Step{}, errors.New("step virtual PMU: not started")
 	}
@@ -320,6 +330,9 @@ func (p *PMU) Step() (Step, error) {
 			return perf.Count{Value: p.srd.Values[0].Value, Enabled: p.srd.Enabled, Running: p.srd.Running}, nil
 		}
 	}
+	if clock == p.prevClock && !force && p.bc == nil {
+		return Step{Index: p.step, Idle: true}, nil
+	}
 	st := Step{Index: p.step, WallNs: now - p.lastWall}
 	p.lastWall = now
 	enabled := clock - p.prevClock
@@ -337,13 +350,9 @@ func (p *PMU) Step() (Step, error) {
 			p.prevTruth[i] = v
 		}
 	}
-	// The slice lasts its wall-clock time, as a row of `perf stat -I` does; Enabled is
-	// the target's own enabled time (it does not advance while the target sleeps), so
-	// Running/Enabled is the share of the slice the copy counted.
-	dur := float64(max(st.WallNs, 1))
-	// In a slice where the target never ran, Enabled and Running are 0 for every event,
-	// as the kernel reports for an inactive task context (tracepoints that name the
-	// target, such as a wakeup, may still count then).
+	// The slice lasts the time the target ran in it (its virtual enabled time), the
+	// time base of the kernel's own scaling; idle stretches were merged into it above.
+	dur := float64(max(enabled, 1))
 	for v := range p.views {
 		sl := inference.Slice{Index: p.step, Duration: dur, Readings: make([]inference.Reading, len(p.cfg.Events))}
 		for i := range p.views[v] {
