@@ -29,6 +29,7 @@ const (
 	bitKsymbol    = 1 << 29
 	bitBPFEvent   = 1 << 30
 	bitCgroup     = 1 << 32
+	bitBuildID    = 1 << 34
 )
 
 func requireRoot(t *testing.T) {
@@ -44,6 +45,7 @@ type kring struct {
 	mem      []byte
 	f        Format
 	backward bool
+	buildIDs int // MMAP2 records in the build-id form
 }
 
 func openEvent(t *testing.T, attr *unix.PerfEventAttr, pid, cpu, group int) int {
@@ -243,6 +245,9 @@ func checkRecord(t *testing.T, k *kring, rec []byte, seen map[RecordType]int) {
 			t.Fatalf("%s: read block %v disagrees with the decoded sample", k.name, err)
 		}
 	}
+	if m, ok := d.(*Mmap2); ok && m.Misc&MiscMmapBuildID != 0 {
+		k.buildIDs++
+	}
 	seen[d.Type()]++
 }
 
@@ -322,7 +327,7 @@ func TestKernelParitySystemWide(t *testing.T) {
 				SamplePeriod | SampleRead | SampleCallchain),
 			Read_format: uint64(FormatGroup | FormatID | FormatTotalTimeEnabled | FormatTotalTimeRunning),
 			Bits: unix.PerfBitDisabled | unix.PerfBitSampleIDAll | unix.PerfBitContextSwitch | unix.PerfBitComm |
-				unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitTask | bitKsymbol | bitBPFEvent | bitCgroup,
+				unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitTask | bitKsymbol | bitBPFEvent | bitCgroup | bitBuildID,
 		}
 		member := unix.PerfEventAttr{
 			Type:        unix.PERF_TYPE_SOFTWARE,
@@ -371,6 +376,14 @@ func TestKernelParitySystemWide(t *testing.T) {
 	}
 	need(t, "system-wide", all, RecordSample, RecordSwitchCPUWide, RecordComm, RecordMmap2, RecordFork, RecordExit,
 		RecordKsymbol, RecordBPFEvent, RecordCgroup)
+	buildIDs := 0
+	for _, k := range rings {
+		buildIDs += k.buildIDs
+	}
+	if buildIDs == 0 {
+		t.Error("no MMAP2 record in the build-id form (attr.build_id)")
+	}
+	t.Logf("%d MMAP2 records in the build-id form", buildIDs)
 	if raw == 0 {
 		t.Error("no sched_switch sample with RAW data")
 	}
