@@ -48,11 +48,8 @@ func (md *Model) Observe(s inference.Slice) error {
 	if !md.init {
 		md.start(d)
 	}
-	copy(md.save[:k*k], md.P)
-	copy(md.save[k*k:], md.m)
-
 	md.predict(d)
-	md.hist.pushPredicted(md.m, md.P, md.lrn.a, d)
+	md.hist.pushPredicted(md.m, md.lrn.qs, md.lrn.a, md.lrn.rid, d)
 
 	for i := range md.obs {
 		o := &md.obs[i]
@@ -68,8 +65,18 @@ func (md *Model) Observe(s inference.Slice) error {
 	md.applyInequalities(d)
 
 	if !finite(md.m) || !finite(md.P) {
-		copy(md.P, md.save[:k*k])
-		copy(md.m, md.save[k*k:])
+		// Back to the state before the slice: the last filtered one kept, or the prior.
+		if h := &md.hist; h.t > h.lo {
+			i := h.t - 1 - h.lo
+			copy(md.m, h.mf[i*k:(i+1)*k])
+			copy(md.P, h.pf[i*k*k:(i+1)*k*k])
+		} else {
+			clear(md.m)
+			clear(md.P)
+			for i := range k {
+				md.P[i*k+i] = md.big[i] * md.big[i]
+			}
+		}
 		md.fail++
 		md.hist.pushFiltered(md.m, md.P, s, md.n)
 		md.cache.valid = false
@@ -78,6 +85,9 @@ func (md *Model) Observe(s inference.Slice) error {
 	md.lrn.learn(md, s, d)
 	md.hist.pushFiltered(md.m, md.P, s, md.n)
 	md.cache.valid = false
+	if h := &md.hist; h.t-h.lo > h.limit {
+		md.freeze(h.limit / 2)
+	}
 	return nil
 }
 
@@ -172,12 +182,14 @@ func (md *Model) predict(d float64) {
 		}
 	}
 	for i := range k {
-		si := 1 / math.Sqrt(lam[i])
+		l.qs[i] = l.scale[i] / math.Sqrt(lam[i])
+	}
+	for i := range k {
+		si := l.qs[i]
 		row := md.P[i*k : i*k+k]
-		qrow := md.q[i*k : i*k+k]
+		crow := l.corr[i*k : i*k+k]
 		for j := range k {
-			qrow[j] *= si / math.Sqrt(lam[j])
-			row[j] += qrow[j]
+			row[j] += si * l.qs[j] * crow[j]
 		}
 	}
 }

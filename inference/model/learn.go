@@ -25,6 +25,9 @@ type learner struct {
 	lam          []float64 // Student-t precision scale of each component's step
 	fixedA       float64   // persistence forced by Options.Reversion, or -1 to learn it
 	logc80       float64   // log interval scales learned by calibrate
+	qs           []float64 // per component step standard deviation used this slice
+	rid          int       // id of the correlation matrix in use
+	rvers        map[int][]float64
 	logc95       float64
 	calNAll      float64
 	logcE, calN  []float64 // per event
@@ -80,6 +83,8 @@ func (l *learner) init(k, n int, opt Options) {
 		l.corr[i*k+i] = 1
 	}
 	l.scale = make([]float64, k)
+	l.qs = make([]float64, k)
+	l.rvers = map[int][]float64{0: l.corr}
 	l.prevY = make([]float64, n)
 	l.prevT = make([]int, n)
 	l.logcE = make([]float64, n)
@@ -254,7 +259,12 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 func (l *learner) rebuild() {
 	l.dirty = false
 	k := l.k
-	c := l.corr
+	// The smoother needs the matrix each slice was predicted with: keep the old one,
+	// build a new one.
+	c := make([]float64, k*k)
+	l.rid++
+	l.corr = c
+	l.rvers[l.rid] = c
 	for i := range k {
 		for j := range k {
 			if i == j {

@@ -32,6 +32,10 @@ type Options struct {
 	Independent bool
 	// AllowNegative drops the non-negativity of counts.
 	AllowNegative bool
+	// History is the number of recent slices whose covariances are kept for smoothing;
+	// older slices keep only per-event means and variances (intervals over them are
+	// then conservative). 0 means as many as fit in 16 MiB, at least 64.
+	History int
 }
 
 func (o Options) withDefaults() Options {
@@ -113,9 +117,9 @@ type Model struct {
 	lrn learner
 
 	// scratch, sized once, so that Observe does not allocate per slice.
-	q, ph, tmp, save []float64
-	xs               []float64
-	obs              []meas
+	q, ph, tmp []float64
+	xs         []float64
+	obs        []meas
 
 	hist    history
 	cache   smoothCache
@@ -303,7 +307,6 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 	md.m = make([]float64, k)
 	md.P = make([]float64, k*k)
 	md.q = make([]float64, k*k)
-	md.save = make([]float64, k*k+k)
 	md.ph = make([]float64, k)
 	md.tmp = make([]float64, k)
 	md.xs = make([]float64, events)
@@ -311,6 +314,11 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 	md.seen = make([]bool, k)
 	md.lrn.init(k, events, opt)
 	md.hist.k, md.hist.n = k, events
+	md.hist.limit = opt.History
+	if md.hist.limit <= 0 {
+		md.hist.limit = max(64, (16<<20)/(16*max(k*k, 1)))
+	}
+	md.hist.limit = max(md.hist.limit, 2)
 	md.quantQ = tQuantile(0.5+opt.Level/2, 0)
 	md.truncAt = 0
 	md.nonnegAt = nonnegAt

@@ -7,17 +7,25 @@ import (
 )
 
 // history keeps, per slice, what the smoother needs: the predicted and filtered means
-// and covariances, the slice's duration, and the counts of events counted whole (NaN
-// otherwise, for exact reporting). Storage grows in chunks, so a slice costs no
-// allocation of its own once a chunk is there.
+// and covariances, the persistence used, the slice's duration, and the counts of events
+// counted whole (NaN otherwise, for exact reporting). Covariances are kept for the last
+// few thousand slices only (bounded memory, see Options.History); older slices are
+// frozen into per-event means and variances, smoothed if a smoothing pass had reached
+// them, filtered otherwise. Storage is reused, so a slice costs no allocation of its
+// own once the buffers have grown.
 type history struct {
 	k, n   int
 	t      int // slices recorded
+	lo     int // first slice whose covariances are kept
+	limit  int // most slices with covariances kept
 	d      []float64
-	mp, mf []float64 // t·k
-	a      []float64 // t·k: persistence used to predict slice t
-	pp, pf []float64 // t·k·k
 	exact  []float64 // t·n
+	a      []float64 // (t−lo)·k: persistence used to predict the slice
+	qs     []float64 // (t−lo)·k: step standard deviations used to predict the slice
+	rid    []int     // (t−lo): id of the step correlation matrix used
+	mp, mf []float64 // (t−lo)·k
+	pf     []float64 // (t−lo)·k·k; predicted covariances are recomputed from these
+	fm, fv []float64 // lo·n: frozen per-event count mean and variance
 }
 
 func grow(s []float64, add int) []float64 {
@@ -29,11 +37,32 @@ func grow(s []float64, add int) []float64 {
 	return s
 }
 
-func (h *history) pushPredicted(m, p, a []float64, d float64) {
+func (h *history) pushPredicted(m, qs, a []float64, rid int, d float64) {
 	h.d = append(h.d, d)
 	h.a = append(grow(h.a, len(a)), a...)
+	h.qs = append(grow(h.qs, len(qs)), qs...)
+	h.rid = append(h.rid, rid)
 	h.mp = append(grow(h.mp, len(m)), m...)
-	h.pp = append(grow(h.pp, len(p)), p...)
+}
+
+// predicted recomputes the predicted covariance of kept slice i (i >= 1) into p:
+// F·Pf(i−1)·F + diag(qs)·R·diag(qs).
+func (md *Model) predicted(i int, p []float64) {
+	h := &md.hist
+	k, kk := md.k, md.k*md.k
+	pf := h.pf[(i-1)*kk : i*kk]
+	a := h.a[i*k : (i+1)*k]
+	qs := h.qs[i*k : (i+1)*k]
+	r := md.lrn.rvers[h.rid[i]]
+	for x := range k {
+		ax, qx := a[x], qs[x]
+		row := p[x*k : x*k+k]
+		prow := pf[x*k : x*k+k]
+		rrow := r[x*k : x*k+k]
+		for y := range k {
+			row[y] = ax*a[y]*prow[y] + qx*qs[y]*rrow[y]
+		}
+	}
 }
 
 func (h *history) pushFiltered(m, p []float64, s inference.Slice, n int) {
@@ -53,44 +82,95 @@ func (h *history) pushFiltered(m, p []float64, s inference.Slice, n int) {
 	h.t++
 }
 
-// smoothCache holds the RTS smoother's output for slices [lo, upTo) computed when upTo
-// slices had been observed.
-type smoothCache struct {
-	valid bool
-	lo    int
-	upTo  int
-	ms    []float64 // per slice k
-	ps    []float64 // per slice k·k
-	j     []float64 // per slice k·k: smoother gain to the next slice
+// freeze drops the covariances of the oldest w kept slices, keeping per-event means
+// and variances of their counts.
+func (md *Model) freeze(w int) {
+	h := &md.hist
+	c := &md.cache
+	k, kk := md.k, md.k*md.k
+	for s := h.lo; s < h.lo+w; s++ {
+		i := s - h.lo
+		m, p := h.mf[i*k:(i+1)*k], h.pf[i*kk:(i+1)*kk]
+		if c.valid && c.lo <= s && c.base == h.lo {
+			m, p = c.ms[i*k:(i+1)*k], c.ps[i*kk:(i+1)*kk]
+		}
+		d := h.d[s]
+		for e := range md.n {
+			v, vr := 0.0, 0.0
+			for _, a := range md.rows[e] {
+				v += a.c * m[a.i]
+				for _, b := range md.rows[e] {
+					vr += a.c * b.c * p[a.i*k+b.i]
+				}
+			}
+			h.fm = append(h.fm, d*v)
+			h.fv = append(h.fv, d*d*math.Max(vr, 0))
+		}
+	}
+	h.a = h.a[:copy(h.a, h.a[w*k:])]
+	h.qs = h.qs[:copy(h.qs, h.qs[w*k:])]
+	h.rid = h.rid[:copy(h.rid, h.rid[w:])]
+	h.mp = h.mp[:copy(h.mp, h.mp[w*k:])]
+	h.mf = h.mf[:copy(h.mf, h.mf[w*k:])]
+	h.pf = h.pf[:copy(h.pf, h.pf[w*kk:])]
+	h.lo += w
+	// Correlation matrices no kept slice refers to can go.
+	if len(h.rid) > 0 {
+		for id := range md.lrn.rvers {
+			if id < h.rid[0] && id != md.lrn.rid {
+				delete(md.lrn.rvers, id)
+			}
+		}
+	}
+	c.valid = false
 }
 
-// smooth runs the Rauch-Tung-Striebel smoother back from the last slice to slice lo.
+// smoothCache holds the RTS smoother's output for slices [lo, upTo) computed when upTo
+// slices had been observed; arrays are indexed from slice base (the history's lo then).
+type smoothCache struct {
+	valid               bool
+	lo                  int
+	upTo                int
+	base                int
+	ms                  []float64 // per slice k
+	ps                  []float64 // per slice k·k
+	j                   []float64 // per slice k·k: smoother gain to the next slice
+	chol, diff, tmp, pp []float64
+}
+
+// smooth runs the Rauch-Tung-Striebel smoother back from the last slice to slice lo
+// (lo >= the history's lo).
 func (md *Model) smooth(lo int) {
 	h := &md.hist
-	k, T := md.k, h.t
+	k := md.k
 	c := &md.cache
-	if c.valid && c.upTo == T && c.lo <= lo {
+	if c.valid && c.upTo == h.t && c.lo <= lo && c.base == h.lo {
 		return
 	}
 	kk := k * k
-	if len(c.ms) < T*k {
-		c.ms = make([]float64, T*k)
-		c.ps = make([]float64, T*kk)
-		c.j = make([]float64, T*kk)
+	T := h.t - h.lo // kept slices, indexed from 0
+	L := lo - h.lo
+	if cap(c.ms) < T*k {
+		c.ms = make([]float64, T*k, 2*T*k)
+		c.ps = make([]float64, T*kk, 2*T*kk)
+		c.j = make([]float64, T*kk, 2*T*kk)
+		c.chol = make([]float64, kk)
+		c.diff = make([]float64, kk)
+		c.tmp = make([]float64, kk)
+		c.pp = make([]float64, kk)
 	}
-	c.valid, c.upTo, c.lo = true, T, lo
+	c.ms, c.ps, c.j = c.ms[:T*k], c.ps[:T*kk], c.j[:T*kk]
+	c.valid, c.upTo, c.lo, c.base = true, h.t, lo, h.lo
 	copy(c.ms[(T-1)*k:T*k], h.mf[(T-1)*k:T*k])
 	copy(c.ps[(T-1)*kk:T*kk], h.pf[(T-1)*kk:T*kk])
 	clear(c.j[(T-1)*kk : T*kk])
-	chol := make([]float64, kk)
-	diff := make([]float64, kk)
-	tmp := make([]float64, kk)
-	for t := T - 2; t >= lo; t-- {
+	chol, diff, tmp, pp := c.chol, c.diff, c.tmp, c.pp
+	for t := T - 2; t >= L; t-- {
 		pf := h.pf[t*kk : (t+1)*kk]
-		pp := h.pp[(t+1)*kk : (t+2)*kk]
+		md.predicted(t+1, pp)
 		J := c.j[t*kk : (t+1)*kk]
 		a := h.a[(t+1)*k : (t+2)*k]
-		// J = a·Pf·Pp⁻¹, i.e. Pp·Jᵀ = a·Pf (Pp and Pf symmetric).
+		// J = Pf·F·Pp⁻¹ with F = diag(a).
 		copy(chol, pp)
 		if !cholesky(chol, k) {
 			copy(chol, pp)
@@ -127,8 +207,8 @@ func (md *Model) smooth(lo int) {
 		for i := range diff {
 			diff[i] = psn[i] - pp[i]
 		}
-		matMul(J, diff, tmp, k)     // tmp = J·diff
-		ps := c.ps[t*kk : (t+1)*kk] // ps = Pf + tmp·Jᵀ
+		matMul(J, diff, tmp, k)
+		ps := c.ps[t*kk : (t+1)*kk]
 		copy(ps, pf)
 		for i := range k {
 			ti := tmp[i*k : i*k+k]
@@ -201,30 +281,34 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 	if from >= to {
 		return out
 	}
-	md.smooth(from)
-	c := &md.cache
 	k, kk := md.k, md.k*md.k
-	// Mean: Σ_t d_t x_t. Variance: with G_t = Σ_{u≥t} d_u Cov(x_t, x_u), G_t = d_t Ps_t +
-	// J_t G_{t+1} and Var = Σ_t d_t (G_t + J_t G_{t+1}).
+	// Slices whose covariances are kept: mean Σ_t d_t x_t; variance with G_t =
+	// Σ_{u≥t} d_u Cov(x_t, x_u), G_t = d_t Ps_t + J_t G_{t+1} and Var = Σ_t d_t (G_t +
+	// J_t G_{t+1}).
 	mean := make([]float64, k)
-	g := make([]float64, kk)
-	jg := make([]float64, kk)
 	v := make([]float64, kk)
-	for t := to - 1; t >= from; t-- {
-		d := h.d[t]
-		ms := c.ms[t*k : (t+1)*k]
-		for i := range k {
-			mean[i] += d * ms[i]
-		}
-		ps := c.ps[t*kk : (t+1)*kk]
-		if t == to-1 {
-			clear(jg)
-		} else {
-			matMul(c.j[t*kk:(t+1)*kk], g, jg, k)
-		}
-		for i := range kk {
-			g[i] = d*ps[i] + jg[i]
-			v[i] += d * (g[i] + jg[i])
+	if lo := max(from, h.lo); lo < to {
+		md.smooth(lo)
+		c := &md.cache
+		g := make([]float64, kk)
+		jg := make([]float64, kk)
+		for t := to - 1; t >= lo; t-- {
+			i := t - c.base
+			d := h.d[t]
+			ms := c.ms[i*k : (i+1)*k]
+			for j := range k {
+				mean[j] += d * ms[j]
+			}
+			ps := c.ps[i*kk : (i+1)*kk]
+			if t == to-1 {
+				clear(jg)
+			} else {
+				matMul(c.j[i*kk:(i+1)*kk], g, jg, k)
+			}
+			for j := range kk {
+				g[j] = d*ps[j] + jg[j]
+				v[j] += d * (g[j] + jg[j])
+			}
 		}
 	}
 	q0 := md.quantQ
@@ -236,6 +320,17 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 			for _, b := range row {
 				vr += a.c * b.c * v[a.i*k+b.i]
 			}
+		}
+		// Frozen slices: their cross-slice covariances are gone; take them as fully
+		// correlated, which can only widen the interval.
+		fsd := 0.0
+		for t := from; t < min(to, h.lo); t++ {
+			val += h.fm[t*md.n+e]
+			fsd += math.Sqrt(h.fv[t*md.n+e])
+		}
+		if fsd > 0 {
+			vr = math.Max(vr, 0)
+			vr += fsd*fsd + 2*fsd*math.Sqrt(vr)
 		}
 		exact, all := 0.0, true
 		for t := from; t < to; t++ {
