@@ -490,3 +490,53 @@ func TestBindVendorRelationsToARun(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryMappedTable loads every table that a mapfile.csv of the tree names and that
+// the tree has, derives its relations, and checks that each relation evaluates and
+// that every sub-event and alias relation names events of the table. With the full
+// Linux tree (make pmu-events) this covers every CPU perf knows.
+func TestEveryMappedTable(t *testing.T) {
+	root := archRoot(t)
+	dirs := map[string]bool{}
+	for _, arch := range []string{"x86", "arm64", "powerpc", "riscv", "s390", "nds32"} {
+		b, err := os.ReadFile(filepath.Join(root, arch, "mapfile.csv"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			parts := strings.Split(strings.TrimSpace(line), ",")
+			if len(parts) < 4 || strings.HasPrefix(parts[0], "#") || strings.TrimSpace(parts[3]) != "core" {
+				continue
+			}
+			d := arch + "/" + strings.TrimSpace(parts[2])
+			if st, err := os.Stat(filepath.Join(root, d)); err == nil && st.IsDir() {
+				dirs[d] = true
+			}
+		}
+	}
+	if len(dirs) == 0 {
+		t.Fatal("no mapped table found")
+	}
+	total := map[string]int{}
+	for d := range dirs {
+		tb := load(t, d)
+		rels, _ := tb.Relations(hostEnv)
+		for _, r := range rels {
+			kind := strings.SplitN(r.Source, ":", 2)[0]
+			kind = strings.SplitN(kind, "@", 2)[0]
+			total[kind]++
+			if kind == "metric" {
+				continue
+			}
+			for _, e := range r.Events() {
+				if _, ok := tb.Event(e); !ok {
+					t.Errorf("%s: %s names %s, not an event of the table", d, r.Text, e)
+				}
+			}
+			if _, _, err := r.Eval(func(string) float64 { return 1 }); err != nil {
+				t.Errorf("%s: %s: %v", d, r.Text, err)
+			}
+		}
+	}
+	t.Logf("%d tables: relations by kind %v", len(dirs), total)
+}

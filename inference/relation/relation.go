@@ -44,6 +44,8 @@ func (o Op) flip() Op {
 // Expr is a node of a relation's expression tree. The concrete types are Num, Event,
 // Neg, Binary, Call, Sum and Cond; String renders the node in relation-file syntax (with
 // spaces around binary operators), so that String of a parsed relation parses again.
+// Nodes a file cannot write (Call, Cond, and the metric operators % < > & | ^) render in
+// MetricExpr style, for display only.
 type Expr interface {
 	String() string
 	isExpr()
