@@ -399,3 +399,50 @@ func TestBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestSetEnabled checks that a disabled event reads as not counting through BPF (no read
+// errors) and that enabling it mid-run makes it count from then on, in every thread.
+func TestSetEnabled(t *testing.T) {
+	on := softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK)
+	off := on
+	off.Bits |= unix.PerfBitDisabled
+	never := off
+	cmd, in, _ := startHelper(t, "work")
+	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, Events: []unix.PerfEventAttr{on, off, never}, Slice: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("NewCollector (requires root): %v", err)
+	}
+	defer c.Close()
+	in.Write([]byte{'g'})
+	first, err := c.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Counts[1].Value != 0 || first.Counts[1].Enabled != 0 {
+		t.Fatalf("disabled event counted before being enabled: %+v", first.Counts[1])
+	}
+	if err := c.SetEnabled(1, true); err != nil {
+		t.Fatal(err)
+	}
+	snaps := collectAll(t, c, 20*time.Second)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("helper: %v", err)
+	}
+	end := snaps[len(snaps)-1].Counts
+	if end[1].Value == 0 || end[1].Value >= end[0].Value {
+		t.Errorf("task-clock enabled after the first slice: %d, want between 0 and the always-on %d", end[1].Value, end[0].Value)
+	}
+	if end[2] != (perf.Count{}) {
+		t.Errorf("never-enabled event: %+v, want zeros", end[2])
+	}
+	st, err := c.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ReadErrors != 0 {
+		t.Errorf("%d BPF read errors on disabled events", st.ReadErrors)
+	}
+	if err := c.SetEnabled(3, true); err == nil {
+		t.Error("SetEnabled(3) of 3 events succeeded")
+	}
+}
