@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,20 +14,50 @@ import (
 )
 
 // realFixed are the events that sit on fixed counters in the replays, the way cycles
-// and instructions do on a real CPU: always-on, busy events.
-var realFixed = []string{"task-clock", "raw_syscalls:sys_enter"}
+// and instructions do on a real CPU: always-on, busy events (Ir is callgrind's
+// instructions).
+var realFixed = []string{"task-clock", "raw_syscalls:sys_enter", "Ir"}
+
+// traceOf reads a trace with the time column it has (none for callgrind's unit-time
+// traces) and the relations that go with it: the built-ins, plus the relation file
+// next to callgrind traces.
+func traceOf(t *testing.T, path string) (*replay.Trace, []relation.Relation) {
+	t.Helper()
+	var tr *replay.Trace
+	var err error
+	for _, col := range []string{"wall_ns", "interval_ns", ""} {
+		tr, err = replay.ReadFile(path, replay.ReadOptions{TimeColumn: col})
+		if err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	rels := relation.Builtins()
+	if strings.HasPrefix(filepath.Base(path), "cg-") {
+		f, err := os.Open(filepath.Join(filepath.Dir(path), "callgrind.rel"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		more, err := relation.ParseFile("callgrind.rel", f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rels = append(rels, more...)
+	}
+	return tr, relation.Bind(rels, tr.Events)
+}
 
 const realCounters = 4 // programmable counters, as on many x86 cores with SMT
 
 // realScore replays one trace to linux, linear, bayesperf on the kernel's round robin
 // (bayesperf-rr) and bayesperf on its own overlap schedule, with the replay package's
 // scoring, and returns the result.
-func realScore(t *testing.T, path, timeCol string) *replay.Result {
+func realScore(t *testing.T, path string) *replay.Result {
 	t.Helper()
-	tr, err := replay.ReadFile(path, replay.ReadOptions{TimeColumn: timeCol})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, rels := traceOf(t, path)
 	var fixed []string
 	for _, f := range realFixed {
 		if tr.EventIndex(f) >= 0 {
@@ -37,7 +68,6 @@ func realScore(t *testing.T, path, timeCol string) *replay.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rels := relation.Bind(relation.Builtins(), tr.Events)
 	sp, err := replay.KernelSpec(tr, realCounters, fixed)
 	if err != nil {
 		t.Fatal(err)
@@ -86,11 +116,7 @@ func TestRealTraces(t *testing.T) {
 	var report strings.Builder
 	fmt.Fprintf(&report, "\n%-10s %-13s %9s %9s %11s %10s\n", "trace", "estimator", "reduction", "meanWAPE", "medianWAPE", "coverage95")
 	for _, f := range append(files, mine...) {
-		col := "wall_ns"
-		if strings.HasPrefix(f, "testdata") {
-			col = "interval_ns"
-		}
-		res := realScore(t, f, col)
+		res := realScore(t, f)
 		name := strings.TrimSuffix(filepath.Base(f), ".csv")
 		for _, est := range []string{"linux", "linear", "bayesperf-rr", "bayesperf"} {
 			s := res.Estimators[est]
