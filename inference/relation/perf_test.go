@@ -2,6 +2,7 @@ package relation
 
 import (
 	"bufio"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,4 +121,68 @@ func TestBuiltinsHoldOnThisKernel(t *testing.T) {
 			t.Errorf("built-in %q was not checked: it did not bind to the run's events", want)
 		}
 	}
+}
+
+// TestBuiltinsHoldPerInterval checks the software-event relations on every interval of
+// `perf stat -I`, the per-slice view the model uses. perf reads the counters one after
+// the other while the workload runs, so an interval boundary can split a fault or a
+// switch between two events: each interval may be off by a couple of counts, which the
+// next one gives back. Totals over all intervals must be exact.
+func TestBuiltinsHoldPerInterval(t *testing.T) {
+	perf := requirePerfTracepoints(t)
+	events := []string{"page-faults", "minor-faults", "major-faults", "context-switches", "sched:sched_switch"}
+	out := filepath.Join(t.TempDir(), "stat.csv")
+	workload := "for i in 1 2 3 4 5 6; do ls -R /usr/share/doc > /dev/null; sleep 0.03; done"
+	cmd := exec.Command(perf, "stat", "-x,", "-I", "50", "-o", out, "-e", strings.Join(events, ","), "--", "sh", "-c", workload)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("perf stat -I: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	intervals := map[string]map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(strings.TrimSpace(line), ",")
+		if len(f) < 4 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			v = 0 // <not counted>: the task did not run in this interval
+		}
+		if intervals[f[0]] == nil {
+			intervals[f[0]] = map[string]float64{}
+		}
+		intervals[f[0]][f[3]] = v
+	}
+	if len(intervals) < 3 {
+		t.Fatalf("only %d intervals", len(intervals))
+	}
+	rels := Bind(Builtins(), events)
+	totals := map[string]float64{}
+	exact, n := 0, 0
+	for _, vals := range intervals {
+		for e, v := range vals {
+			totals[e] += v
+		}
+		for _, r := range rels {
+			l, rr, err := r.Eval(func(e string) float64 { return vals[e] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			if l == rr || r.Op == Ge && l >= rr {
+				exact++
+			} else if math.Abs(l-rr) > 2+r.Tol*math.Max(l, rr) {
+				t.Errorf("%s off by %g in one interval (%g vs %g)", r, l-rr, l, rr)
+			}
+		}
+	}
+	for _, r := range rels {
+		if ok, _ := r.Holds(func(e string) float64 { return totals[e] }, 0); !ok {
+			t.Errorf("%s does not hold on the totals of the intervals", r)
+		}
+	}
+	t.Logf("%d relation checks over %d intervals, %d exact", n, len(intervals), exact)
 }
