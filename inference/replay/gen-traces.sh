@@ -90,4 +90,24 @@ printf 'int main(void){return 0;}\n' > "$work/cproj/main.c"
 } > "$work/cproj/Makefile"
 tg make 12 sh -c 'make -s -C cproj clean && make -s -C cproj -j2'
 
+# Callgrind traces: hardware-like events (instructions, data reads and writes, L1 and LL
+# cache misses, conditional and indirect branches and their mispredictions, bus events,
+# syscalls) from valgrind's simulation, one row per ~N basic blocks. Single process only.
+# tcg NAME BBS CMD...: like tg, with callgrind dumping every BBS basic blocks.
+tcg() {
+  local name=$1 bbs=$2; shift 2
+  if [ "$only" != "  " ] && [[ "$only" != *" $name "* ]]; then return 0; fi
+  echo "== $name: $*" | tee "$out/$name.log" >&2
+  (cd "$work" && ./tracegen -o "$out/$name.csv" -callgrind "$bbs" -- "$@") 2>&1 | tee -a "$out/$name.log" >&2
+}
+
+# 6. gzip under callgrind: a compression loop, steady with data-dependent branches.
+cat /usr/bin/bash /usr/bin/bash | head -c 2500000 > "$work/cg-input.bin"
+tcg cg-gzip 200000 gzip -6 -c "$work/cg-input.bin"
+
+# 7. sqlite3 under callgrind: create, bulk insert, index, aggregate queries (phases).
+#    An in-memory database: callgrind must run sqlite3 itself (it does not follow a
+#    shell's exec), and the run must be repeatable.
+tcg cg-sqlite 200000 sqlite3 :memory: "create table t(a,b); insert into t select value, hex(randomblob(20)) from generate_series(1,100000); create index ta on t(b); select count(*), sum(length(b)) from t where a % 7 = 3; select a from t order by b limit 5;"
+
 ls -la "$out"/*.csv >&2
