@@ -1,12 +1,15 @@
 # inference: factor graph, schedulers, baselines, metrics and trace replay.
 
-# Real-program traces need perf (linux-perf, already in APT_PKGS), python3, xz, git, gcc
-# and make for the workloads.
-APT_PKGS += xz-utils git python3
+FUZZ_TARGETS += ./inference/replay:FuzzReadCSV ./inference/replay:FuzzParsePerfStatInterval \
+	./inference/replay:FuzzParseCallgrindPart
 
-FUZZ_TARGETS += ./inference/replay:FuzzReadCSV ./inference/replay:FuzzParsePerfStatInterval
+# The committed traces are test data: `make test` never regenerates them. Regenerating
+# needs perf, valgrind and the workloads' programs.
+TRACE_PKGS := linux-perf valgrind xz-utils git python3 gcc make sqlite3
 
 .PHONY: traces
-# traces regenerates inference/replay/testdata/*.csv from real programs (root, perf).
+# traces regenerates inference/replay/testdata/*.csv from real programs (root: perf needs
+# tracepoints). `make traces TRACES="find python"` regenerates only those.
 traces:
-	./inference/replay/gen-traces.sh inference/replay/testdata
+	@$(MAKE) --no-print-directory deps APT_PKGS="$(TRACE_PKGS)"
+	./inference/replay/gen-traces.sh inference/replay/testdata $(TRACES)
