@@ -81,7 +81,7 @@ func TestBuiltinsHoldOnThisKernel(t *testing.T) {
 		"syscalls:sys_enter_*",
 		"syscalls:sys_exit_read", "syscalls:sys_exit_openat", "syscalls:sys_exit_getdents64",
 	}
-	workload := "for i in 1 2 3 4; do ls -R /usr/share/doc > /dev/null; sleep 0.002; done; cat /proc/self/maps > /dev/null"
+	workload := "for i in 1 2 3 4; do ls -R /usr/share/doc > /dev/null & sleep 0.002; done; wait; cat /proc/self/maps > /dev/null"
 	counts := perfStat(t, perf, events, workload)
 	var names []string
 	for e := range counts {
