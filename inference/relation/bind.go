@@ -29,6 +29,10 @@ func Bind(rels []Relation, events []string) []Relation {
 // major-faults:u when every event it names carries the same suffix (both sides are then
 // counted in the same privilege levels, so the relation still holds).
 //
+// Event names match as perf matches them: vendor names without regard to case, and
+// PMU-qualified names without options (cpu/inst_retired.any/) as the bare name; bound
+// relations use the run's spelling.
+//
 // The result has no duplicates (a weakened identity that equals another relation is
 // kept once).
 func BindUniverse(rels []Relation, events, universe []string) []Relation {
@@ -36,6 +40,15 @@ func BindUniverse(rels []Relation, events, universe []string) []Relation {
 	sorted := append([]string(nil), events...)
 	sort.Strings(sorted)
 	suffixes := map[string]bool{}
+	spell := map[string]string{}
+	for _, e := range events {
+		k := canonical(e)
+		if old, dup := spell[k]; dup && old != e {
+			spell[k] = "" // two spellings of one event: ambiguous, match exactly only
+		} else {
+			spell[k] = e
+		}
+	}
 	for _, e := range events {
 		have[e] = true
 		if s := modifierSuffix(e); s != "" {
@@ -57,7 +70,7 @@ func BindUniverse(rels []Relation, events, universe []string) []Relation {
 		}
 	}
 	for _, r := range rels {
-		if b, ok := bindOne(r, sorted, have, universe); ok {
+		if b, ok := bindOne(r, sorted, have, spell, universe); ok {
 			keep(b)
 		}
 		for _, s := range sfx {
@@ -69,7 +82,7 @@ func BindUniverse(rels []Relation, events, universe []string) []Relation {
 					univ[i] = u + s
 				}
 			}
-			if b, ok := bindOne(rr, sorted, have, univ); ok {
+			if b, ok := bindOne(rr, sorted, have, spell, univ); ok {
 				keep(b)
 			}
 		}
@@ -126,7 +139,20 @@ func withSuffix(r Relation, s string) Relation {
 // sum that the run lacks; no perf event name starts with a NUL byte.
 const missingPrefix = "\x00missing"
 
-func bindOne(r Relation, events []string, have map[string]bool, universe []string) (Relation, bool) {
+// canonical is the spelling-independent key of an event name: perf matches vendor
+// event names without regard to case, and cpu/inst_retired.any/ is inst_retired.any.
+func canonical(name string) string {
+	n := strings.ToLower(name)
+	if i := strings.IndexByte(n, '/'); i > 0 && strings.HasSuffix(n, "/") && strings.Count(n, "/") == 2 {
+		inner := n[i+1 : len(n)-1]
+		if !strings.ContainsAny(inner, "=,") {
+			n = inner
+		}
+	}
+	return n
+}
+
+func bindOne(r Relation, events []string, have map[string]bool, spell map[string]string, universe []string) (Relation, bool) {
 	empty := false
 	incomplete := 0
 	// withMissing is the relation with a placeholder term added to each incomplete sum,
@@ -134,6 +160,13 @@ func bindOne(r Relation, events []string, have map[string]bool, universe []strin
 	var bindExpr func(e Expr, placeholder bool) Expr
 	bindExpr = func(e Expr, placeholder bool) Expr {
 		switch e := e.(type) {
+		case Event:
+			if !have[e.Name] {
+				if run := spell[canonical(e.Name)]; run != "" {
+					return Event{Name: run} // the run's spelling of the same event
+				}
+			}
+			return e
 		case Sum:
 			terms := []string{}
 			for _, ev := range events {

@@ -394,3 +394,11 @@ func TestBindDeduplicates(t *testing.T) {
 		t.Errorf("raw_syscalls with one syscall tracepoint: %v, want the single inequality", got)
 	}
 }
+
+func TestBindSpellings(t *testing.T) {
+	rels := []Relation{mustParse(t, "inst_retired.any = inst_retired.any_p"), mustParse(t, "l2_rqsts.miss <= l2_rqsts.references")}
+	got := Bind(rels, []string{"INST_RETIRED.ANY", "cpu/inst_retired.any_p/", "cpu/l2_rqsts.miss,cmask=1/", "l2_rqsts.references"})
+	if len(got) != 1 || got[0].String() != "INST_RETIRED.ANY = cpu/inst_retired.any_p/" {
+		t.Errorf("bound %v, want the run's spellings of the first relation only", got)
+	}
+}
