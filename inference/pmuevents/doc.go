@@ -21,7 +21,9 @@
 // Event names in relations are lower case, as `perf list` prints them; Canonical maps a
 // user's spelling onto them. Counter constraints come from each event's Counter field
 // ("0,1,2,3", "Fixed counter 1") and counter.json (fixed and generic counters per unit).
-// Host finds the host's directory through /proc/cpuinfo and mapfile.csv.
+// Host finds the host's directory through /proc/cpuinfo (or the MIDR on arm64) and
+// mapfile.csv; HostEnv reads the #literals formulas use (#SMT_on, #slots, ...) from
+// sysfs.
 //
 // Loading reads files and returns errors naming the file; nothing panics on malformed
 // JSON or formulas (a metric whose formula does not parse is reported, not fatal: see

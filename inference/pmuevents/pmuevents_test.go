@@ -540,3 +540,27 @@ func TestEveryMappedTable(t *testing.T) {
 	}
 	t.Logf("%d tables: relations by kind %v", len(dirs), total)
 }
+
+// BenchmarkLoadAndRelations measures loading a table and deriving its relations, per
+// table size (events in the table).
+func BenchmarkLoadAndRelations(b *testing.B) {
+	root := archRoot(b)
+	for _, dir := range []string{"x86/amdzen3", "x86/skylake", "x86/skylakex"} {
+		if _, err := os.Stat(filepath.Join(root, dir)); err != nil {
+			continue
+		}
+		b.Run(strings.ReplaceAll(dir, "/", "_"), func(b *testing.B) {
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				tb, err := Load(root, dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rels, _ := tb.Relations(hostEnv)
+				n = len(rels)
+			}
+			b.ReportMetric(float64(n), "relations")
+		})
+	}
+}
