@@ -241,9 +241,11 @@ func (e *Event) ReadInto(buf []byte, r *Reading) error {
 	// A group read of an inherited group fails with ECHILD while an exiting child task's
 	// copy of the group is being torn down (the kernel refuses to sum groups whose
 	// parent and child configurations differ, __perf_read_group_add). It is transient:
-	// retry briefly.
-	for try := 0; err == unix.ECHILD && try < 200; try++ {
-		time.Sleep(20 * time.Microsecond)
+	// retry, backing off from 20 µs to 10 ms (about 0.5 s in all: a loaded machine can
+	// take that long to finish a task's exit).
+	for try, wait := 0, 20*time.Microsecond; err == unix.ECHILD && try < 60; try++ {
+		time.Sleep(wait)
+		wait = min(2*wait, 10*time.Millisecond)
 		n, err = unix.Read(e.fd, buf)
 	}
 	if err != nil {

@@ -13,7 +13,7 @@
 //     groups exactly; any other schedule, such as BayesPerf's overlap schedule, can be
 //     enforced side by side on its own copies, so that estimators using different schedules
 //     are scored on the same run;
-//   - with Truth, an always-on copy of every event, read as one group with the dummy.
+//   - with Truth, an always-on copy of every event.
 //
 // Start enables the first configuration of every view. Step, called once per
 // multiplexing interval (MuxInterval: the kernel's perf_event_mux_interval_ms, 4 ms

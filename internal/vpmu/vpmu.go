@@ -90,6 +90,10 @@ type Config struct {
 	Collector string
 	// Interval is the bpf collector's slice; 0 means MuxInterval.
 	Interval time.Duration
+	// EnableOnExec makes every copy start counting at the target's next execve, as perf
+	// stat's events do on the command it starts (read collector only): the clock, the
+	// truth copies and each view's first configuration are opened with enable_on_exec.
+	EnableOnExec bool
 }
 
 // PMU is an open virtual PMU. See the package doc.
@@ -107,11 +111,10 @@ type PMU struct {
 	prevClock uint64
 	lastWall  int64
 
-	rd      perf.Reading
-	buf     []byte
-	srd     perf.Reading // scratch for single reads
-	sbuf    [24]byte
-	started bool
+	truthVals []uint64     // cumulative truth values of the current read
+	srd       perf.Reading // scratch for single reads
+	sbuf      [24]byte
+	started   bool
 
 	bc  *bpf.Collector // with Collector "bpf": every copy, in bpfIndex order
 	eof bool
@@ -160,6 +163,9 @@ func Open(cfg Config) (*PMU, error) {
 		}
 	}()
 	if cfg.Collector == "bpf" {
+		if cfg.EnableOnExec {
+			return nil, errors.New("open virtual PMU: EnableOnExec needs the read collector")
+		}
 		if err := p.openBPF(); err != nil {
 			return nil, err
 		}
@@ -173,8 +179,21 @@ func Open(cfg Config) (*PMU, error) {
 	if cfg.Inherit {
 		flags |= perf.FlagInherit
 	}
+	onExec := uint64(0) // for copies that must count from the start
+	if cfg.EnableOnExec {
+		onExec = perf.FlagDisabled | perf.FlagEnableOnExec
+	}
+	first := make([][]bool, len(cfg.Views)) // first configuration of each view
+	for v, view := range cfg.Views {
+		first[v] = make([]bool, len(cfg.Events))
+		for _, e := range view.Schedule.Counted(0) {
+			if int(e) >= 0 && int(e) < len(cfg.Events) {
+				first[v][e] = true
+			}
+		}
+	}
 	ca := perf.Attr{Type: perf.TypeSoftware, Size: perf.AttrSize, Config: perf.SWDummy,
-		ReadFormat: perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning | perf.FormatGroup, Flags: flags}
+		ReadFormat: perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning, Flags: flags | onExec}
 	var err error
 	if p.clock, err = perf.Open(ca, cfg.Pid, cfg.CPU, nil); err != nil {
 		return nil, fmt.Errorf("open virtual clock: %w", err)
@@ -183,9 +202,12 @@ func Open(cfg Config) (*PMU, error) {
 	if cfg.Truth {
 		for _, d := range cfg.Events {
 			a := d.Attr
-			a.Flags = a.Flags&^(perf.FlagDisabled|perf.FlagEnableOnExec|perf.FlagPinned|perf.FlagExclusive) | flags
+			a.Flags = a.Flags&^(perf.FlagDisabled|perf.FlagEnableOnExec|perf.FlagPinned|perf.FlagExclusive) | flags | onExec
 			a.ReadFormat = perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning
-			e, err := perf.Open(a, cfg.Pid, cfg.CPU, p.clock)
+			// Singletons, not a group with the clock: the kernel refuses (ECHILD) group
+			// reads of inherited groups while any child task's copy of the group differs
+			// from the parent's, which under load lasted longer than any retry here.
+			e, err := perf.Open(a, cfg.Pid, cfg.CPU, nil)
 			if err != nil {
 				return nil, fmt.Errorf("open truth copy of %s: %w", d.Name, err)
 			}
@@ -193,11 +215,14 @@ func Open(cfg Config) (*PMU, error) {
 			p.truth = append(p.truth, e)
 		}
 	}
-	for _, v := range cfg.Views {
+	for vi, v := range cfg.Views {
 		var evs []*perf.Event
-		for _, d := range cfg.Events {
+		for i, d := range cfg.Events {
 			a := d.Attr
 			a.Flags = a.Flags&^(perf.FlagEnableOnExec|perf.FlagPinned|perf.FlagExclusive) | flags | perf.FlagDisabled
+			if first[vi][i] {
+				a.Flags |= onExec
+			}
 			a.ReadFormat = perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning
 			e, err := perf.Open(a, cfg.Pid, cfg.CPU, nil)
 			if err != nil {
@@ -212,8 +237,7 @@ func Open(cfg Config) (*PMU, error) {
 		p.running = append(p.running, make([]uint64, len(cfg.Events)))
 	}
 	p.prevTruth = make([]uint64, len(cfg.Events))
-	p.buf = make([]byte, perf.ReadSize(perf.FormatTotalTimeEnabled|perf.FormatTotalTimeRunning|perf.FormatGroup, 1+len(p.truth)))
-	p.rd.Values = make([]perf.Value, 0, 1+len(p.truth))
+	p.truthVals = make([]uint64, len(p.truth))
 	ok = true
 	return p, nil
 }
@@ -228,6 +252,17 @@ func (p *PMU) Start() error {
 	}
 	p.started = true
 	p.lastWall = perf.MonotonicNs()
+	if p.cfg.EnableOnExec && p.bc == nil {
+		// The first configuration is enabled by the kernel at exec.
+		for v, view := range p.cfg.Views {
+			for _, e := range view.Schedule.Counted(0) {
+				if int(e) >= 0 && int(e) < len(p.on[v]) {
+					p.on[v][e] = true
+				}
+			}
+		}
+		return nil
+	}
 	return p.apply(0)
 }
 
@@ -312,23 +347,20 @@ func (p *PMU) stepSlice(force bool) (Step, error) {
 		view = func(v, i int) (perf.Count, error) { return snap.Counts[p.bpfIndex(v, i)], nil }
 	} else {
 		now = perf.MonotonicNs()
-		if err := p.clock.ReadInto(p.buf, &p.rd); err != nil {
+		c, err := p.readOne(p.clock)
+		if err != nil {
 			return Step{}, err
 		}
-		if len(p.rd.Values) != 1+len(p.truth) {
-			return Step{}, fmt.Errorf("read virtual clock group: %d values, want %d", len(p.rd.Values), 1+len(p.truth))
-		}
-		clock = p.rd.Enabled
-		truth = func(i int) uint64 { return p.rd.Values[1+i].Value }
-		view = func(v, i int) (perf.Count, error) {
-			if err := p.views[v][i].ReadInto(p.sbuf[:], &p.srd); err != nil {
-				return perf.Count{}, err
+		clock = c.Enabled
+		for i, e := range p.truth {
+			c, err := p.readOne(e)
+			if err != nil {
+				return Step{}, err
 			}
-			if len(p.srd.Values) != 1 {
-				return perf.Count{}, fmt.Errorf("read %s: %d values, want 1", p.views[v][i].Name, len(p.srd.Values))
-			}
-			return perf.Count{Value: p.srd.Values[0].Value, Enabled: p.srd.Enabled, Running: p.srd.Running}, nil
+			p.truthVals[i] = c.Value
 		}
+		truth = func(i int) uint64 { return p.truthVals[i] }
+		view = func(v, i int) (perf.Count, error) { return p.readOne(p.views[v][i]) }
 	}
 	if clock == p.prevClock && !force && p.bc == nil {
 		return Step{Index: p.step, Idle: true}, nil
@@ -401,15 +433,27 @@ func (p *PMU) Virtual(v, i int) (perf.Count, error) {
 	if err != nil {
 		return perf.Count{}, err
 	}
-	if err := p.clock.ReadInto(p.buf, &p.rd); err != nil {
+	clk, err := p.readOne(p.clock)
+	if err != nil {
 		return perf.Count{}, err
 	}
-	c.Enabled = p.rd.Enabled
+	c.Enabled = clk.Enabled
 	c.Running = p.running[v][i]
-	if p.on[v][i] && p.rd.Enabled > p.prevClock {
-		c.Running += p.rd.Enabled - p.prevClock
+	if p.on[v][i] && clk.Enabled > p.prevClock {
+		c.Running += clk.Enabled - p.prevClock
 	}
 	return c, nil
+}
+
+// readOne reads one non-group event without allocating.
+func (p *PMU) readOne(e *perf.Event) (perf.Count, error) {
+	if err := e.ReadInto(p.sbuf[:], &p.srd); err != nil {
+		return perf.Count{}, err
+	}
+	if len(p.srd.Values) != 1 {
+		return perf.Count{}, fmt.Errorf("read %s: %d values, want 1", e.Name, len(p.srd.Values))
+	}
+	return perf.Count{Value: p.srd.Values[0].Value, Enabled: p.srd.Enabled, Running: p.srd.Running}, nil
 }
 
 // Close closes every event. It is safe on a partly opened PMU.

@@ -240,6 +240,8 @@ func TestVirtualTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Allocate before starting: zeroing 64 MiB would make the first slice long.
+	buf := make([]byte, 64<<20)
 	p, err := Open(Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true, Pid: perf.ThisPid, CPU: perf.AnyCPU})
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +250,6 @@ func TestVirtualTimes(t *testing.T) {
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 64<<20)
 	for k := range 30 {
 		for i := k * 4096 * 16; i < (k+1)*4096*16 && i < len(buf); i += 4096 {
 			buf[i] = 1 // fresh pages: minor faults on this thread
@@ -324,5 +325,81 @@ func TestBPFCollectorMatchesRead(t *testing.T) {
 	}
 	if d := float64(obs0) / float64(total[0]); d < 0.97 || d > 1.03 {
 		t.Errorf("fixed task-clock: view %d vs truth %d", obs0, total[0])
+	}
+}
+
+// TestEnableOnExecRunner drives the PMU the way the sidecar does for `perf stat -- CMD`:
+// events are opened on a process that has not exec'd its command yet (a shell waiting on
+// its stdin), with EnableOnExec, and a Runner steps them while the command runs. Nothing
+// before the exec may count, and a client sees multiplexed times.
+func TestEnableOnExecRunner(t *testing.T) {
+	requireRoot(t)
+	evs, err := perf.ParseEvents("syscalls:sys_enter_getppid,syscalls:sys_enter_write,page-faults,minor-faults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := KernelSchedule(evs, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `read x; exec "$0" -test.run=^$`, os.Args[0])
+	cmd.Env = append(os.Environ(), "BAYESPERF_VPMU_WORKLOAD=fixed-work:0")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Open(Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true, Pid: cmd.Process.Pid,
+		CPU: perf.AnyCPU, Inherit: true, EnableOnExec: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	r, err := NewRunner(p, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // idle steps before the exec must not rotate or count
+	if c, err := r.Virtual(0, 0); err != nil || c.Enabled != 0 || c.Value != 0 {
+		t.Fatalf("counted before exec: %+v %v", c, err)
+	}
+	in.Write([]byte("go\n"))
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	steps, err := r.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var truth uint64
+	for _, st := range steps {
+		truth += st.Truth[0]
+		if st.Idle {
+			t.Fatal("idle step kept")
+		}
+	}
+	if truth != 5000 {
+		t.Errorf("truth getppid = %d, want exactly 5000 (enable_on_exec)", truth)
+	}
+	var sumRun uint64
+	for i := range evs {
+		c, err := p.Virtual(0, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Enabled == 0 || c.Running > c.Enabled {
+			t.Fatalf("%s: virtual %+v", evs[i].Name, c)
+		}
+		sumRun += c.Running
+		if len(steps) > 2 && c.Running == c.Enabled {
+			t.Errorf("%s: running == enabled (%d) with 4 events on 2 counters over %d slices", evs[i].Name, c.Running, len(steps))
+		}
+	}
+	// The target is gone, so the clock is frozen: exactly two events ran at any time.
+	if c, _ := p.Virtual(0, 0); sumRun != 2*c.Enabled {
+		t.Errorf("running times add up to %d for enabled %d with 2 counters", sumRun, c.Enabled)
 	}
 }
