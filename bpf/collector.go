@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -83,10 +84,16 @@ type Collector struct {
 	mu        sync.Mutex // guards everything below and the fds; Next holds it while processing
 	closed    bool
 	slots     []*slot
-	byTid     map[int]int
+	byTid     map[int]int  // live threads' slots
+	nslots    int          // slots in the event array
+	free      []int        // slots of retired threads, for reuse
+	exited    []int        // slots of exited threads not yet retired
+	retired   []perf.Count // final values of retired threads, summed
+	followed  []int        // every tid followed, in order
 	enabled   []bool
 	alive     int
 	lost      int
+	lostTid   int // the last thread that could not be followed
 	followLat time.Duration
 	bad       uint64
 	lastNs    int64
@@ -145,7 +152,8 @@ func NewCollector(opts Options) (*Collector, error) {
 		return nil, fmt.Errorf("new bpf collector: find target %d: %w", opts.Pid, err)
 	}
 
-	c := &Collector{opts: opts, nr: len(opts.Events), slice: opts.Slice, byTid: map[int]int{}}
+	c := &Collector{opts: opts, nr: len(opts.Events), slice: opts.Slice, byTid: map[int]int{}, nslots: nslots}
+	c.retired = make([]perf.Count, c.nr)
 	c.enabled = make([]bool, c.nr)
 	for i, a := range opts.Events {
 		c.enabled[i] = a.Bits&unix.PerfBitDisabled == 0
@@ -330,17 +338,22 @@ func (c *Collector) start(cpus []int, systemWide bool) error {
 // addThread opens the events of thread tid, gives it a slot and publishes the slot in the
 // threads map with flags (BPF_EXIST for a thread on_fork marked pending).
 func (c *Collector) addThread(tid int, flags uint64) error {
-	if len(c.slots) >= c.opts.MaxThreads || (!c.opts.Threads && len(c.slots) >= 1) {
+	if !c.opts.Threads && len(c.followed) >= 1 {
 		return errNoSlot
 	}
-	if err := c.addSlot(tid, -1, len(c.slots)); err != nil {
+	idx, err := c.freeSlot()
+	if err != nil {
 		return err
 	}
-	idx := len(c.slots) - 1
+	if err := c.addSlot(tid, -1, idx); err != nil {
+		if idx < len(c.slots) && c.slots[idx] == nil {
+			c.free = append(c.free, idx)
+		}
+		return err
+	}
 	if err := c.thrMap.Update(uint32(tid), uint32(idx), ebpf.MapUpdateFlags(flags)); err != nil {
 		// The thread exited between on_fork and now: its events hold its final counts.
-		c.slots[idx].live = false
-		c.alive--
+		c.exit(idx)
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
 			return nil
 		}
@@ -349,7 +362,66 @@ func (c *Collector) addThread(tid int, flags uint64) error {
 	return nil
 }
 
-var errNoSlot = errors.New("no free slot: raise Options.MaxThreads")
+var errNoSlot = errors.New("no free slot: more live threads than Options.MaxThreads")
+
+// freeSlot returns a slot for a new thread: a never used one, else one of a retired
+// thread. An exited thread is retired once the kernel has detached its events, which
+// follows its exit record by microseconds, so freeSlot waits a little for that.
+func (c *Collector) freeSlot() (int, error) {
+	if len(c.slots) < c.nslots {
+		return len(c.slots), nil
+	}
+	deadline := time.Now().Add(10 * time.Millisecond)
+	for {
+		c.retireFinished()
+		if n := len(c.free); n > 0 {
+			idx := c.free[n-1]
+			c.free = c.free[:n-1]
+			return idx, nil
+		}
+		if len(c.exited) == 0 || time.Now().After(deadline) {
+			return 0, errNoSlot
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// exit marks slot idx's thread as exited.
+func (c *Collector) exit(idx int) {
+	s := c.slots[idx]
+	if !s.live {
+		return
+	}
+	s.live = false
+	c.alive--
+	delete(c.byTid, s.tid)
+	if s.tid >= 0 {
+		c.exited = append(c.exited, idx)
+	}
+}
+
+// retireFinished retires the exited threads whose events the kernel has detached: it
+// reads their final values into c.retired, closes their events and frees their slots.
+func (c *Collector) retireFinished() {
+	kept := c.exited[:0]
+	for _, idx := range c.exited {
+		s := c.slots[idx]
+		if !threadFinished(c.opts.Pid, s.tid) || c.readSlot(s) != nil {
+			kept = append(kept, idx)
+			continue
+		}
+		for i, v := range s.last {
+			c.retired[i].Value += v.Value
+			c.retired[i].Enabled += v.Enabled
+			c.retired[i].Running += v.Running
+			c.array.Delete(uint32(idx*c.nr + i))
+		}
+		closeAll(s.fds)
+		c.slots[idx] = nil
+		c.free = append(c.free, idx)
+	}
+	c.exited = kept
+}
 
 // addSlot opens the events for (tid, cpu), stores them at slot idx of the event array and
 // appends the slot.
@@ -390,9 +462,17 @@ func (c *Collector) addSlot(tid, cpu, idx int) error {
 			s.last[i] = perf.Count{Value: le64(buf[0:]), Enabled: le64(buf[8:]), Running: le64(buf[16:])}
 		}
 	}
-	c.slots = append(c.slots, s)
+	for len(c.slots) < idx {
+		c.slots = append(c.slots, nil) // CPUs missing from a sparse online list
+	}
+	if idx == len(c.slots) {
+		c.slots = append(c.slots, s)
+	} else {
+		c.slots[idx] = s
+	}
 	if tid >= 0 {
 		c.byTid[tid] = idx
+		c.followed = append(c.followed, tid)
 	}
 	c.alive++
 	return nil
@@ -509,6 +589,11 @@ func (c *Collector) consume() {
 			c.gone = true
 		}
 		c.mu.Unlock()
+		if rec.Remaining > 0 {
+			// More records are already in the ring (a late consumer finds the other CPUs'
+			// ticks of the slice there): apply them before waking Next.
+			continue
+		}
 		if c.notify() {
 			// Let a waiting Next run on this thread now, rather than behind the blocking
 			// read this goroutine is about to make, which would take another thread's
@@ -533,7 +618,7 @@ func (c *Collector) systemWide() bool { return c.opts.Pid == -1 }
 func (c *Collector) handle(r record) {
 	switch r.Kind {
 	case kindTick, kindExit:
-		if int(r.Slot) >= len(c.slots) || len(r.Vals) != c.nr {
+		if int(r.Slot) >= len(c.slots) || c.slots[r.Slot] == nil || len(r.Vals) != c.nr {
 			c.bad++
 			return
 		}
@@ -551,9 +636,8 @@ func (c *Collector) handle(r record) {
 		if int64(r.TimeNs) > c.lastNs {
 			c.lastNs = int64(r.TimeNs)
 		}
-		if r.Kind == kindExit && s.live {
-			s.live = false
-			c.alive--
+		if r.Kind == kindExit {
+			c.exit(int(r.Slot))
 		}
 	case kindFork:
 		tid := int(r.Tid)
@@ -567,12 +651,15 @@ func (c *Collector) handle(r record) {
 		}
 		if err := c.addThread(tid, unix.BPF_EXIST); err != nil {
 			c.thrMap.Delete(uint32(tid))
+			c.lostTid = tid // its GONE record may follow: count it once
 			c.lost++
 			return
 		}
 		c.followLat = max(c.followLat, time.Duration(monotonicNow()-int64(r.TimeNs)))
 	case kindGone:
-		if _, ok := c.byTid[int(r.Tid)]; !ok {
+		// A thread whose slot was assigned just as it exited is not lost: its events
+		// hold its counts.
+		if int(r.Tid) != c.lostTid && !slices.Contains(c.followed[max(0, len(c.followed)-64):], int(r.Tid)) {
 			c.lost++
 		}
 	}
@@ -580,8 +667,11 @@ func (c *Collector) handle(r record) {
 
 // sum adds the latest values over slots. Called with c.mu held.
 func (c *Collector) sum() perf.Snapshot {
-	s := perf.Snapshot{TimeNs: c.lastNs, Counts: make([]perf.Count, c.nr)}
+	s := perf.Snapshot{TimeNs: c.lastNs, Counts: slices.Clone(c.retired)}
 	for _, sl := range c.slots {
+		if sl == nil {
+			continue
+		}
 		for i, v := range sl.last {
 			s.Counts[i].Value += v.Value
 			s.Counts[i].Enabled += v.Enabled
@@ -597,7 +687,7 @@ func (c *Collector) final() (perf.Snapshot, error) {
 	c.done = true
 	deadline := time.Now().Add(time.Second)
 	for _, s := range c.slots {
-		for !threadFinished(c.opts.Pid, s.tid) && time.Now().Before(deadline) {
+		for s != nil && s.tid >= 0 && !threadFinished(c.opts.Pid, s.tid) && time.Now().Before(deadline) {
 			time.Sleep(200 * time.Microsecond)
 		}
 	}
@@ -612,20 +702,31 @@ func (c *Collector) final() (perf.Snapshot, error) {
 // readSlots reads every event with read(2) into the slots' latest values. Called with
 // c.mu held.
 func (c *Collector) readSlots() error {
-	var buf [24]byte
 	for _, s := range c.slots {
-		for i, fd := range s.fds {
-			n, err := unix.Read(fd, buf[:])
-			if err != nil {
-				return fmt.Errorf("read event %d of tid %d: %w", i, s.tid, err)
-			}
-			if n != len(buf) {
-				return fmt.Errorf("read event %d of tid %d: got %d bytes, want %d", i, s.tid, n, len(buf))
-			}
-			v := perf.Count{Value: le64(buf[0:]), Enabled: le64(buf[8:]), Running: le64(buf[16:])}
-			if v.Value >= s.last[i].Value {
-				s.last[i] = v
-			}
+		if s == nil {
+			continue
+		}
+		if err := c.readSlot(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readSlot reads a slot's events with read(2) into its latest values.
+func (c *Collector) readSlot(s *slot) error {
+	var buf [24]byte
+	for i, fd := range s.fds {
+		n, err := unix.Read(fd, buf[:])
+		if err != nil {
+			return fmt.Errorf("read event %d of tid %d: %w", i, s.tid, err)
+		}
+		if n != len(buf) {
+			return fmt.Errorf("read event %d of tid %d: got %d bytes, want %d", i, s.tid, n, len(buf))
+		}
+		v := perf.Count{Value: le64(buf[0:]), Enabled: le64(buf[8:]), Running: le64(buf[16:])}
+		if v.Value >= s.last[i].Value {
+			s.last[i] = v
 		}
 	}
 	return nil
@@ -639,9 +740,12 @@ func (c *Collector) ReadNow() (perf.Snapshot, error) {
 	if c.closed {
 		return perf.Snapshot{}, ErrClosed
 	}
-	s := perf.Snapshot{Counts: make([]perf.Count, c.nr)}
+	s := perf.Snapshot{Counts: slices.Clone(c.retired)}
 	var buf [24]byte
 	for _, sl := range c.slots {
+		if sl == nil {
+			continue
+		}
 		for i, fd := range sl.fds {
 			if _, err := unix.Read(fd, buf[:]); err != nil {
 				return perf.Snapshot{}, fmt.Errorf("read event %d of tid %d: %w", i, sl.tid, err)
@@ -680,6 +784,9 @@ func (c *Collector) SetEnabled(i int, on bool) error {
 	}
 	c.enabled[i] = on
 	for _, s := range c.slots {
+		if s == nil {
+			continue
+		}
 		if err := unix.IoctlSetInt(s.fds[i], req, 0); err != nil && s.live {
 			return fmt.Errorf("set event %d enabled=%v for tid %d: %w", i, on, s.tid, err)
 		}
@@ -691,20 +798,14 @@ func (c *Collector) SetEnabled(i int, on bool) error {
 func (c *Collector) Threads() []int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var tids []int
-	for _, s := range c.slots {
-		if s.tid >= 0 {
-			tids = append(tids, s.tid)
-		}
-	}
-	return tids
+	return slices.Clone(c.followed)
 }
 
 // Stats returns the kernel-side counters and the collector's own.
 func (c *Collector) Stats() (Stats, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := Stats{Threads: len(c.slots), LostThreads: c.lost, BadRecords: c.bad, MaxFollowLatency: c.followLat}
+	st := Stats{Threads: max(len(c.followed), len(c.slots)), LostThreads: c.lost, BadRecords: c.bad, MaxFollowLatency: c.followLat}
 	if c.closed {
 		return st, ErrClosed
 	}
@@ -784,8 +885,10 @@ func (c *Collector) release() error {
 		errs = append(errs, c.array.Close())
 	}
 	for _, s := range c.slots {
-		closeAll(s.fds)
-		s.fds = nil
+		if s != nil {
+			closeAll(s.fds)
+			s.fds = nil
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close bpf collector: %w", err)

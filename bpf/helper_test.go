@@ -61,6 +61,9 @@ func TestMain(m *testing.M) {
 	case "threads":
 		helperThreads()
 		os.Exit(0)
+	case "waves":
+		helperWaves()
+		os.Exit(0)
 	case "spin":
 		helperSpin()
 	case "sleep":
@@ -151,6 +154,38 @@ func helperThreads() {
 	time.Sleep(20 * time.Millisecond)
 }
 
+// Waves of short-lived threads: more threads in all than the collector's slots.
+const (
+	waveCount   = 5
+	waveThreads = 4
+	waveGetppid = 50
+)
+
+// helperWaves runs, after a first go signal, waveCount waves of waveThreads new threads;
+// each wave prints its tids,
+// waits for a go signal, works and exits before the next wave starts.
+func helperWaves() {
+	waitGo()
+	for range waveCount {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		release := make(chan struct{})
+		for range waveThreads {
+			wg.Go(func() {
+				runtime.LockOSThread()
+				mu.Lock()
+				fmt.Println(unix.Gettid())
+				mu.Unlock()
+				<-release
+				work(50, waveGetppid, 0, 2*time.Millisecond)
+			})
+		}
+		waitGo()
+		close(release)
+		wg.Wait()
+	}
+}
+
 // helperUnavailable runs as an unprivileged user and reports what NewCollector said.
 func helperUnavailable() int {
 	_, err := NewCollector(Options{Pid: os.Getpid(), Events: []unix.PerfEventAttr{softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK)}})
@@ -213,16 +248,26 @@ func tracepointAttr(t testing.TB, group, name string) unix.PerfEventAttr {
 // collectAll calls Next until io.EOF, failing the test after timeout.
 func collectAll(t *testing.T, c *Collector, timeout time.Duration) []perf.Snapshot {
 	t.Helper()
+	snaps, err := collect(c, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snaps
+}
+
+// collect calls Next until io.EOF, closing the collector after timeout; it may run in
+// any goroutine.
+func collect(c *Collector, timeout time.Duration) ([]perf.Snapshot, error) {
 	timer := time.AfterFunc(timeout, func() { c.Close() })
 	defer timer.Stop()
 	var snaps []perf.Snapshot
 	for {
 		s, err := c.Next()
 		if err == io.EOF {
-			return snaps
+			return snaps, nil
 		}
 		if err != nil {
-			t.Fatalf("Next after %d snapshots: %v", len(snaps), err)
+			return snaps, fmt.Errorf("Next after %d snapshots: %w", len(snaps), err)
 		}
 		snaps = append(snaps, s)
 	}
