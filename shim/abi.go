@@ -20,6 +20,9 @@ const (
 	MsgRegister   uint16 = 2
 	MsgUnregister uint16 = 3
 	MsgRefresh    uint16 = 4
+	MsgMap        uint16 = 5
+	MsgUnmap      uint16 = 6
+	MsgFlush      uint16 = 7
 	MsgReply      uint16 = 0x8000
 )
 
@@ -88,7 +91,14 @@ type RegisterReply struct {
 	Handle uint32
 }
 
-// Handle is struct bp_handle (body of UNREGISTER and REFRESH).
+// Map is struct bp_map: the tool mmap()ed a registered fd at offset 0.
+type Map struct {
+	Handle uint32
+	Prot   int32
+	Length uint64
+}
+
+// Handle is struct bp_handle (body of UNREGISTER, REFRESH, UNMAP and FLUSH).
 type Handle struct {
 	Handle uint32
 	Pad    uint32
@@ -107,7 +117,8 @@ type ClientPage struct {
 	MirrorReads      uint64
 	PassthroughReads uint64
 	SyncRefreshes    uint64
-	Reserved         [4]uint64
+	RingFlushes      uint64
+	Reserved         [3]uint64
 }
 
 // MirrorValue is struct bp_mirror_value.

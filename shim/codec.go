@@ -25,9 +25,11 @@ func bodySize(typ uint16) (int, bool) {
 		return int(unsafe.Sizeof(Register{})), true
 	case MsgRegister | MsgReply:
 		return int(unsafe.Sizeof(RegisterReply{})), true
-	case MsgUnregister, MsgRefresh:
+	case MsgMap:
+		return int(unsafe.Sizeof(Map{})), true
+	case MsgUnregister, MsgRefresh, MsgUnmap, MsgFlush:
 		return int(unsafe.Sizeof(Handle{})), true
-	case MsgRefresh | MsgReply, MsgUnregister | MsgReply:
+	case MsgRefresh | MsgReply, MsgUnregister | MsgReply, MsgMap | MsgReply, MsgUnmap | MsgReply, MsgFlush | MsgReply:
 		return int(unsafe.Sizeof(Status{})), true
 	}
 	return 0, false
@@ -43,10 +45,12 @@ func bodyMatches(typ uint16, body any) bool {
 		return typ == MsgRegister
 	case RegisterReply:
 		return typ == MsgRegister|MsgReply
+	case Map:
+		return typ == MsgMap
 	case Handle:
-		return typ == MsgUnregister || typ == MsgRefresh
+		return typ == MsgUnregister || typ == MsgRefresh || typ == MsgUnmap || typ == MsgFlush
 	case Status:
-		return typ == MsgRefresh|MsgReply || typ == MsgUnregister|MsgReply
+		return typ&MsgReply != 0 && typ != MsgHello|MsgReply && typ != MsgRegister|MsgReply
 	}
 	return false
 }
@@ -113,9 +117,11 @@ func Decode(b []byte) (MsgHdr, any, error) {
 		body = &Register{}
 	case MsgRegister | MsgReply:
 		body = &RegisterReply{}
-	case MsgUnregister, MsgRefresh:
+	case MsgMap:
+		body = &Map{}
+	case MsgUnregister, MsgRefresh, MsgUnmap, MsgFlush:
 		body = &Handle{}
-	case MsgRefresh | MsgReply, MsgUnregister | MsgReply:
+	default: // the Status replies
 		body = &Status{}
 	}
 	if _, err := binary.Decode(b[hdrSize:], binary.NativeEndian, body); err != nil {
@@ -135,6 +141,8 @@ func Decode(b []byte) (MsgHdr, any, error) {
 		}
 		return h, *v, nil
 	case *RegisterReply:
+		return h, *v, nil
+	case *Map:
 		return h, *v, nil
 	case *Handle:
 		return h, *v, nil
@@ -167,6 +175,7 @@ type Attr struct {
 	SampleType   uint64
 	ReadFormat   uint64
 	Bits         uint64
+	Wakeup       uint32 // wakeup_events, or wakeup_watermark when AttrWatermark is set
 }
 
 // Attr bit positions the sidecar cares about.
@@ -175,6 +184,8 @@ const (
 	AttrInherit       uint64 = 1 << 1
 	AttrFreq          uint64 = 1 << 10
 	AttrEnableOnExec  uint64 = 1 << 12
+	AttrWatermark     uint64 = 1 << 14
+	AttrSampleIDAll   uint64 = 1 << 18
 	AttrWriteBackward uint64 = 1 << 27
 )
 
@@ -192,6 +203,7 @@ func ParseAttr(b []byte) (Attr, error) {
 	a.SampleType = ne.Uint64(b[24:])
 	a.ReadFormat = ne.Uint64(b[32:])
 	a.Bits = ne.Uint64(b[40:])
+	a.Wakeup = ne.Uint32(b[48:])
 	if a.ReadFormat&^formatKnown != 0 {
 		return a, fmt.Errorf("parse perf_event_attr: unknown read_format bits %#x: %w", a.ReadFormat&^formatKnown, ErrMalformed)
 	}

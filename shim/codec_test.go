@@ -24,6 +24,11 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{MsgUnregister, Handle{Handle: 9}},
 		{MsgRefresh, Handle{Handle: 10}},
 		{MsgRefresh | MsgReply, Status{Status: -32, Handle: 10}},
+		{MsgMap, Map{Handle: 3, Prot: 3, Length: 9 * 4096}},
+		{MsgMap | MsgReply, Status{Status: 0, Handle: 3}},
+		{MsgUnmap, Handle{Handle: 3}},
+		{MsgFlush, Handle{}},
+		{MsgFlush | MsgReply, Status{Handle: 0}},
 	}
 	for _, m := range msgs {
 		b, err := Encode(m.typ, 77, m.body)

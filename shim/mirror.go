@@ -122,6 +122,7 @@ func ClientCounters(mem []byte) (ClientPage, error) {
 	c.MirrorReads = atomic.LoadUint64(&p.MirrorReads)
 	c.PassthroughReads = atomic.LoadUint64(&p.PassthroughReads)
 	c.SyncRefreshes = atomic.LoadUint64(&p.SyncRefreshes)
+	c.RingFlushes = atomic.LoadUint64(&p.RingFlushes)
 	return c, nil
 }
 

@@ -23,17 +23,17 @@ import (
 // only passes through), and separately bound the preload's own cost by 12 faults.
 //
 // Context switches: the workload sleeps 1 ms ten times (ten voluntary switches); the rest
-// are preemptions by whatever else runs on this shared 2-CPU VM, which vary from 0 to
-// ~20 between identical native runs: both runs must count at least the ten sleeps and
-// agree within 10 + 50%.
+// are preemptions by whatever else runs on the machine, which on a shared 2-CPU VM swing
+// from tens to hundreds between identical native runs. The test measures that spread
+// itself (three native runs) and requires the run through bayesperf to count at least the
+// ten sleeps and to lie within the native range widened by the spread plus 10.
 //
 // Task clock: CPU time of a workload that spins for a fixed wall time; on a shared VM it
 // varies by tens of percent, so runs must agree within 2 ms + 40%.
 const (
-	faultsAbs, faultsRel   = 3, 0.01
-	preloadFaultCost       = 12
-	switchesAbs, switchRel = 10, 0.5
-	clockAbs, clockRel     = 2, 0.4
+	faultsAbs, faultsRel = 3, 0.01
+	preloadFaultCost     = 12
+	clockAbs, clockRel   = 2, 0.4
 )
 
 func workload(t testing.TB, args ...string) []string {
@@ -100,9 +100,14 @@ func TestDropinPerfStatSoftwareEvents(t *testing.T) {
 	if g["major-faults"].num(t) != n["major-faults"].num(t) {
 		t.Errorf("major-faults: %v through bayesperf, %v natively", g["major-faults"].value, n["major-faults"].value)
 	}
-	gs, ns := g["context-switches"].num(t), n["context-switches"].num(t)
-	if gs < 10 || ns < 10 || !within(gs, ns, switchesAbs, switchRel) {
-		t.Errorf("context-switches: %v through bayesperf, %v natively; want both >= 10 and within %d + %v%%", gs, ns, switchesAbs, switchRel*100)
+	lo, hi := n["context-switches"].num(t), n["context-switches"].num(t)
+	for range 2 {
+		v := byEvent(parseStatCSV(t, run(t, nil, argv...).stderr, false))["context-switches"].num(t)
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	spread := hi - lo + 10
+	if gs := g["context-switches"].num(t); gs < 10 || lo < 10 || gs < lo-spread || gs > hi+spread {
+		t.Errorf("context-switches: %v through bayesperf; native runs %v..%v; want >= 10 and within the native range ± %v", gs, lo, hi, spread)
 	}
 	gc, nc := g["task-clock"].num(t), n["task-clock"].num(t)
 	if gc < 40 || !within(gc, nc, clockAbs, clockRel) {
@@ -348,7 +353,7 @@ func TestDropinSidecarKilled(t *testing.T) {
 	// The workload touches one page per ms for 800 ms, plus its startup faults; every
 	// interval before and after the kill is counted, none twice.
 	if intervals < 7 || faults < 800 || faults > 1000 {
-		t.Errorf("%v intervals adding up to %v page faults; want >= 7 intervals and 800..1000 faults", intervals, faults)
+		t.Errorf("%v intervals adding up to %v page faults; want >= 7 intervals and 800..1000 faults\n%s", intervals, faults, stderr.String())
 	}
 	if st := readStats(t, sf); !st.SidecarLost || st.SidecarPid != pid {
 		t.Errorf("stats %+v: want sidecar_lost and sidecar_pid %d", st, pid)

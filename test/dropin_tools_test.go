@@ -56,38 +56,69 @@ func TestDropinPerfTest(t *testing.T) {
 	}
 }
 
-// TestDropinPerfRecord: perf record -e page-faults -c 1 (one sample per fault) gives the
-// same sample count as natively, within the page-fault tolerance, and perf report reads
-// the file. Sampling still reads the kernel's ring (mirror rings are not built yet), so
-// records_mirrored is 0.
-func TestDropinPerfRecord(t *testing.T) {
-	tmp := t.TempDir()
-	samples := func(data string, env []string, through bool) float64 {
-		argv := append([]string{"perf", "record", "-q", "-o", data, "-e", "page-faults", "-c", "1", "--"}, workload(t, "1500", "0", "0")...)
-		var r result
-		if through {
-			r, _ = bayesperfRun(t, argv...)
-		} else {
-			r = run(t, env, argv...)
-		}
-		if r.status != 0 {
-			t.Fatalf("perf record: status %d\n%s", r.status, r.stderr)
-		}
-		rep := run(t, nil, "perf", "report", "-i", data, "--stdio", "--sort", "comm")
-		m := regexp.MustCompile(`# Event count \(approx.\): ([0-9]+)`).FindStringSubmatch(rep.stdout)
-		if m == nil {
-			t.Fatalf("no sample count in perf report:\n%s", rep.stdout)
-		}
-		n, _ := strconv.ParseFloat(m[1], 64)
-		if !strings.Contains(rep.stdout, "workload") {
-			t.Errorf("perf report does not attribute samples to the workload:\n%s", rep.stdout)
-		}
-		return n
+// recordSamples runs perf record with args on the workload (natively, or through
+// bayesperf) and returns perf report's event count, its top symbol line and the stats.
+func recordSamples(t *testing.T, through bool, env []string, args []string, wl ...string) (float64, string, stats) {
+	t.Helper()
+	data := filepath.Join(t.TempDir(), "perf.data")
+	argv := append(append([]string{"perf", "record", "-q", "-o", data}, args...), "--")
+	argv = append(argv, workload(t, wl...)...)
+	var r result
+	var st stats
+	if through {
+		r, st = bayesperfRun(t, argv...)
+	} else {
+		r = run(t, env, argv...)
 	}
-	native := samples(filepath.Join(tmp, "native.data"), noSidecarEnv(t), false)
-	got := samples(filepath.Join(tmp, "run.data"), nil, true)
+	if r.status != 0 {
+		t.Fatalf("perf record %v: status %d\n%s", args, r.status, r.stderr)
+	}
+	rep := run(t, nil, "perf", "report", "-i", data, "--stdio", "--sort", "comm,sym")
+	m := regexp.MustCompile(`# Event count \(approx.\): ([0-9]+)`).FindStringSubmatch(rep.stdout)
+	if m == nil {
+		t.Fatalf("no event count in perf report:\n%s", rep.stdout)
+	}
+	n, _ := strconv.ParseFloat(m[1], 64)
+	top := ""
+	for line := range strings.Lines(rep.stdout) {
+		if f := strings.Fields(line); len(f) >= 3 && strings.HasSuffix(f[0], "%") {
+			top = strings.Join(f[1:], " ")
+			break
+		}
+	}
+	return n, top, st
+}
+
+// TestDropinPerfRecord: perf record -e page-faults -c 1 (one sample per fault) through
+// bayesperf gives the same sample count as natively, within the page-fault tolerance,
+// with the records delivered through the mirror ring; perf record -e cpu-clock finds the
+// same top symbol; perf record --overwrite (backward rings, which are not mirrored yet and
+// go to the kernel's ring) still works.
+func TestDropinPerfRecord(t *testing.T) {
+	native, _, _ := recordSamples(t, false, noSidecarEnv(t), []string{"-e", "page-faults", "-c", "1"}, "1500", "0", "0")
+	got, top, st := recordSamples(t, true, nil, []string{"-e", "page-faults", "-c", "1"}, "1500", "0", "0")
 	if got < 1500 || !within(got, native, faultsAbs, faultsRel) {
 		t.Errorf("page-fault samples: %v through bayesperf, %v natively with the shim preloaded", got, native)
+	}
+	if st.RecordsMirrored < uint64(got) || st.RecordsLost != 0 {
+		t.Errorf("stats %+v: want the %v samples to have gone through mirror rings, none lost", st, got)
+	}
+	if !strings.HasPrefix(top, "workload") {
+		t.Errorf("top of perf report %q, want the workload", top)
+	}
+
+	_, ntop, _ := recordSamples(t, false, nil, []string{"-e", "cpu-clock"}, "0", "0", "0", "300")
+	gc, gtop, st := recordSamples(t, true, nil, []string{"-e", "cpu-clock"}, "0", "0", "0", "300")
+	if gtop != ntop || !strings.Contains(gtop, "main") {
+		t.Errorf("cpu-clock top symbol %q through bayesperf, %q natively; want the workload's main", gtop, ntop)
+	}
+	if gc < 100e6 || st.RecordsMirrored == 0 {
+		t.Errorf("cpu-clock: event count %v (the workload spins 300 ms), stats %+v", gc, st)
+	}
+
+	oc, otop, _ := recordSamples(t, true, nil, []string{"--overwrite", "-e", "cpu-clock"}, "0", "0", "0", "300")
+	if oc < 100e6 || !strings.Contains(otop, "main") {
+		t.Errorf("perf record --overwrite: event count %v, top %q", oc, otop)
 	}
 }
 

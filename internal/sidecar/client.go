@@ -35,11 +35,21 @@ type event struct {
 	mem    []byte
 	mirror *shim.Mirror
 	closed atomic.Bool
+	// ring is the sampling mirror while the tool has the fd mapped; an event the tool
+	// closed while its ring stays mapped lives on (unregistered) until UNMAP, as the
+	// kernel keeps an event alive while its ring is mapped. Both under Server.pubMu.
+	ring         *mirrorRing
+	unregistered bool
 }
 
+// close releases everything; the caller holds Server.pubMu.
 func (e *event) close() {
 	if e.closed.Swap(true) {
 		return
+	}
+	if e.ring != nil {
+		e.ring.close()
+		e.ring = nil
 	}
 	unix.Close(e.fd)
 	unix.Munmap(e.mem)
@@ -143,12 +153,25 @@ func (c *client) handle(b []byte, fds []int) ([]byte, int, error) {
 		return c.hello(h, m)
 	case shim.Register:
 		return c.register(h, m, fds)
+	case shim.Map:
+		st, fd := c.mapRing(m)
+		out, err := shim.Encode(shim.MsgMap|shim.MsgReply, h.Seq, shim.Status{Status: st, Handle: m.Handle})
+		if err != nil && fd >= 0 {
+			unix.Close(fd)
+			fd = -1
+		}
+		return out, fd, err
 	case shim.Handle:
 		var st int32
-		if h.Type == shim.MsgUnregister {
+		switch h.Type {
+		case shim.MsgUnregister:
 			st = c.unregister(m.Handle)
-		} else {
+		case shim.MsgRefresh:
 			st = c.refresh(m.Handle)
+		case shim.MsgUnmap:
+			st = c.unmapRing(m.Handle)
+		case shim.MsgFlush:
+			st = c.flush(m.Handle)
 		}
 		out, err := shim.Encode(h.Type|shim.MsgReply, h.Seq, shim.Status{Status: st, Handle: m.Handle})
 		return out, -1, err
@@ -289,8 +312,82 @@ func (c *client) unregister(handle uint32) int32 {
 		return -int32(unix.ENOENT)
 	}
 	c.srv.pubMu.Lock()
+	defer c.srv.pubMu.Unlock()
+	if e.ring != nil {
+		e.unregistered = true
+		c.mu.Lock()
+		c.events[handle] = e // kept for UNMAP; counting rounds skip it
+		c.mu.Unlock()
+		return 0
+	}
 	e.close()
+	return 0
+}
+
+// mapRing creates the sampling mirror of a registered event.
+func (c *client) mapRing(m shim.Map) (int32, int) {
+	c.mu.Lock()
+	e := c.events[m.Handle]
+	c.mu.Unlock()
+	if e == nil {
+		return -int32(unix.ENOENT), -1
+	}
+	c.srv.pubMu.Lock()
+	defer c.srv.pubMu.Unlock()
+	if e.ring != nil || e.unregistered {
+		return -int32(unix.EBUSY), -1
+	}
+	r, fd, err := newMirrorRing(e, m)
+	if err != nil {
+		c.srv.cfg.Logf("client %d: no mirror ring for handle %d: %v", c.id, m.Handle, err)
+		return errno(err), -1
+	}
+	e.ring = r
+	c.srv.rings.Add(1)
+	c.srv.cfg.Logf("client %d: handle %d ring of %d bytes mirrored (writable %v)", c.id, m.Handle, m.Length, !r.overwrite)
+	return 0, fd
+}
+
+func (c *client) unmapRing(handle uint32) int32 {
+	c.mu.Lock()
+	e := c.events[handle]
+	c.mu.Unlock()
+	if e == nil {
+		return -int32(unix.ENOENT)
+	}
+	c.srv.pubMu.Lock()
+	defer c.srv.pubMu.Unlock()
+	if e.ring == nil {
+		return -int32(unix.EINVAL)
+	}
+	c.srv.pumpLocked(e)
+	e.ring.close()
+	e.ring = nil
+	if e.unregistered {
+		c.mu.Lock()
+		delete(c.events, handle)
+		c.mu.Unlock()
+		e.close()
+	}
+	return 0
+}
+
+// flush pumps every ring of the client (handle 0) or one.
+func (c *client) flush(handle uint32) int32 {
+	c.mu.Lock()
+	evs := make([]*event, 0, len(c.events))
+	for h, e := range c.events {
+		if handle == 0 || h == handle {
+			evs = append(evs, e)
+		}
+	}
+	c.mu.Unlock()
+	c.srv.pubMu.Lock()
+	for _, e := range evs {
+		c.srv.pumpLocked(e)
+	}
 	c.srv.pubMu.Unlock()
+	c.srv.active()
 	return 0
 }
 
@@ -302,5 +399,6 @@ func (c *client) refresh(handle uint32) int32 {
 		return -int32(unix.ENOENT)
 	}
 	c.srv.publish([]*event{e})
+	c.srv.active()
 	return 0
 }

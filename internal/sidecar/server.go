@@ -21,10 +21,18 @@ import (
 // Config configures a Server. Zero durations take the defaults.
 type Config struct {
 	SocketPath string        // listen here; the directory must be mode 0700 and ours
-	Period     time.Duration // republish every live mirror this often (default 1 ms)
+	Period     time.Duration // republish every live mirror this often while tools read (default 1 ms)
 	StaleBound time.Duration // shims refresh a page older than this (default 2 ms)
-	Stage      Stage         // correction stage (default Identity)
-	Logf       func(format string, args ...any)
+	// IdlePeriod is the republish period when no client has read a mirror for
+	// ActiveWindow (defaults 50 ms and 1 s). A tool that reads only at the end (perf stat
+	// without -I) then costs the machine 20 wakeups a second instead of 1000, which
+	// would otherwise preempt the measured workload on a busy machine; its reads stay
+	// exact because a stale page is refreshed synchronously, and the refresh switches
+	// the sidecar back to Period at once.
+	IdlePeriod   time.Duration
+	ActiveWindow time.Duration
+	Stage        Stage // correction stage (default Identity)
+	Logf         func(format string, args ...any)
 }
 
 // Stats are the server's counters, as `bayesperf run --stats` writes them.
@@ -38,6 +46,7 @@ type Stats struct {
 	SyncRefreshes    uint64 `json:"sync_refreshes"` // mirror reads that first asked for a refresh
 	Publishes        uint64 `json:"publishes"`      // mirror pages written
 	Clients          uint64 `json:"clients"`        // connections accepted
+	Rings            uint64 `json:"rings"`          // sampling rings mirrored
 	Declined         uint64 `json:"declined"`       // registrations refused (bad fd or attr)
 	Stage            string `json:"stage"`
 }
@@ -56,10 +65,12 @@ type Server struct {
 	retired shim.ClientPage // counters of clients that are gone
 	closed  bool
 
-	pubMu   sync.Mutex // serialises kernel reads, the Stage and mirror writes
+	wake    chan struct{} // a refresh happened: republish at Period again
+	pubMu   sync.Mutex    // serialises kernel reads, the Stage and mirror writes
 	readBuf []byte
 
 	events, clientsSeen, declined, publishes atomic.Uint64
+	rings, recordsMirrored, recordsLost      atomic.Uint64
 	wg                                       sync.WaitGroup
 }
 
@@ -70,6 +81,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.StaleBound <= 0 {
 		cfg.StaleBound = 2 * time.Millisecond
+	}
+	if cfg.IdlePeriod <= 0 {
+		cfg.IdlePeriod = 50 * time.Millisecond
+	}
+	if cfg.IdlePeriod < cfg.Period {
+		cfg.IdlePeriod = cfg.Period
+	}
+	if cfg.ActiveWindow <= 0 {
+		cfg.ActiveWindow = time.Second
 	}
 	if cfg.Stage == nil {
 		cfg.Stage = Identity{}
@@ -104,6 +124,7 @@ func New(cfg Config) (*Server, error) {
 		start:   time.Now(),
 		mono0:   ts.Nano(),
 		clients: map[int]*client{},
+		wake:    make(chan struct{}, 1),
 		readBuf: make([]byte, shim.ReadSize(shim.FormatGroup|shim.FormatTotalTimeEnabled|shim.FormatTotalTimeRunning|shim.FormatID|shim.FormatLost, shim.MirrorMaxValues)),
 	}, nil
 }
@@ -191,6 +212,9 @@ func (s *Server) Stats() Stats {
 		SyncRefreshes:    sum.SyncRefreshes,
 		SidecarPid:       os.Getpid(),
 		Publishes:        s.publishes.Load(),
+		RecordsMirrored:  s.recordsMirrored.Load(),
+		RecordsLost:      s.recordsLost.Load(),
+		Rings:            s.rings.Load(),
 		Clients:          s.clientsSeen.Load(),
 		Declined:         s.declined.Load(),
 		Stage:            s.cfg.Stage.Name(),
@@ -271,15 +295,20 @@ func peerCred(conn *net.UnixConn) (*unix.Ucred, error) {
 	return cred, nil
 }
 
-// publishLoop republishes every live mirror each Period.
+// publishLoop republishes every live mirror each Period while clients read, each
+// IdlePeriod otherwise (see Config.IdlePeriod).
 func (s *Server) publishLoop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.Period)
+	t := time.NewTimer(s.cfg.Period)
 	defer t.Stop()
+	var lastReads uint64
+	lastActive := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-s.wake:
+			lastActive = time.Now()
 		}
 		s.mu.Lock()
 		cs := make([]*client, 0, len(s.clients))
@@ -287,6 +316,7 @@ func (s *Server) publishLoop(ctx context.Context) {
 			cs = append(cs, c)
 		}
 		s.mu.Unlock()
+		var reads uint64
 		for _, c := range cs {
 			c.mu.Lock()
 			evs := make([]*event, 0, len(c.events))
@@ -296,7 +326,34 @@ func (s *Server) publishLoop(ctx context.Context) {
 			c.mu.Unlock()
 			slices.SortFunc(evs, func(a, b *event) int { return int(a.info.Handle) - int(b.info.Handle) })
 			s.publish(evs)
+			s.mu.Lock()
+			if cp, err := shim.ClientCounters(c.page); err == nil {
+				reads += cp.MirrorReads + cp.PassthroughReads + cp.RingFlushes
+			}
+			s.mu.Unlock()
 		}
+		if reads != lastReads {
+			lastReads, lastActive = reads, time.Now()
+		}
+		next := s.cfg.Period
+		if time.Since(lastActive) > s.cfg.ActiveWindow {
+			next = s.cfg.IdlePeriod
+		}
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(next)
+	}
+}
+
+// active tells the publisher that a client is reading now.
+func (s *Server) active() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -312,7 +369,10 @@ func (s *Server) publish(evs []*event) {
 	live := evs[:0:0]
 	var states []uint32
 	for _, e := range evs {
-		if e.closed.Load() {
+		if e.ring != nil {
+			s.pumpLocked(e)
+		}
+		if e.closed.Load() || e.unregistered {
 			continue
 		}
 		v, state := e.readKernel(s.readBuf)
@@ -330,4 +390,14 @@ func (s *Server) publish(evs []*event) {
 		e.mirror.Publish(states[i], 0, uint64(now), vals[i])
 	}
 	s.publishes.Add(uint64(len(live)))
+}
+
+// pumpLocked moves the records of e's kernel ring into its mirror; pubMu is held.
+func (s *Server) pumpLocked(e *event) {
+	if e.ring == nil || e.closed.Load() {
+		return
+	}
+	moved, lost := e.ring.pump()
+	s.recordsMirrored.Add(moved)
+	s.recordsLost.Add(lost)
 }

@@ -35,6 +35,13 @@ enum {
 	                          closed its copy of the fd (so close() frees the kernel event,
 	                          e.g. a breakpoint slot, as without us) */
 	BP_MSG_REFRESH = 4,    /* shim -> sidecar: bp_handle; reply bp_status after the mirror is republished */
+	BP_MSG_MAP = 5,        /* shim -> sidecar: bp_map; reply bp_status + the mirror ring's memfd
+	                          when status is 0 (else the shim maps the kernel's ring) */
+	BP_MSG_UNMAP = 6,      /* shim -> sidecar: bp_handle; reply bp_status once the sidecar has
+	                          unmapped the kernel's ring (so it can be mapped again) */
+	BP_MSG_FLUSH = 7,      /* shim -> sidecar: bp_handle (0: every ring of the client); reply
+	                          bp_status once every record the kernel's rings hold that fits
+	                          is in the mirror rings */
 	BP_MSG_REPLY = 0x8000,
 };
 
@@ -77,6 +84,13 @@ struct bp_register_reply {
 	uint32_t handle;
 };
 
+/* A sampling mirror: the tool mmap()ed a registered fd at offset 0. */
+struct bp_map {
+	uint32_t handle;
+	int32_t prot;    /* the tool's PROT_* (PROT_WRITE: forward ring with data_tail) */
+	uint64_t length; /* header page + 2^n data pages, as the tool asked */
+};
+
 struct bp_handle {
 	uint32_t handle;
 	uint32_t pad;
@@ -95,7 +109,8 @@ struct bp_client_page {
 	uint64_t mirror_reads;      /* read()s answered from a mirror page */
 	uint64_t passthrough_reads; /* read()s on registered fds that went to the kernel */
 	uint64_t sync_refreshes;    /* mirror reads that had to ask for a refresh first */
-	uint64_t reserved[4];
+	uint64_t ring_flushes;      /* synchronous FLUSH requests */
+	uint64_t reserved[3];
 };
 
 /*

@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -142,6 +143,13 @@ REAL_DECL(int, close_range, (unsigned int, unsigned int, int))
 REAL_DECL(int, dup, (int))
 REAL_DECL(int, dup2, (int, int))
 REAL_DECL(int, dup3, (int, int, int))
+REAL_DECL(void *, mmap, (void *, size_t, int, int, int, off_t))
+REAL_DECL(void *, mmap64, (void *, size_t, int, int, int, off_t))
+REAL_DECL(int, munmap, (void *, size_t))
+REAL_DECL(int, poll, (struct pollfd *, nfds_t, int))
+REAL_DECL(int, ppoll, (struct pollfd *, nfds_t, const struct timespec *, const sigset_t *))
+REAL_DECL(int, epoll_wait, (int, struct epoll_event *, int, int))
+REAL_DECL(int, epoll_pwait, (int, struct epoll_event *, int, int, const sigset_t *))
 REAL_DECL(pid_t, wait, (int *))
 REAL_DECL(pid_t, waitpid, (pid_t, int *, int))
 REAL_DECL(pid_t, wait3, (int *, int, struct rusage *))
@@ -185,6 +193,17 @@ struct bp_event {
 static struct bp_event *fdtab[BP_MAX_FD];
 static int nperf; /* number of table entries in use: 0 makes every lookup free */
 static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Sampling mirrors the tool has mapped in place of the kernel's rings. */
+struct bp_ring {
+	void *addr;
+	size_t len;
+	uint32_t handle;
+	uint32_t epoch;
+};
+#define BP_MAX_RINGS 1024
+static struct bp_ring rings[BP_MAX_RINGS]; /* under tab_lock */
+static int nrings;                         /* entries in use; read without the lock */
 
 static inline struct bp_event *lookup(int fd)
 {
@@ -405,7 +424,7 @@ static void connect_locked(void)
 		go_down("the sidecar refused the connection", err);
 		return;
 	}
-	void *p = mmap(NULL, BP_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, page_fd, 0);
+	void *p = real_mmap()(NULL, BP_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, page_fd, 0);
 	real_close()(page_fd);
 	if (p == MAP_FAILED) {
 		go_down("cannot map the client page", errno);
@@ -476,7 +495,7 @@ static void release_locked(struct bp_event *ev)
 		pthread_mutex_unlock(&conn_lock);
 	}
 	if (ev->page != NULL)
-		munmap((void *)ev->page, BP_PAGE_SIZE);
+		real_munmap()((void *)ev->page, BP_PAGE_SIZE);
 	free(ev);
 }
 
@@ -569,13 +588,13 @@ static void register_event(int fd, const struct perf_event_attr *attr, long pid,
 			real_close()(mfd);
 		return;
 	}
-	void *p = mmap(NULL, BP_PAGE_SIZE, PROT_READ, MAP_SHARED, mfd, 0);
+	void *p = real_mmap()(NULL, BP_PAGE_SIZE, PROT_READ, MAP_SHARED, mfd, 0);
 	real_close()(mfd);
 	struct bp_event *ev = calloc(1, sizeof *ev);
 	if (p == MAP_FAILED || ev == NULL) {
 		/* The sidecar keeps a registration we cannot use; it goes away with close(). */
 		if (p != MAP_FAILED)
-			munmap(p, BP_PAGE_SIZE);
+			real_munmap()(p, BP_PAGE_SIZE);
 		free(ev);
 		return;
 	}
@@ -619,6 +638,206 @@ EXPORT long syscall(long nr, ...)
 	if (nr == SYS_perf_event_open && guard == 0)
 		return bp_perf_event_open((struct perf_event_attr *)a1, a2, a3, a4, (unsigned long)a5);
 	return raw_result(raw_syscall6(nr, a1, a2, a3, a4, a5, a6));
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Sampling mirrors.                                                                  */
+
+/* handle_call sends a bp_handle request and waits for its bp_status; the caller holds
+ * conn_lock. Returns 0, an errno of the transport (the connection is then down), or the
+ * sidecar's -status as a positive errno. */
+static int handle_call_locked(uint16_t type, uint32_t handle)
+{
+	if (conn_state != CONN_UP)
+		return ENOTCONN;
+	struct bp_handle h = {.handle = handle};
+	struct bp_status st;
+	uint32_t seq;
+	int err = send_msg(type, &h, sizeof h, -1, &seq);
+	if (err == 0)
+		err = recv_reply(type, seq, &st, sizeof st, NULL);
+	if (err != 0) {
+		go_down("lost the sidecar", err);
+		return err;
+	}
+	return st.status < 0 ? -st.status : 0;
+}
+
+/* flush_rings makes every mirror ring hold what the kernel's rings hold now: called
+ * where a tool may look at its rings expecting the kernel's latest records (a poll that
+ * returned, an ioctl such as DISABLE or PAUSE_OUTPUT, a reaped child). */
+static void flush_rings(void)
+{
+	if (LIKELY(__atomic_load_n(&nrings, __ATOMIC_RELAXED) == 0) || guard ||
+	    __atomic_load_n(&conn_state, __ATOMIC_ACQUIRE) != CONN_UP)
+		return;
+	int saved = errno;
+	guard++;
+	pthread_mutex_lock(&conn_lock);
+	if (handle_call_locked(BP_MSG_FLUSH, 0) == 0)
+		COUNT(ring_flushes);
+	pthread_mutex_unlock(&conn_lock);
+	guard--;
+	errno = saved;
+}
+
+static int rings_off(void)
+{
+	const char *v = getenv("BAYESPERF_RINGS");
+	return v != NULL && v[0] == '0';
+}
+
+/* mirror_mmap maps the sidecar's mirror of ev's ring in place of the kernel's. Returns
+ * MAP_FAILED when the kernel's ring must be mapped instead (the caller does that). */
+static void *mirror_mmap(struct bp_event *ev, void *addr, size_t len, int prot, int flags)
+{
+	/* Events that count the reader are not mirrored: such a reader can expect the
+	 * records of what it just did to be in the ring, which only the kernel's ring
+	 * guarantees. */
+	if (ev->self || ev->page == NULL || ev->epoch != conn_epoch || !(flags & MAP_SHARED) || rings_off() ||
+	    __atomic_load_n(&conn_state, __ATOMIC_ACQUIRE) != CONN_UP)
+		return MAP_FAILED;
+	struct bp_map m = {.handle = ev->handle, .prot = prot, .length = len};
+	struct bp_status st;
+	uint32_t seq;
+	int mfd = -1;
+	pthread_mutex_lock(&conn_lock);
+	int err = conn_state == CONN_UP ? send_msg(BP_MSG_MAP, &m, sizeof m, -1, &seq) : ENOTCONN;
+	if (err == 0)
+		err = recv_reply(BP_MSG_MAP, seq, &st, sizeof st, &mfd);
+	if (err != 0 && err != ENOTCONN)
+		go_down("lost the sidecar", err);
+	pthread_mutex_unlock(&conn_lock);
+	if (err != 0 || st.status != 0 || mfd < 0) {
+		if (mfd >= 0)
+			real_close()(mfd);
+		if (err == 0)
+			DEBUG("sidecar declined to mirror the ring of handle %u: %s\n", ev->handle, strerror(-st.status));
+		return MAP_FAILED;
+	}
+	void *p = real_mmap()(addr, len, prot, flags, mfd, 0);
+	real_close()(mfd);
+	if (p == MAP_FAILED) {
+		pthread_mutex_lock(&conn_lock);
+		handle_call_locked(BP_MSG_UNMAP, ev->handle);
+		pthread_mutex_unlock(&conn_lock);
+		return MAP_FAILED;
+	}
+	pthread_mutex_lock(&tab_lock);
+	int slot = -1;
+	for (int i = 0; i < BP_MAX_RINGS && slot < 0; i++)
+		if (rings[i].addr == NULL)
+			slot = i;
+	if (slot >= 0) {
+		rings[slot] = (struct bp_ring){.addr = p, .len = len, .handle = ev->handle, .epoch = ev->epoch};
+		__atomic_add_fetch(&nrings, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&tab_lock);
+	if (slot < 0) { /* table full: give this one back and use the kernel's */
+		real_munmap()(p, len);
+		pthread_mutex_lock(&conn_lock);
+		handle_call_locked(BP_MSG_UNMAP, ev->handle);
+		pthread_mutex_unlock(&conn_lock);
+		return MAP_FAILED;
+	}
+	DEBUG("ring of handle %u (%zu bytes) mirrored at %p\n", ev->handle, len, p);
+	return p;
+}
+
+static void *do_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off,
+		     void *(*real)(void *, size_t, int, int, int, off_t))
+{
+	struct bp_event *ev = lookup(fd);
+	if (LIKELY(ev == NULL) || guard || off != 0)
+		return real(addr, len, prot, flags, fd, off);
+	int saved = errno;
+	guard++;
+	void *p = mirror_mmap(ev, addr, len, prot, flags);
+	guard--;
+	if (p != MAP_FAILED) {
+		errno = saved;
+		return p;
+	}
+	errno = saved;
+	return real(addr, len, prot, flags, fd, off);
+}
+
+static void *call_real_mmap(void *a, size_t l, int p, int f, int fd, off_t o) { return real_mmap()(a, l, p, f, fd, o); }
+static void *call_real_mmap64(void *a, size_t l, int p, int f, int fd, off_t o) { return real_mmap64()(a, l, p, f, fd, o); }
+
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return do_mmap(addr, len, prot, flags, fd, off, call_real_mmap);
+}
+
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return do_mmap(addr, len, prot, flags, fd, off, call_real_mmap64);
+}
+
+EXPORT int munmap(void *addr, size_t len)
+{
+	if (LIKELY(__atomic_load_n(&nrings, __ATOMIC_RELAXED) == 0) || guard)
+		return real_munmap()(addr, len);
+	struct bp_ring r = {0};
+	pthread_mutex_lock(&tab_lock);
+	for (int i = 0; i < BP_MAX_RINGS; i++) {
+		if (rings[i].addr != NULL && rings[i].addr == addr) {
+			r = rings[i];
+			rings[i].addr = NULL;
+			__atomic_sub_fetch(&nrings, 1, __ATOMIC_RELAXED);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&tab_lock);
+	int ret = real_munmap()(addr, len);
+	if (r.addr != NULL && r.epoch == conn_epoch) {
+		/* Synchronous: the kernel's ring must be unmapped when munmap() returns, so the
+		 * tool can map the fd again, with another size if it likes. */
+		int saved = errno;
+		guard++;
+		pthread_mutex_lock(&conn_lock);
+		handle_call_locked(BP_MSG_UNMAP, r.handle);
+		pthread_mutex_unlock(&conn_lock);
+		guard--;
+		errno = saved;
+	}
+	return ret;
+}
+
+/* poll and epoll keep the kernel's readiness of the real fds (wakeups at the watermark,
+ * POLLHUP when the target exits); before the tool looks at its rings, the mirrors are
+ * brought up to date, so it never wakes to an empty mirror. */
+EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	int r = real_poll()(fds, n, timeout);
+	if (r > 0)
+		flush_rings();
+	return r;
+}
+
+EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+{
+	int r = real_ppoll()(fds, n, ts, mask);
+	if (r > 0)
+		flush_rings();
+	return r;
+}
+
+EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
+{
+	int r = real_epoll_wait()(epfd, ev, max, timeout);
+	if (r > 0)
+		flush_rings();
+	return r;
+}
+
+EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
+{
+	int r = real_epoll_pwait()(epfd, ev, max, timeout, mask);
+	if (r > 0)
+		flush_rings();
+	return r;
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -832,9 +1051,17 @@ EXPORT ssize_t pread(int fd, void *buf, size_t count, off_t off)
 /* ---------------------------------------------------------------------------------- */
 /* Control: ioctl, fcntl, dup*, close, wait*.                                         */
 
+static void flush_rings(void);
+
 static void bump_sync_gen(void)
 {
 	__atomic_add_fetch(&sync_gen, 1, __ATOMIC_RELEASE);
+}
+
+static void child_reaped(void)
+{
+	bump_sync_gen();
+	flush_rings();
 }
 
 EXPORT int ioctl(int fd, unsigned long req, ...)
@@ -847,8 +1074,10 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 	/* Any perf ioctl but ID may change what a read returns (ENABLE, DISABLE, RESET,
 	 * REFRESH, PERIOD, group-wide via PERF_IOC_FLAG_GROUP): every mirror must be
 	 * refreshed before it is served again. */
-	if (lookup(fd) != NULL && req != PERF_EVENT_IOC_ID)
+	if (lookup(fd) != NULL && req != PERF_EVENT_IOC_ID) {
 		bump_sync_gen();
+		flush_rings();
+	}
 	return r;
 }
 
@@ -954,7 +1183,7 @@ EXPORT pid_t wait(int *status)
 {
 	pid_t r = real_wait()(status);
 	if (r > 0)
-		bump_sync_gen();
+		child_reaped();
 	return r;
 }
 
@@ -962,7 +1191,7 @@ EXPORT pid_t waitpid(pid_t pid, int *status, int options)
 {
 	pid_t r = real_waitpid()(pid, status, options);
 	if (r > 0)
-		bump_sync_gen();
+		child_reaped();
 	return r;
 }
 
@@ -970,7 +1199,7 @@ EXPORT pid_t wait3(int *status, int options, struct rusage *ru)
 {
 	pid_t r = real_wait3()(status, options, ru);
 	if (r > 0)
-		bump_sync_gen();
+		child_reaped();
 	return r;
 }
 
@@ -978,7 +1207,7 @@ EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
 {
 	pid_t r = real_wait4()(pid, status, options, ru);
 	if (r > 0)
-		bump_sync_gen();
+		child_reaped();
 	return r;
 }
 
@@ -986,6 +1215,6 @@ EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
 {
 	int r = real_waitid()(idtype, id, info, options);
 	if (r == 0 && info != NULL && info->si_pid != 0)
-		bump_sync_gen();
+		child_reaped();
 	return r;
 }
