@@ -92,9 +92,15 @@ func disable(k *kring) {
 
 func tracepointID(t *testing.T, name string) uint64 {
 	t.Helper()
-	b, err := os.ReadFile("/sys/kernel/tracing/events/" + name + "/id")
+	var b []byte
+	var err error
+	for _, root := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		if b, err = os.ReadFile(root + "/events/" + name + "/id"); err == nil {
+			break
+		}
+	}
 	if err != nil {
-		t.Fatalf("tracepoint %s (tracefs must be mounted): %v", name, err)
+		t.Fatalf("tracepoint %s (tracefs must be mounted at /sys/kernel/tracing): %v", name, err)
 	}
 	id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 	if err != nil {
@@ -402,13 +408,30 @@ func sideBand(t *testing.T) {
 		t.Fatalf("load a BPF program (root, JIT): %v", err)
 	}
 	prog.Close()
-	dir := fmt.Sprintf("/sys/fs/cgroup/unified/bayesperf-ringbuf-test-%d", os.Getpid())
+	dir := fmt.Sprintf("%s/bayesperf-ringbuf-test-%d", cgroup2Mount(t), os.Getpid())
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatalf("create a cgroup (cgroup2 at /sys/fs/cgroup/unified): %v", err)
+		t.Fatalf("create a cgroup: %v", err)
 	}
 	if err := os.Remove(dir); err != nil {
 		t.Errorf("remove test cgroup %s: %v", dir, err)
 	}
+}
+
+// cgroup2Mount finds where the cgroup2 hierarchy is mounted (/sys/fs/cgroup on pure v2
+// systems, /sys/fs/cgroup/unified on hybrid ones).
+func cgroup2Mount(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[2] == "cgroup2" {
+			return f[1]
+		}
+	}
+	t.Fatal("no cgroup2 hierarchy mounted: CGROUP records cannot be produced")
+	return ""
 }
 
 // countRaw counts the SAMPLEs of a drained ring whose RAW data starts with the

@@ -471,3 +471,52 @@ func TestCopyNextAndIdentifier(t *testing.T) {
 		t.Fatal("record after the last one")
 	}
 }
+
+// TestWriterPauseAndResume: records written while paused are lost and reported by one
+// LOST record before the next record after resuming; a Writer reopened over a ring with
+// data continues at its data_head without a spurious wakeup.
+func TestWriterPauseAndResume(t *testing.T) {
+	mem := newMem(1024)
+	w, _ := NewWriter(mem, WriterOptions{EventID: 5, PageSize: testPage})
+	r, _ := NewReader(mem, ReaderOptions{PageSize: testPage})
+	w.Write(rec(RecordSample, 32, 1))
+	w.SetPaused(true)
+	for i := range 7 {
+		if ok, _, _ := w.Write(rec(RecordSample, 32, uint64(2+i))); ok {
+			t.Fatal("a paused Writer wrote")
+		}
+	}
+	w.SetPaused(false)
+	w2, err := NewWriter(mem, WriterOptions{EventID: 5, PageSize: testPage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w2.Head() != 32 {
+		t.Fatalf("reopened Writer at %d, want 32", w2.Head())
+	}
+	if _, wake, _ := w2.Write(rec(RecordSample, 32, 100)); wake {
+		t.Fatal("reopened Writer woke the reader on its first small record")
+	}
+	w.head = w2.Head() // the first Writer continues after the second (one producer at a time)
+	w.Write(rec(RecordSample, 32, 9))
+	var types []RecordType
+	var lost uint64
+	for b, _ := r.Next(); b != nil; b, _ = r.Next() {
+		types = append(types, RecordType(le.Uint32(b)))
+		if types[len(types)-1] == RecordLost {
+			lost = le.Uint64(b[16:])
+			if id := le.Uint64(b[8:]); id != 5 {
+				t.Fatalf("LOST id %d, want 5", id)
+			}
+		}
+	}
+	want := []RecordType{RecordSample, RecordSample, RecordLost, RecordSample}
+	if len(types) != len(want) || lost != 7 {
+		t.Fatalf("records %v with %d lost; want %v with 7", types, lost, want)
+	}
+	for i := range want {
+		if types[i] != want[i] {
+			t.Fatalf("records %v; want %v", types, want)
+		}
+	}
+}
