@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bayesperf/bayesperf/bpf"
 	"github.com/bayesperf/bayesperf/inference"
 	"github.com/bayesperf/bayesperf/inference/schedule"
 	"github.com/bayesperf/bayesperf/internal/perf"
@@ -83,15 +82,19 @@ type Config struct {
 	CPU    int              // perf.AnyCPU for a task target
 	// Inherit counts threads and processes the target creates after Open.
 	Inherit bool
-	// Collector says how counters are read: "read" (default: read(2) at every Step) or
-	// "bpf" (package bpf snapshots every copy in the kernel at its slice timer, and Step
-	// blocks until the next snapshot; needs a task target, Pid > 0, whose threads it
-	// follows itself). The bpf collector takes at most 128 copies: 1 + (1 + views) × events.
-	Collector string
-	// Interval is the bpf collector's slice; 0 means MuxInterval.
+	// Snapshots, when set, reads every copy through a snapshotting collector instead of
+	// read(2) at every Step: it is called once with the attrs of all copies (the clock,
+	// the truth copies, then each view's copies; view copies carry the disabled bit) for
+	// task Pid and slice Interval, and must follow the target's threads itself. Step then
+	// blocks until the collector's next snapshot (a slice in which the target did not run
+	// gives none, as the kernel does not rotate an inactive task context either) and
+	// returns io.EOF after the target has exited and its final snapshot was returned.
+	// Package bpf's collector fits (see internal/eval). Needs Pid > 0.
+	Snapshots func(attrs []perf.Attr, pid int, slice time.Duration) (Switchable, error)
+	// Interval is the snapshotting collector's slice; 0 means MuxInterval.
 	Interval time.Duration
 	// EnableOnExec makes every copy start counting at the target's next execve, as perf
-	// stat's events do on the command it starts (read collector only): the clock, the
+	// stat's events do on the command it starts (read(2) backend only): the clock, the
 	// truth copies and each view's first configuration are opened with enable_on_exec.
 	EnableOnExec bool
 }
@@ -116,7 +119,7 @@ type PMU struct {
 	sbuf      [24]byte
 	started   bool
 
-	bc  *bpf.Collector // with Collector "bpf": every copy, in bpfIndex order
+	bc  Switchable // with Snapshots: every copy, in bpfIndex order
 	eof bool
 }
 
@@ -128,6 +131,13 @@ func (p *PMU) bpfIndex(view, i int) int {
 		base += len(p.cfg.Events)
 	}
 	return base + view*len(p.cfg.Events) + i
+}
+
+// Switchable is a collector whose events can be switched on and off, all the virtual PMU
+// needs from a snapshotting collector.
+type Switchable interface {
+	perf.Collector
+	SetEnabled(i int, on bool) error
 }
 
 // Step is what one multiplexing slice produced.
@@ -162,18 +172,15 @@ func Open(cfg Config) (*PMU, error) {
 			p.Close()
 		}
 	}()
-	if cfg.Collector == "bpf" {
+	if cfg.Snapshots != nil {
 		if cfg.EnableOnExec {
-			return nil, errors.New("open virtual PMU: EnableOnExec needs the read collector")
+			return nil, errors.New("open virtual PMU: EnableOnExec needs the read(2) backend")
 		}
-		if err := p.openBPF(); err != nil {
+		if err := p.openSnapshots(); err != nil {
 			return nil, err
 		}
 		ok = true
 		return p, nil
-	}
-	if cfg.Collector != "" && cfg.Collector != "read" {
-		return nil, fmt.Errorf("open virtual PMU: unknown collector %q (want read or bpf)", cfg.Collector)
 	}
 	flags := uint64(0)
 	if cfg.Inherit {

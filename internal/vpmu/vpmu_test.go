@@ -282,52 +282,6 @@ func TestVirtualTimes(t *testing.T) {
 	}
 }
 
-// TestBPFCollectorMatchesRead runs the same kind of workload under the virtual PMU read
-// through BPF and checks the same invariants as with read(2): budget held, truth
-// identities exact, the fixed event's view equal to its truth.
-func TestBPFCollectorMatchesRead(t *testing.T) {
-	requireRoot(t)
-	evs, err := perf.ParseEvents(testEvents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := KernelSchedule(evs, 4, []int{0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := RunCommand(Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true, Collector: "bpf"}, target("mixed", 400), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Steps) < 10 {
-		t.Fatalf("only %d slices through bpf", len(res.Steps))
-	}
-	total := make([]uint64, len(evs))
-	var obs0 uint64
-	for _, st := range res.Steps {
-		counted := 0
-		for i, r := range st.Views[0].Readings {
-			if r.Count > 0 && !isScheduled(ks, st.Index, i) {
-				t.Fatalf("slice %d: %s counted but not scheduled", st.Index, evs[i].Name)
-			}
-			if r.Running > 0 {
-				counted++
-			}
-			total[i] += st.Truth[i]
-		}
-		obs0 += st.Views[0].Readings[0].Count
-		if counted > 5 {
-			t.Fatalf("slice %d: %d events counted, budget 4+1", st.Index, counted)
-		}
-	}
-	if total[1] != total[2]+total[3] || total[1] == 0 {
-		t.Errorf("truth page-faults %d != minor %d + major %d", total[1], total[2], total[3])
-	}
-	if d := float64(obs0) / float64(total[0]); d < 0.97 || d > 1.03 {
-		t.Errorf("fixed task-clock: view %d vs truth %d", obs0, total[0])
-	}
-}
-
 // TestEnableOnExecRunner drives the PMU the way the sidecar does for `perf stat -- CMD`:
 // events are opened on a process that has not exec'd its command yet (a shell waiting on
 // its stdin), with EnableOnExec, and a Runner steps them while the command runs. Nothing
