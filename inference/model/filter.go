@@ -174,7 +174,7 @@ func (md *Model) predict(d float64) {
 			lv := l.level[i]
 			sc := relScale(lv, lv, d)
 			w := 1 - math.Pow(l.a[i], float64(gap))
-			sl := s + c*c*w*w*l.stat[i]*sc*sc/math.Max(l.levelN[i], 1)
+			sl := s + c*c*w*w*l.stat[i]*sc*sc/math.Min(math.Max(l.levelN[i], 1), levelWindow)
 			l.calibrate(o.event, nu*nu/sl)
 		}
 		if dof := md.opt.Dof; dof > 0 {

@@ -28,6 +28,10 @@ type learner struct {
 	qs           []float64 // per component step standard deviation used this slice
 	rid          int       // id of the correlation matrix in use
 	rvers        map[int][]float64
+	spare        []float64 // a correlation matrix no slice refers to any more
+	rank         int       // number of common factors of the step correlations
+	load         []float64 // k·rank factor loadings
+	fa, fb       []float64
 	logc95       float64
 	calNAll      float64
 	logcE, calN  []float64 // per event
@@ -48,6 +52,7 @@ type learner struct {
 }
 
 const (
+	factors     = 3
 	pairPrior   = 8.0
 	levelWindow = 32.0
 )
@@ -85,6 +90,16 @@ func (l *learner) init(k, n int, opt Options) {
 	l.scale = make([]float64, k)
 	l.qs = make([]float64, k)
 	l.rvers = map[int][]float64{0: l.corr}
+	l.rank = min(factors, max(k-1, 0))
+	l.load = make([]float64, k*l.rank)
+	for i := range k {
+		for f := range l.rank {
+			// A deterministic, asymmetric start, so that the factors can differ.
+			l.load[i*l.rank+f] = 0.1 * math.Cos(float64((i+1)*(f+1)))
+		}
+	}
+	l.fa = make([]float64, l.rank*l.rank)
+	l.fb = make([]float64, l.rank)
 	l.prevY = make([]float64, n)
 	l.prevT = make([]int, n)
 	l.logcE = make([]float64, n)
@@ -261,45 +276,135 @@ func (l *learner) rebuild() {
 	k := l.k
 	// The smoother needs the matrix each slice was predicted with: keep the old one,
 	// build a new one.
-	c := make([]float64, k*k)
+	c := l.spare
+	l.spare = nil
+	if len(c) != k*k {
+		c = make([]float64, k*k)
+	}
 	l.rid++
 	l.corr = c
 	l.rvers[l.rid] = c
+	l.fitFactors()
+	// corr = L·Lᵀ off the diagonal, 1 on it: positive semi-definite by construction
+	// (L·Lᵀ plus a non-negative diagonal, since every row of L has norm < 1).
+	r := l.rank
 	for i := range k {
+		li := l.load[i*r : i*r+r]
 		for j := range k {
 			if i == j {
 				c[i*k+j] = 1
 				continue
 			}
-			p, q := i*k+j, j*k+i
-			n := l.cnt[p]
-			den := math.Sqrt(l.sq[p] * l.sq[q])
-			if n == 0 || !(den > 0) {
-				c[p] = 0
+			lj := l.load[j*r : j*r+r]
+			v := 0.0
+			for f := range r {
+				v += li[f] * lj[f]
+			}
+			c[i*k+j] = v
+		}
+	}
+}
+
+// fitFactors fits the step correlations with a few common factors: corr(i, j) ≈ l_i·l_j
+// for the pairs that were counted together, weighted by how often, by alternating
+// ridge regressions (warm-started from the last fit). A low-rank model is what lets a
+// pair never counted together get a correlation at all: events that both move with the
+// program's phases share a factor, whatever the schedule. It is also positive
+// semi-definite by construction, where a matrix of pairwise estimates is not.
+func (l *learner) fitFactors() {
+	k, r := l.k, l.rank
+	if r == 0 {
+		return
+	}
+	a := l.fa[:r*r]
+	b := l.fb[:r]
+	for range 4 {
+		for i := range k {
+			clear(a)
+			clear(b)
+			wsum := 0.0
+			for j := range k {
+				p, q := i*k+j, j*k+i
+				n := l.cnt[p]
+				if j == i || n == 0 {
+					continue
+				}
+				den := math.Sqrt(l.sq[p] * l.sq[q])
+				if !(den > 0) {
+					continue
+				}
+				rho := math.Max(-1, math.Min(1, l.s[p]/den))
+				lj := l.load[j*r : j*r+r]
+				for f := range r {
+					b[f] += n * rho * lj[f]
+					for g := range r {
+						a[f*r+g] += n * lj[f] * lj[g]
+					}
+				}
+				wsum += n
+			}
+			li := l.load[i*r : i*r+r]
+			if wsum == 0 {
+				clear(li)
 				continue
 			}
-			r := l.s[p] / den
-			r = math.Max(-1, math.Min(1, r))
-			c[p] = r * n / (n + pairPrior)
-		}
-	}
-	for range 30 {
-		copy(l.work, c)
-		if cholesky(l.work, k) {
-			return
-		}
-		for i := range k {
-			for j := range k {
-				if i != j {
-					c[i*k+j] *= 0.8
-				}
+			// Ridge: a pair seen a few times should not pin a factor down.
+			for f := range r {
+				a[f*r+f] += pairPrior * 0.1
+			}
+			if !solveSmall(a, b, r) {
+				continue
+			}
+			norm := 0.0
+			for f := range r {
+				norm += b[f] * b[f]
+			}
+			sc := 1.0
+			if norm > 0.95 {
+				sc = math.Sqrt(0.95 / norm)
+			}
+			for f := range r {
+				li[f] = b[f] * sc
 			}
 		}
 	}
-	clear(c)
-	for i := range k {
-		c[i*k+i] = 1
+}
+
+// solveSmall solves a·x = b in place (x in b) for a small dense r×r system by Gaussian
+// elimination with partial pivoting; it reports false for a singular system.
+func solveSmall(a, b []float64, r int) bool {
+	for c := range r {
+		p := c
+		for i := c + 1; i < r; i++ {
+			if math.Abs(a[i*r+c]) > math.Abs(a[p*r+c]) {
+				p = i
+			}
+		}
+		if math.Abs(a[p*r+c]) < 1e-12 {
+			return false
+		}
+		if p != c {
+			for j := range r {
+				a[c*r+j], a[p*r+j] = a[p*r+j], a[c*r+j]
+			}
+			b[c], b[p] = b[p], b[c]
+		}
+		for i := c + 1; i < r; i++ {
+			f := a[i*r+c] / a[c*r+c]
+			for j := c; j < r; j++ {
+				a[i*r+j] -= f * a[c*r+j]
+			}
+			b[i] -= f * b[c]
+		}
 	}
+	for c := r - 1; c >= 0; c-- {
+		s := b[c]
+		for j := c + 1; j < r; j++ {
+			s -= a[c*r+j] * b[j]
+		}
+		b[c] = s / a[c*r+c]
+	}
+	return true
 }
 
 // cholesky factors the symmetric matrix a (k×k, row-major) in place into its lower
