@@ -26,8 +26,9 @@ type Options struct {
 	// Pid is the target process (or, with Threads false, the one thread Pid). -1 means
 	// every CPU: Events are opened per CPU and snapshots are summed over CPUs.
 	Pid int
-	// Threads follows every thread of Pid: those present at NewCollector and those created
-	// later, by any tracked thread.
+	// Threads follows every thread of Pid present at NewCollector and every task created
+	// later by a followed one: threads and child processes, as perf's inherit does (a
+	// child's tid is then summed like a thread's). Without it only the thread Pid counts.
 	Threads bool
 	// Events are the counting events to snapshot, in Snapshot.Counts order. The collector
 	// opens them itself for each thread or CPU, with inherit cleared (the kernel cannot read
@@ -406,7 +407,7 @@ func (c *Collector) retireFinished() {
 	kept := c.exited[:0]
 	for _, idx := range c.exited {
 		s := c.slots[idx]
-		if !threadFinished(c.opts.Pid, s.tid) || c.readSlot(s) != nil {
+		if !threadFinished(s.tid) || c.readSlot(s) != nil {
 			kept = append(kept, idx)
 			continue
 		}
@@ -644,11 +645,6 @@ func (c *Collector) handle(r record) {
 		if _, ok := c.byTid[tid]; ok {
 			return // already found by listing /proc
 		}
-		if !isThreadOf(c.opts.Pid, tid) {
-			// A child process, or a thread already gone: stop following it.
-			c.thrMap.Delete(uint32(tid))
-			return
-		}
 		if err := c.addThread(tid, unix.BPF_EXIST); err != nil {
 			c.thrMap.Delete(uint32(tid))
 			c.lostTid = tid // its GONE record may follow: count it once
@@ -687,7 +683,7 @@ func (c *Collector) final() (perf.Snapshot, error) {
 	c.done = true
 	deadline := time.Now().Add(time.Second)
 	for _, s := range c.slots {
-		for s != nil && s.tid >= 0 && !threadFinished(c.opts.Pid, s.tid) && time.Now().Before(deadline) {
+		for s != nil && s.tid >= 0 && !threadFinished(s.tid) && time.Now().Before(deadline) {
 			time.Sleep(200 * time.Microsecond)
 		}
 	}

@@ -341,6 +341,61 @@ func TestRecyclesSlots(t *testing.T) {
 	t.Logf("%d workers through %d slots, %d snapshots, stats %+v", len(workers), maxThreads, len(snaps), st)
 }
 
+// TestFollowsChildProcesses checks that processes forked by the target are followed, as
+// perf's inherit follows them, and that what they count reaches the snapshots.
+func TestFollowsChildProcesses(t *testing.T) {
+	cmd, in, out := startHelper(t, "forker")
+	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, Events: workEvents(t), Slice: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("NewCollector (requires root): %v", err)
+	}
+	defer c.Close()
+	var snaps []perf.Snapshot
+	var collectErr error
+	done := make(chan struct{})
+	go func() {
+		snaps, collectErr = collect(c, 30*time.Second)
+		close(done)
+	}()
+	in.Write([]byte{'g'})
+	var children []int
+	for range childCount {
+		line, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatalf("read child pid: %v", err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(line))
+		if err != nil {
+			t.Fatalf("parse child pid %q: %v", line, err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !slices.Contains(c.Threads(), pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("child %d not followed after 10s", pid)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		children = append(children, pid)
+		in.Write([]byte{'g'}) // read by the child, which shares the helper's stdin
+	}
+	<-done
+	if collectErr != nil {
+		t.Fatal(collectErr)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("helper: %v", err)
+	}
+	end, err := c.ReadNow()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDeltas(t, snaps, end)
+	if got := end.Counts[evGetppid].Value; got != childCount*childGetppid {
+		t.Errorf("getppid in %d children: %d, want %d", childCount, got, childCount*childGetppid)
+	}
+	t.Logf("children %v followed; %d tasks in all, %d snapshots", children, len(c.Threads()), len(snaps))
+}
+
 func containsAll(set, want []int) bool {
 	for _, x := range want {
 		if !slices.Contains(set, x) {

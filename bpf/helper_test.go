@@ -64,6 +64,14 @@ func TestMain(m *testing.M) {
 	case "waves":
 		helperWaves()
 		os.Exit(0)
+	case "forker":
+		helperForker()
+		os.Exit(0)
+	case "child":
+		fmt.Println(os.Getpid())
+		waitGo()
+		work(100, childGetppid, 0, 0)
+		os.Exit(0)
 	case "spin":
 		helperSpin()
 	case "sleep":
@@ -183,6 +191,26 @@ func helperWaves() {
 		waitGo()
 		close(release)
 		wg.Wait()
+	}
+}
+
+// Child processes of the "forker" helper, each run to completion in turn.
+const (
+	childCount   = 2
+	childGetppid = 100
+)
+
+// helperForker runs childCount child processes (this binary as helper "child") one after
+// the other; they share its stdin and stdout, so the test talks to them directly.
+func helperForker() {
+	waitGo()
+	for range childCount {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), helperEnv+"=child")
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			panic(err) // a helper process, not library code
+		}
 	}
 }
 

@@ -111,16 +111,11 @@ func listThreads(pid int) ([]int, error) {
 	return tids, nil
 }
 
-// isThreadOf says whether tid is a thread of process pid.
-func isThreadOf(pid, tid int) bool {
-	_, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d", pid, tid))
-	return err == nil
-}
-
-// threadFinished says whether a thread has passed the point where the kernel detaches its
-// perf events: it is gone from /proc, or a zombie or dead task.
-func threadFinished(pid, tid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+// threadFinished says whether a thread (of any process) has passed the point where the
+// kernel detaches its perf events: it is gone from /proc, or a zombie or dead task.
+// /proc/TID works for every thread, though only process leaders are listed.
+func threadFinished(tid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", tid))
 	if err != nil {
 		return true
 	}
