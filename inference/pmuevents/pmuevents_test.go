@@ -225,6 +225,8 @@ func TestSubEventRelations(t *testing.T) {
 		"l2_rqsts.all_demand_references = l2_rqsts.all_demand_miss + l2_rqsts.all_demand_data_rd",
 		// Cycle counts (CounterMask=1) of two filters can coincide: not a sum.
 		"idq.all_dsb_cycles_any_uops = idq.dsb_cycles + idq.ms_dsb_cycles",
+		// A read-modify-write instruction is both a load and a store.
+		"mem_inst_retired.any = mem_inst_retired.all_loads + mem_inst_retired.all_stores",
 	} {
 		if hasRelation(rels, bad) {
 			t.Errorf("skylake has the false relation %q", bad)
@@ -261,6 +263,17 @@ func TestSubEventRelations(t *testing.T) {
 		if r.Op == relation.Eq && or != parent.UMask {
 			t.Errorf("%s: children OR to %#x, parent is %#x", r.Text, or, parent.UMask)
 		}
+	}
+
+	spr := load(t, "x86/sapphirerapids")
+	srels, _ := spr.Relations(hostEnv)
+	// L2_REQUEST.ALL 0xff = hits 0xc1|0xc2|0xc4|0xc8 | ALL_HWPF 0xf0, but 0xf0 adds the
+	// miss bit 0x20 to the hardware-prefetch type: the sum would lack the demand misses.
+	if hasRelation(srels, "l2_request.all = (((l2_rqsts.demand_data_rd_hit + l2_rqsts.rfo_hit) + l2_rqsts.code_rd_hit) + l2_rqsts.swpf_hit) + l2_rqsts.all_hwpf") {
+		t.Error("sapphirerapids has the false L2_REQUEST.ALL sum")
+	}
+	if !hasRelation(srels, "l2_request.miss = (((l2_rqsts.demand_data_rd_miss + l2_rqsts.rfo_miss) + l2_rqsts.code_rd_miss) + l2_rqsts.swpf_miss) + l2_rqsts.hwpf_miss") {
+		t.Error("sapphirerapids lacks the L2_REQUEST.MISS sum")
 	}
 
 	zen := load(t, "x86/amdzen4")

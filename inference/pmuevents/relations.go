@@ -169,7 +169,10 @@ func (t *Table) subEventRelations() []relation.Relation {
 			if strings.Contains(p.Modifiers, "CounterMask=") {
 				continue
 			}
-			if parts := decompose(p.UMask, atomsOf(children, f)); parts != nil {
+			if overlapping[p.Name] {
+				continue
+			}
+			if parts := decompose(p.UMask, atomsOf(children, f), f); parts != nil {
 				terms := make([]relation.Expr, len(parts))
 				masks := make([]string, len(parts))
 				for i, c := range parts {
@@ -189,25 +192,38 @@ func (t *Table) subEventRelations() []relation.Relation {
 
 // enumerated reports whether a family's unit mask holds enumerated values rather than
 // filter bits: AMD's FpOpsRetiredByType numbers the operation types 1, 2, 3, ... in each
-// 4-bit field (scalar_mul = 0x3 is not scalar_add 0x1 plus scalar_sub 0x2). The sign is
-// several masks inside one nibble that are neither single bits nor the whole nibble;
-// filter families have at most a union or two there (FP_ARITH_INST_RETIRED.SCALAR 0x3).
+// 4-bit field (scalar_mul = 0x3 is not scalar_add 0x1 plus scalar_sub 0x2), and Zen 5's
+// FpRetSseAvxOps numbers precisions in its high nibble (packed_single 0x60 is not
+// bfloat16 0x20 plus scalar_single 0x40). The sign is two or more masks inside one
+// nibble that are neither single bits nor the whole nibble; filter families have at most
+// one union per nibble (FP_ARITH_INST_RETIRED.SCALAR 0x3, 8_FLOPS 0x60).
 func enumerated(family []*Event) bool {
-	n := 0
+	perNibble := map[uint]int{}
 	for _, e := range family {
 		for shift := uint(0); shift < 64; shift += 4 {
 			nib := uint64(0xf) << shift
 			if e.UMask != 0 && e.UMask&^nib == 0 {
 				v := e.UMask >> shift
 				if bits.OnesCount64(v) > 1 && v != 0xf {
-					n++
+					perNibble[shift]++
 				}
 				break
 			}
 		}
 	}
-	return n >= 3
+	for _, n := range perNibble {
+		if n >= 2 {
+			return true
+		}
+	}
+	return false
 }
+
+// overlapping lists parents whose sub-events are known to share events, so that the
+// parent is less than their sum: a read-modify-write instruction (add [mem], reg) is
+// both a load and a store, counted once in MEM_INST_RETIRED.ANY and in both
+// ALL_LOADS and ALL_STORES.
+var overlapping = map[string]bool{"mem_inst_retired.any": true}
 
 // atomsOf keeps the children whose mask is not the union of the masks of two or more
 // other events of the family: L2_RQSTS.ALL_DEMAND_MISS (0x27 = 0x21|0x22|0x24) is not
@@ -235,7 +251,7 @@ func atomsOf(children, family []*Event) []*Event {
 // decompose finds children of a parent mask that cover it as (common part) | (pairwise
 // disjoint varying parts), preferring single-bit children when they cover the mask.
 // It returns nil when no such cover exists.
-func decompose(parent uint64, children []*Event) []*Event {
+func decompose(parent uint64, children, family []*Event) []*Event {
 	if len(children) < 2 {
 		return nil
 	}
@@ -303,11 +319,49 @@ func decompose(parent uint64, children []*Event) []*Event {
 			}
 			all |= v
 		}
-		if ok && all|common == parent {
+		if ok && all|common == parent && oneDimension(common, atomV, family) {
 			return atoms
 		}
 	}
 	return nil
+}
+
+// oneDimension guards the common-part decomposition against masks with two fields
+// (L2_RQSTS: request type in bits 0-4, hit/miss in bits 5-7, counting their product).
+// There, parts C|V_i tile the parent only when C is a value of one field and every V_i
+// stays in the other. The field of C is estimated from the family: for each part, the
+// events that keep its V_i and replace C by something else (DEMAND_DATA_RD_MISS 0x21
+// and DEMAND_DATA_RD_HIT 0xc1 both keep 0x01) show which bits stand in C's place. A
+// V_i using such a bit (ALL_HWPF 0xf0 = 0xc0 | 0x30, where 0x20 means "miss") spans
+// both fields, and the sum would double count or miss cells.
+func oneDimension(common uint64, vs []uint64, family []*Event) bool {
+	field := common
+	for i, v := range vs {
+		for _, m := range family {
+			if m.UMask&v != v {
+				continue
+			}
+			alt := m.UMask &^ v
+			// An event that adds whole other parts (ALL_DEMAND_MISS 0x27 over 0x01) is a
+			// union along V's own field, not a replacement of C.
+			union := false
+			for j, w := range vs {
+				if j != i && alt&w == w {
+					union = true
+					break
+				}
+			}
+			if alt != 0 && !union {
+				field |= alt
+			}
+		}
+	}
+	for _, v := range vs {
+		if v&field != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // namePairs are misses <= accesses that the event names make certain: the miss event
