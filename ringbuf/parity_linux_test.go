@@ -542,7 +542,7 @@ func TestKernelParityWakeups(t *testing.T) {
 			// Preallocated: a growing slice would fault fresh heap pages between the poll
 			// and the drain, and those samples would be attributed to the wrong touch.
 			kernelWoke := make([]bool, 0, len(area)/4096)
-			skipped := 0
+			skipped, carry, matchedWakes := 0, false, 0
 			for i := 0; i < len(area); i += 4096 {
 				area[i] = 1
 				h := atomic.LoadUint64(word(k.mem, OffDataHead))
@@ -572,12 +572,20 @@ func TestKernelParityWakeups(t *testing.T) {
 				}
 				r.Commit()
 				mr.Discard()
-				if h != h2 {
+				// A wakeup caused by a record written during the poll may be reported by
+				// this poll or the next one: after an ambiguous touch in which the mirror
+				// woke, the next touch is ambiguous too.
+				ambiguous := h != h2 || carry
+				carry = h != h2 && mirrorWoke
+				if ambiguous {
 					skipped++
 					continue
 				}
 				if mirrorWoke != woke {
 					t.Fatalf("touch %d: kernel woke=%v, mirror woke=%v (head %d)", i/4096, woke, mirrorWoke, w.Head())
+				}
+				if woke {
+					matchedWakes++
 				}
 			}
 			if skipped > len(kernelWoke)/10 {
@@ -590,10 +598,10 @@ func TestKernelParityWakeups(t *testing.T) {
 					wakes++
 				}
 			}
-			if wakes == 0 {
-				t.Fatalf("the kernel never woke the reader in %d touches: the test proves nothing", len(kernelWoke))
+			if matchedWakes == 0 {
+				t.Fatalf("no unambiguous kernel wakeup in %d touches (%d in all): the test proves nothing", len(kernelWoke), wakes)
 			}
-			t.Logf("%d touches, %d wakeups, all matched", len(kernelWoke), wakes)
+			t.Logf("%d touches, %d wakeups, all matched (%d ambiguous touches skipped)", len(kernelWoke), wakes, skipped)
 		})
 	}
 }
