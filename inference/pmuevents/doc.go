@@ -7,9 +7,12 @@
 //
 //   - aliases: two names with the same encoding count the same thing (exact);
 //   - sub-events: an event whose unit mask is a proper subset of another's (same event
-//     code and modifiers) counts a subset of it (child <= parent), and when the
-//     children's masks combine into the parent's as disjoint parts the parent is their
-//     sum (an identity with a small tolerance: the JSON does not state disjointness);
+//     code and modifiers, no inversion or edge detection) counts a subset of it (child
+//     <= parent); when the children's masks combine into the parent's as disjoint parts
+//     within one field of the mask (L2_RQSTS.MISS = the four request types' misses) the
+//     parent is their sum, an identity with a small tolerance because the JSON does not
+//     state that no event falls in two children. Families whose masks are enumerations
+//     (AMD FpOpsRetiredByType) and cycle counts with a threshold get no sums;
 //   - misses <= accesses where the names make it certain (BR_MISP_RETIRED.X <=
 //     BR_INST_RETIRED.X, Arm's X_REFILL <= X), fixed-counter twins (INST_RETIRED.ANY =
 //     INST_RETIRED.ANY_P);
