@@ -17,6 +17,7 @@ import (
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/replay"
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/vpmu"
 	"github.com/bayesperf/bayesperf/internal/workload"
 )
 
@@ -247,4 +248,60 @@ func TestLiveEval(t *testing.T) {
 	var buf bytes.Buffer
 	res.WriteTable(&buf, "mixed")
 	t.Log(buf.String())
+}
+
+// TestVirtualPMUThroughBPF runs the virtual PMU with its copies read by package bpf's
+// collector and checks the invariants the read(2) backend guarantees: the budget holds,
+// truth identities are exact, and the fixed event's view equals its truth.
+func TestVirtualPMUThroughBPF(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: loads BPF and attaches tracepoints to a child task")
+	}
+	evs, err := perf.ParseEvents("task-clock,page-faults,minor-faults,major-faults,context-switches,cpu-migrations," +
+		"{raw_syscalls:sys_enter,raw_syscalls:sys_exit},syscalls:sys_enter_read,syscalls:sys_enter_write," +
+		"syscalls:sys_enter_mmap,syscalls:sys_enter_munmap,sched:sched_switch,sched:sched_wakeup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := vpmu.KernelSchedule(evs, 4, []int{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "BAYESPERF_EVAL_WORKLOAD=mixed:400")
+	res, err := vpmu.RunCommand(vpmu.Config{Events: evs, Views: []vpmu.View{{Name: "kernel", Schedule: ks}}, Truth: true, Snapshots: BPFSnapshots}, cmd, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Steps) < 10 {
+		t.Fatalf("only %d slices through bpf", len(res.Steps))
+	}
+	total := make([]uint64, len(evs))
+	var obs0 uint64
+	for _, st := range res.Steps {
+		counted := map[int]bool{}
+		for _, e := range ks.Counted(st.Index) {
+			counted[int(e)] = true
+		}
+		n := 0
+		for i, r := range st.Views[0].Readings {
+			if r.Count > 0 && !counted[i] {
+				t.Fatalf("slice %d: %s counted but not scheduled", st.Index, evs[i].Name)
+			}
+			if r.Running > 0 {
+				n++
+			}
+			total[i] += st.Truth[i]
+		}
+		obs0 += st.Views[0].Readings[0].Count
+		if n > 5 {
+			t.Fatalf("slice %d: %d events counted, budget 4+1", st.Index, n)
+		}
+	}
+	if total[1] != total[2]+total[3] || total[1] == 0 {
+		t.Errorf("truth page-faults %d != minor %d + major %d", total[1], total[2], total[3])
+	}
+	if d := float64(obs0) / float64(total[0]); d < 0.97 || d > 1.03 {
+		t.Errorf("fixed task-clock: view %d vs truth %d", obs0, total[0])
+	}
 }

@@ -80,7 +80,15 @@ func RunLive(l Live, cmd *exec.Cmd) (*LiveRun, error) {
 	if own != nil {
 		views = append(views, vpmu.View{Name: "bayesperf", Schedule: own})
 	}
-	res, err := vpmu.RunCommand(vpmu.Config{Events: l.Events, Views: views, Truth: true, Collector: l.Collector}, cmd, l.Interval)
+	cfg := vpmu.Config{Events: l.Events, Views: views, Truth: true}
+	switch l.Collector {
+	case "", "read":
+	case "bpf":
+		cfg.Snapshots = BPFSnapshots
+	default:
+		return nil, fmt.Errorf("run live: unknown collector %q (want read or bpf)", l.Collector)
+	}
+	res, err := vpmu.RunCommand(cfg, cmd, l.Interval)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,32 @@
+package eval
+
+import (
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/bayesperf/bayesperf/bpf"
+	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/vpmu"
+)
+
+// BPFSnapshots lets the virtual PMU read its copies through package bpf's collector,
+// which snapshots them in the kernel at every slice and follows the target's threads.
+func BPFSnapshots(attrs []perf.Attr, pid int, slice time.Duration) (vpmu.Switchable, error) {
+	ua := make([]unix.PerfEventAttr, len(attrs))
+	for i, a := range attrs {
+		ua[i] = toUnix(a)
+	}
+	return bpf.NewCollector(bpf.Options{Pid: pid, Threads: true, Events: ua, Slice: slice})
+}
+
+// toUnix converts an attr to x/sys's type through the kernel byte layout both mirror.
+func toUnix(a perf.Attr) unix.PerfEventAttr {
+	var u unix.PerfEventAttr
+	b := a.Encode()
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(&u)), unsafe.Sizeof(u))
+	copy(dst, b)
+	u.Size = uint32(min(len(b), len(dst)))
+	return u
+}
