@@ -3,6 +3,7 @@ package relation
 import (
 	"errors"
 	"math"
+	"os"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -400,5 +401,33 @@ func TestBindSpellings(t *testing.T) {
 	got := Bind(rels, []string{"INST_RETIRED.ANY", "cpu/inst_retired.any_p/", "cpu/l2_rqsts.miss,cmask=1/", "l2_rqsts.references"})
 	if len(got) != 1 || got[0].String() != "INST_RETIRED.ANY = cpu/inst_retired.any_p/" {
 		t.Errorf("bound %v, want the run's spellings of the first relation only", got)
+	}
+}
+
+// TestExampleFile parses the example relation file shipped in testdata, which users
+// copy from: every line must parse, and the kinds must be what the comments say.
+func TestExampleFile(t *testing.T) {
+	f, err := os.Open("testdata/example.rel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rels, err := ParseFile("testdata/example.rel", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := []Kind{LinearIdentity, LinearInequality, LinearInequality, Nonlinear, LinearInequality, Nonlinear}
+	if len(rels) != len(kinds) {
+		t.Fatalf("parsed %d relations, want %d", len(rels), len(kinds))
+	}
+	for i, r := range rels {
+		if r.Kind() != kinds[i] {
+			t.Errorf("%s: kind %v, want %v", r.Text, r.Kind(), kinds[i])
+		}
+	}
+	// Bound to a run with two sched_stat tracepoints, the glob sum becomes linear.
+	b := Bind(rels[3:4], []string{"sched:sched_stat_runtime", "sched:sched_stat_wait"})
+	if len(b) != 1 || b[0].Kind() != LinearInequality || len(b[0].Events()) != 2 {
+		t.Errorf("bound glob sum: %v", b)
 	}
 }
