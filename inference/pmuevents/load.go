@@ -415,3 +415,23 @@ func (t *Table) Constraint(event string) (Constraint, bool) {
 	}
 	return c, true
 }
+
+// CounterSpec describes a run's events for a scheduler: which of them (by position in
+// events) sit on fixed counters, which programmable counters each of the others may use
+// (absent: any), and the number of programmable counters of the core PMU (0 when
+// counter.json does not say). Events the table does not know are unconstrained.
+func (t *Table) CounterSpec(events []string) (fixed []int, allowed map[int]uint64, generic int) {
+	allowed = map[int]uint64{}
+	_, generic, _ = t.Counters("")
+	for i, name := range events {
+		c, ok := t.Constraint(name)
+		switch {
+		case !ok:
+		case c.Fixed >= 0:
+			fixed = append(fixed, i)
+		case c.Mask != 0:
+			allowed[i] = c.Mask
+		}
+	}
+	return fixed, allowed, generic
+}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -575,5 +576,19 @@ func BenchmarkLoadAndRelations(b *testing.B) {
 			}
 			b.ReportMetric(float64(n), "relations")
 		})
+	}
+}
+
+func TestCounterSpec(t *testing.T) {
+	skl := load(t, "x86/skylake")
+	fixed, allowed, generic := skl.CounterSpec([]string{"inst_retired.any", "L1D_PEND_MISS.PENDING", "inst_retired.prec_dist", "page-faults", "cpu_clk_unhalted.thread"})
+	if generic != 4 || !reflect.DeepEqual(fixed, []int{0, 4}) {
+		t.Errorf("fixed %v generic %d, want [0 4] and 4", fixed, generic)
+	}
+	if allowed[2] != 0b10 || allowed[1] != 0b1111 {
+		t.Errorf("allowed %v: want prec_dist on counter 1 only, l1d_pend_miss.pending on 0-3", allowed)
+	}
+	if _, ok := allowed[3]; ok {
+		t.Error("a software event got a counter restriction")
 	}
 }
