@@ -3,8 +3,8 @@ package relation
 import (
 	"errors"
 	"math"
-	"os"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
