@@ -438,3 +438,46 @@ func FuzzDecodeAttr(f *testing.F) {
 		}
 	})
 }
+
+// FuzzResolvePMU resolves arbitrary event lists against a fixture PMU and tracefs: sysfs
+// format specs, aliases and term values are parsed here, and must never panic.
+func FuzzResolvePMU(f *testing.F) {
+	dir := f.TempDir()
+	files := map[string]string{
+		"fakecpu/type":            "42\n",
+		"fakecpu/format/event":    "config:0-7,32-35\n",
+		"fakecpu/format/umask":    "config:8-15\n",
+		"fakecpu/format/bad":      "config9:0-70\n",
+		"fakecpu/events/loop":     "loop\n",
+		"fakecpu/events/loads":    "event=0x1cd,umask=0x1\n",
+		"events/sched/switch/id":  "77\n",
+		"events/sched/wakeup/id":  "notanumber\n",
+		"events/syscalls/x_y/id":  "5\n",
+		"events/syscalls/x_z/id":  "6\n",
+		"events/syscalls/x_z/foo": "",
+	}
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			f.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			f.Fatal(err)
+		}
+	}
+	for _, s := range []string{"fakecpu/event=0x3c,umask=1/u", "fakecpu/loads/", "fakecpu/loop/", "fakecpu/bad=1/", "sched:*", "syscalls:x_?", "loads", "{sched:switch,cs}:k"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r := Resolver{SysfsPMUDir: dir, TracefsDir: dir, NoMount: true}
+		evs, err := r.ParseEvents(s)
+		if err != nil {
+			return
+		}
+		for _, e := range evs {
+			if e.Attr.Size != AttrSize || e.Name == "" {
+				t.Fatalf("bad resolution of %q: %+v", s, e)
+			}
+		}
+	})
+}
