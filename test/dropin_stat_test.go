@@ -320,17 +320,7 @@ func TestDropinSidecarKilled(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var pid int
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && pid == 0; time.Sleep(10 * time.Millisecond) {
-		if b, err := os.ReadFile(pidfile); err == nil && strings.HasSuffix(string(b), "\n") {
-			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		}
-	}
-	if pid == 0 {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal("no sidecar pid in the pidfile after 10 s")
-	}
+	pid := waitPidfile(t, cmd, pidfile)
 	time.Sleep(350 * time.Millisecond)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill sidecar %d: %v", pid, err)
@@ -388,4 +378,20 @@ func TestDropinExitStatusAndSignals(t *testing.T) {
 	if r := run(t, nil, filepath.Join(dir, "bayesperf"), "run"); r.status != 2 {
 		t.Errorf("run without a command: status %d, want 2", r.status)
 	}
+}
+
+// waitPidfile waits for bayesperf run (cmd) to write the sidecar's pid.
+func waitPidfile(t *testing.T, cmd *exec.Cmd, pidfile string) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(pidfile); err == nil && strings.HasSuffix(string(b), "\n") {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				return pid
+			}
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	t.Fatal("no sidecar pid in the pidfile after 10 s")
+	return 0
 }

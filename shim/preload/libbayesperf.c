@@ -196,10 +196,14 @@ static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Sampling mirrors the tool has mapped in place of the kernel's rings. */
 struct bp_ring {
-	void *addr;
+	void *addr;    /* the mirror, as the tool mapped it */
 	size_t len;
 	uint32_t handle;
 	uint32_t epoch;
+	void *kring;   /* the kernel's ring, mapped here too: it keeps the kernel's buffer
+	                  alive if the sidecar dies, and the shim then pumps it itself */
+	void *mw;      /* a writable view of the mirror (addr itself when the tool's is) */
+	int overwrite; /* the tool mapped it read-only */
 };
 #define BP_MAX_RINGS 1024
 static struct bp_ring rings[BP_MAX_RINGS]; /* under tab_lock */
@@ -666,17 +670,100 @@ static int handle_call_locked(uint16_t type, uint32_t handle)
 /* flush_rings makes every mirror ring hold what the kernel's rings hold now: called
  * where a tool may look at its rings expecting the kernel's latest records (a poll that
  * returned, an ioctl such as DISABLE or PAUSE_OUTPUT, a reaped child). */
+/* Offsets in struct perf_event_mmap_page. */
+#define PG_DATA_HEAD 1024
+#define PG_DATA_TAIL 1032
+#define PG_DATA_OFFSET 1040
+#define PG_DATA_SIZE 1048
+
+static void ring_copy_out(uint8_t *dst, const uint8_t *data, uint64_t mask, uint64_t pos, size_t n)
+{
+	size_t i = pos & mask, first = mask + 1 - i;
+	if (first >= n) {
+		memcpy(dst, data + i, n);
+	} else {
+		memcpy(dst, data + i, first);
+		memcpy(dst + first, data, n - first);
+	}
+}
+
+static void ring_copy_in(uint8_t *data, uint64_t mask, uint64_t pos, const uint8_t *src, size_t n)
+{
+	size_t i = pos & mask, first = mask + 1 - i;
+	if (first >= n) {
+		memcpy(data + i, src, n);
+	} else {
+		memcpy(data + i, src, first);
+		memcpy(data, src + first, n - first);
+	}
+}
+
+/* shim_pump is the sidecar's pump done by the shim once the sidecar is gone: move every
+ * record that fits from the kernel's ring to the mirror, kernel-style (record bytes, then
+ * store-release of the mirror's data_head; load-acquire of the tool's data_tail before
+ * reusing space). Forward rings only; a record that does not fit stays in the kernel's
+ * ring, which then drops and counts as it would without us. */
+static void shim_pump(struct bp_ring *r)
+{
+	uint8_t *k = r->kring, *m = r->mw;
+	uint64_t ksize = *(uint64_t *)(void *)(k + PG_DATA_SIZE), msize = *(uint64_t *)(void *)(m + PG_DATA_SIZE);
+	uint64_t koff = *(uint64_t *)(void *)(k + PG_DATA_OFFSET), moff = *(uint64_t *)(void *)(m + PG_DATA_OFFSET);
+	if (ksize == 0 || ksize != msize || (ksize & (ksize - 1)) || koff + ksize > r->len || moff + msize > r->len)
+		return;
+	uint64_t mask = ksize - 1;
+	uint64_t *khead = (uint64_t *)(void *)(k + PG_DATA_HEAD), *ktail = (uint64_t *)(void *)(k + PG_DATA_TAIL);
+	uint64_t *mhead = (uint64_t *)(void *)(m + PG_DATA_HEAD), *mtail = (uint64_t *)(void *)(m + PG_DATA_TAIL);
+	uint64_t kh = __atomic_load_n(khead, __ATOMIC_ACQUIRE);
+	uint64_t kt = __atomic_load_n(ktail, __ATOMIC_RELAXED);
+	uint64_t mh = __atomic_load_n(mhead, __ATOMIC_RELAXED);
+	uint8_t rec[65536];
+	while (kh - kt >= 8 && kh - kt <= ksize) {
+		struct perf_event_header h;
+		ring_copy_out((uint8_t *)&h, k + koff, mask, kt, sizeof h);
+		if (h.size < sizeof h || h.size > kh - kt)
+			break;
+		if (!r->overwrite) {
+			uint64_t mt = __atomic_load_n(mtail, __ATOMIC_ACQUIRE);
+			if (((mt - (mh + 1)) & mask) < h.size)
+				break;
+		}
+		ring_copy_out(rec, k + koff, mask, kt, h.size);
+		ring_copy_in(m + moff, mask, mh, rec, h.size);
+		mh += h.size;
+		kt += h.size;
+	}
+	__atomic_store_n(mhead, mh, __ATOMIC_RELEASE);
+	if (!r->overwrite)
+		__atomic_store_n(ktail, kt, __ATOMIC_RELEASE);
+}
+
+static void shim_pump_all(void)
+{
+	pthread_mutex_lock(&tab_lock);
+	for (int i = 0; i < BP_MAX_RINGS; i++)
+		if (rings[i].addr != NULL && rings[i].epoch == conn_epoch && rings[i].kring != NULL)
+			shim_pump(&rings[i]);
+	pthread_mutex_unlock(&tab_lock);
+}
+
+/* flush_rings makes every mirror ring hold what the kernel's rings hold now: called
+ * where a tool may look at its rings expecting the kernel's latest records (a poll that
+ * returned, an ioctl such as DISABLE or PAUSE_OUTPUT, a reaped child). Without a
+ * sidecar, the shim moves the records itself. */
 static void flush_rings(void)
 {
-	if (LIKELY(__atomic_load_n(&nrings, __ATOMIC_RELAXED) == 0) || guard ||
-	    __atomic_load_n(&conn_state, __ATOMIC_ACQUIRE) != CONN_UP)
+	if (LIKELY(__atomic_load_n(&nrings, __ATOMIC_RELAXED) == 0) || guard)
 		return;
 	int saved = errno;
 	guard++;
-	pthread_mutex_lock(&conn_lock);
-	if (handle_call_locked(BP_MSG_FLUSH, 0) == 0)
-		COUNT(ring_flushes);
-	pthread_mutex_unlock(&conn_lock);
+	if (__atomic_load_n(&conn_state, __ATOMIC_ACQUIRE) == CONN_UP) {
+		pthread_mutex_lock(&conn_lock);
+		if (handle_call_locked(BP_MSG_FLUSH, 0) == 0)
+			COUNT(ring_flushes);
+		pthread_mutex_unlock(&conn_lock);
+	}
+	if (__atomic_load_n(&conn_state, __ATOMIC_ACQUIRE) == CONN_DOWN)
+		shim_pump_all();
 	guard--;
 	errno = saved;
 }
@@ -689,7 +776,7 @@ static int rings_off(void)
 
 /* mirror_mmap maps the sidecar's mirror of ev's ring in place of the kernel's. Returns
  * MAP_FAILED when the kernel's ring must be mapped instead (the caller does that). */
-static void *mirror_mmap(struct bp_event *ev, void *addr, size_t len, int prot, int flags)
+static void *mirror_mmap(struct bp_event *ev, void *addr, size_t len, int prot, int flags, int fd)
 {
 	/* Events that count the reader are not mirrored: such a reader can expect the
 	 * records of what it just did to be in the ring, which only the kernel's ring
@@ -716,8 +803,17 @@ static void *mirror_mmap(struct bp_event *ev, void *addr, size_t len, int prot, 
 		return MAP_FAILED;
 	}
 	void *p = real_mmap()(addr, len, prot, flags, mfd, 0);
+	void *mw = p, *kr = MAP_FAILED;
+	if (p != MAP_FAILED && !(prot & PROT_WRITE))
+		mw = real_mmap()(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	if (p != MAP_FAILED && mw != MAP_FAILED)
+		kr = real_mmap()(NULL, len, prot & (PROT_READ | PROT_WRITE), MAP_SHARED, fd, 0);
 	real_close()(mfd);
-	if (p == MAP_FAILED) {
+	if (kr == MAP_FAILED) {
+		if (mw != MAP_FAILED && mw != p)
+			real_munmap()(mw, len);
+		if (p != MAP_FAILED)
+			real_munmap()(p, len);
 		pthread_mutex_lock(&conn_lock);
 		handle_call_locked(BP_MSG_UNMAP, ev->handle);
 		pthread_mutex_unlock(&conn_lock);
@@ -729,12 +825,16 @@ static void *mirror_mmap(struct bp_event *ev, void *addr, size_t len, int prot, 
 		if (rings[i].addr == NULL)
 			slot = i;
 	if (slot >= 0) {
-		rings[slot] = (struct bp_ring){.addr = p, .len = len, .handle = ev->handle, .epoch = ev->epoch};
+		rings[slot] = (struct bp_ring){.addr = p, .len = len, .handle = ev->handle, .epoch = ev->epoch,
+					       .kring = kr, .mw = mw, .overwrite = !(prot & PROT_WRITE)};
 		__atomic_add_fetch(&nrings, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&tab_lock);
 	if (slot < 0) { /* table full: give this one back and use the kernel's */
 		real_munmap()(p, len);
+		real_munmap()(kr, len);
+		if (mw != p)
+			real_munmap()(mw, len);
 		pthread_mutex_lock(&conn_lock);
 		handle_call_locked(BP_MSG_UNMAP, ev->handle);
 		pthread_mutex_unlock(&conn_lock);
@@ -752,7 +852,7 @@ static void *do_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
 		return real(addr, len, prot, flags, fd, off);
 	int saved = errno;
 	guard++;
-	void *p = mirror_mmap(ev, addr, len, prot, flags);
+	void *p = mirror_mmap(ev, addr, len, prot, flags, fd);
 	guard--;
 	if (p != MAP_FAILED) {
 		errno = saved;
@@ -791,6 +891,12 @@ EXPORT int munmap(void *addr, size_t len)
 	}
 	pthread_mutex_unlock(&tab_lock);
 	int ret = real_munmap()(addr, len);
+	if (r.addr != NULL) {
+		if (r.kring != NULL)
+			real_munmap()(r.kring, r.len);
+		if (r.mw != NULL && r.mw != r.addr)
+			real_munmap()(r.mw, r.len);
+	}
 	if (r.addr != NULL && r.epoch == conn_epoch) {
 		/* Synchronous: the kernel's ring must be unmapped when munmap() returns, so the
 		 * tool can map the fd again, with another size if it likes. */
