@@ -32,8 +32,17 @@
 // time of the slices in which the event was scheduled: multiplexing exactly as a tool
 // sees it on a real CPU.
 //
-// The sidecar calls it from `bayesperf run --virtual-counters N`; `bayesperf eval` calls it
-// with two views (kernel and overlap) and Truth.
+// The sidecar calls it from `bayesperf run --virtual-counters N`, for a client (perf stat)
+// whose events target a command that has not exec'd yet:
+//
+//	ks, err := vpmu.KernelSchedule(events, n, fixed) // events: perf.ParseEvents or the client's attrs
+//	p, err := vpmu.Open(vpmu.Config{Events: events, Views: []vpmu.View{{Name: "kernel", Schedule: ks}},
+//		Pid: target, CPU: perf.AnyCPU, Inherit: true, EnableOnExec: true})
+//	r, err := vpmu.NewRunner(p, 0, false) // steps every perf_event_mux_interval_ms
+//	c, err := r.Virtual(0, i)             // what the client's read() of event i returns
+//	r.Stop(); p.Close()
+//
+// `bayesperf eval` calls RunCommand with two views (kernel and overlap) and Truth.
 //
 // Limits: events are opened per task (inherit optional) or per CPU by this package; on a
 // real CPU the truth copies of hardware events would themselves be multiplexed, so Truth
