@@ -225,3 +225,27 @@ func ExampleOverlap() {
 	fmt.Println(s)
 	// Output: fixed []; C0=[0 1 2 3] C1=[0 4 5 6] C2=[4 7 8 9] C3=[7 0 1 2]
 }
+
+// With one counter no two configurations can share an event: the schedule degrades to
+// one event per slice, each exactly once, like the kernel's.
+func TestOverlapOneCounter(t *testing.T) {
+	sp := Spec{Events: 5, Counters: 1}
+	s, err := Overlap(sp, nil, OverlapOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSchedule(t, sp, s)
+	if s.Len() != 5 {
+		t.Fatalf("%d configurations, want 5: %v", s.Len(), s)
+	}
+	for e, sh := range s.Share(5) {
+		if sh != 0.2 {
+			t.Errorf("event %d share %v, want 1/5", e, sh)
+		}
+	}
+	// Everything fits at once: one configuration, no multiplexing.
+	all, err := Overlap(Spec{Events: 3, Counters: 4, Fixed: []EventID{1}}, nil, OverlapOptions{})
+	if err != nil || all.Len() != 1 || len(all.Configs[0]) != 2 {
+		t.Fatalf("no multiplexing needed: %v, %v", all, err)
+	}
+}
