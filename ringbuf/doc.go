@@ -16,8 +16,10 @@
 //
 // [Reader] follows the protocol of tools/lib/perf (read_init, read_event, consume,
 // read_done): [Reader.Next] hands out the next record as a view into the ring, or, when
-// the record wraps the end of the data area, as a copy in a scratch buffer; the view is
-// valid until the next call to Next, Commit or Discard. data_tail is published only by
+// the record wraps the end of the data area, as a copy in a scratch buffer; either stays
+// valid until Commit or Discard, so a batch of records can be borrowed at once (a
+// producer running more than data_size bytes ahead of data_tail is reported as
+// ErrCorrupt). [Reader.CopyNext] is the copying reader on top. data_tail is published only by
 // [Reader.Commit], after the caller is done with every record it has borrowed, so the
 // kernel never overwrites a record that is still being read. Backward (write_backward,
 // overwrite) rings are read from data_head towards older records; they have no data_tail.

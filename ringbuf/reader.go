@@ -27,13 +27,14 @@ type ReaderOptions struct {
 // time.
 type Reader struct {
 	ring
-	backward bool
-	pos      uint64 // next record to hand out
-	end      uint64 // where the current batch stops (head snapshot, or the backward bound)
-	prev     uint64 // backward: data_head at the start of the last committed batch
-	start    uint64 // backward: data_head at the start of the current batch
-	inBatch  bool   // backward: a batch has been started since the last Commit
-	scratch  []byte // copies of records that wrap the end of the data area
+	backward  bool
+	pos       uint64 // next record to hand out
+	committed uint64 // forward: position of the last Commit (our data_tail)
+	end       uint64 // where the current batch stops (head snapshot, or the backward bound)
+	prev      uint64 // backward: data_head at the start of the last committed batch
+	start     uint64 // backward: data_head at the start of the current batch
+	inBatch   bool   // backward: a batch has been started since the last Commit
+	scratch   []byte // copies of records that wrap the end of the data area
 }
 
 // NewReader returns a Reader over mem, the whole mapping: header page then data pages.
@@ -45,8 +46,8 @@ func NewReader(mem []byte, opts ReaderOptions) (*Reader, error) {
 	}
 	r := &Reader{ring: rg, backward: opts.Backward}
 	if !r.backward {
-		r.pos = atomic.LoadUint64(r.tail) // only the reader writes data_tail: no pairing needed
-		r.end = r.pos
+		r.pos = atomic.LoadUint64(r.ring.tail) // only the reader writes data_tail: no pairing needed
+		r.end, r.committed = r.pos, r.pos
 	}
 	return r, nil
 }
@@ -56,8 +57,10 @@ func (r *Reader) DataSize() int { return len(r.data) }
 
 // Next returns the next record, header included, or nil and a nil error when no complete
 // record is available now. The returned slice is a view into the ring (or a copy when the
-// record wraps the end of the data area) and is valid until the next call to Next,
-// Commit or Discard. Next never advances data_tail.
+// record wraps the end of the data area) and stays valid until Commit or Discard: the
+// producer may not reuse the space before data_tail moves, and since at most data_size
+// bytes lie between two commits, at most one record per commit wraps and needs the
+// scratch copy. Next never advances data_tail.
 //
 // An error means the ring is inconsistent (a size or position that cannot be right); the
 // Reader does not move past it, and the caller recovers with Discard.
@@ -71,11 +74,11 @@ func (r *Reader) Next() ([]byte, error) {
 			return nil, nil
 		}
 	}
-	avail := r.end - r.pos
-	if avail > uint64(len(r.data)) {
-		return nil, fmt.Errorf("read ring: data_head %d is %d bytes past position %d, more than data_size %d: %w",
-			r.end, avail, r.pos, len(r.data), ErrCorrupt)
+	if ahead := r.end - r.committed; ahead > uint64(len(r.data)) {
+		return nil, fmt.Errorf("read ring: data_head %d is %d bytes past data_tail %d, more than data_size %d: %w",
+			r.end, ahead, r.committed, len(r.data), ErrCorrupt)
 	}
+	avail := r.end - r.pos
 	if avail < HeaderSize {
 		return nil, fmt.Errorf("read ring: %d bytes between position %d and data_head %d, less than a record header: %w",
 			avail, r.pos, r.end, ErrCorrupt)
@@ -154,7 +157,8 @@ func (r *Reader) Commit() {
 		}
 		return
 	}
-	storeTailRelease(r.tail, r.pos) // D: pairs with the producer's A
+	r.committed = r.pos
+	storeTailRelease(r.ring.tail, r.pos) // D: pairs with the producer's A
 }
 
 // Discard drops everything up to the current data_head, including an inconsistent
@@ -165,8 +169,8 @@ func (r *Reader) Discard() {
 		r.prev, r.inBatch = h, false
 		return
 	}
-	r.pos, r.end = h, h
-	storeTailRelease(r.tail, h) // D
+	r.pos, r.end, r.committed = h, h, h
+	storeTailRelease(r.ring.tail, h) // D
 }
 
 // Pending returns how many bytes lie between the Reader's position and data_head
