@@ -24,7 +24,9 @@ import (
 // dropped. Values in
 // msec (task-clock, cpu-clock) are converted to ns, rounded; perf prints them with 2
 // decimals, so they are exact to 10 µs. Lines starting with '#' and blank lines are
-// skipped.
+// skipped. Event names containing a comma (pmu/event=X,umask=Y/) cannot be told apart
+// from the field separator and are not supported; software events and tracepoints,
+// which tracegen records, have none.
 func ParsePerfStatInterval(r io.Reader) (*Trace, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
