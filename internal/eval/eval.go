@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/bayesperf/bayesperf/inference"
@@ -201,13 +202,16 @@ func score(obs Observations, opt Options, ents []entrant, dropped []string) (*Re
 			m := metrics.ForEvent(truth[e], ests[e])
 			evs[e] = m
 			pm := Metric{WAPE: m.WAPE, TotalError: m.TotalError, RA: m.RA, DTW: m.DTW}
+			if !m.Defined {
+				// The event never occurred: its ratios do not exist (null in JSON).
+				nan := math.NaN()
+				pm = Metric{WAPE: nan, TotalError: nan, RA: nan, DTW: nan}
+			}
 			if c, ok := m.Coverage95(); ok {
 				pm.Coverage95 = &c
 			}
 			pe := &res.PerEvent[e]
-			if m.Defined {
-				pe.Metrics[en.name] = pm
-			}
+			pe.Metrics[en.name] = pm
 			if e < len(totals) {
 				pe.Totals[en.name] = totals[e]
 			}

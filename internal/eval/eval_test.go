@@ -14,6 +14,7 @@ import (
 
 	"github.com/bayesperf/bayesperf/inference"
 	"github.com/bayesperf/bayesperf/inference/baseline"
+	"github.com/bayesperf/bayesperf/inference/model"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/replay"
 	"github.com/bayesperf/bayesperf/internal/perf"
@@ -303,5 +304,55 @@ func TestVirtualPMUThroughBPF(t *testing.T) {
 	}
 	if d := float64(obs0) / float64(total[0]); d < 0.97 || d > 1.03 {
 		t.Errorf("fixed task-clock: view %d vs truth %d", obs0, total[0])
+	}
+}
+
+// named renames an estimator, so that the replay harness reports it under eval's name.
+type named struct {
+	inference.Estimator
+	name string
+}
+
+func (n named) Name() string { return n.name }
+
+// TestAgreesWithReplayHarness scores the same trace with eval and with inference/replay's
+// own harness: every estimator's summary must be identical, so figures reported through
+// `eval --trace` are those of the inference issue.
+func TestAgreesWithReplayHarness(t *testing.T) {
+	tr := readTrace(t, "git.csv")
+	rels := relation.Bind(relation.Builtins(), tr.Events)
+	fixed := []string{"task-clock"}
+	obs, err := FromTrace(tr, 4, fixed, rels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := Score(obs, Options{Counters: 4, Relations: rels, Window: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := replay.KernelSchedule(tr, 4, fixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := replay.Baselines(len(tr.Events), ks)
+	md, err := model.New(tr.Events, rels, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs = append(cs, replay.Contender{Estimator: named{md, BayesPerfRR}, Schedule: ks})
+	theirs, err := replay.Score(tr, cs, replay.Options{Window: 10, Counters: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{Linux, Fixed, Linear, BayesPerfRR} {
+		a, b := mine.Estimators[n], theirs.Estimators[n]
+		if a.WAPE != b.WAPE || a.MedianWAPE != b.MedianWAPE || a.TotalError != b.TotalError || a.RA != b.RA || a.DTW != b.DTW {
+			t.Errorf("%s: eval %+v, replay harness %+v", n, a, b)
+		}
+	}
+	for n, x := range theirs.ErrorReduction {
+		if mine.ErrorReduction[n] != x {
+			t.Errorf("error reduction of %s: eval %v, replay harness %v", n, mine.ErrorReduction[n], x)
+		}
 	}
 }
