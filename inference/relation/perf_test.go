@@ -75,6 +75,7 @@ func TestBuiltinsHoldOnThisKernel(t *testing.T) {
 		"page-faults", "faults", "minor-faults", "major-faults",
 		"context-switches", "cs", "sched:sched_switch",
 		"cpu-migrations", "migrations",
+		"exceptions:page_fault_user", "exceptions:page_fault_kernel",
 		"raw_syscalls:sys_enter", "raw_syscalls:sys_exit",
 		// All enter tracepoints (perf expands the glob), a few exits: closing ~700
 		// tracepoint events can take perf seconds on a busy machine.
@@ -116,6 +117,10 @@ func TestBuiltinsHoldOnThisKernel(t *testing.T) {
 		"migrations = cpu-migrations",
 		"raw_syscalls:sys_enter = sum(syscalls:sys_enter_*)",
 		"raw_syscalls:sys_exit >= sum(syscalls:sys_exit_*)",
+		"raw_syscalls:sys_exit = raw_syscalls:sys_enter",
+		"exceptions:page_fault_user <= page-faults",
+		"page-faults <= exceptions:page_fault_user + exceptions:page_fault_kernel",
+		"page-faults = exceptions:page_fault_user + exceptions:page_fault_kernel",
 	} {
 		if !checked[want] {
 			t.Errorf("built-in %q was not checked: it did not bind to the run's events", want)
