@@ -25,11 +25,12 @@ import (
 // Context switches: the workload sleeps 1 ms ten times (ten voluntary switches); the rest
 // are preemptions by whatever else runs on the machine, which on a shared 2-CPU VM swing
 // from tens to hundreds between identical native runs. The test measures that spread
-// itself (three native runs) and requires the run through bayesperf to count at least the
-// ten sleeps and to lie within the native range widened by the spread plus 10.
+// itself (three native runs) and requires every run through bayesperf to count at least
+// the ten sleeps and the median of three to lie within the native range widened by the
+// spread plus 10.
 //
 // Task clock: CPU time of a workload that spins for a fixed wall time; on a shared VM it
-// varies by tens of percent, so runs must agree within 2 ms + 40%.
+// varies by tens of percent, so medians of three runs must agree within 2 ms + 40%.
 const (
 	faultsAbs, faultsRel = 3, 0.01
 	preloadFaultCost     = 12
@@ -100,18 +101,27 @@ func TestDropinPerfStatSoftwareEvents(t *testing.T) {
 	if g["major-faults"].num(t) != n["major-faults"].num(t) {
 		t.Errorf("major-faults: %v through bayesperf, %v natively", g["major-faults"].value, n["major-faults"].value)
 	}
-	lo, hi := n["context-switches"].num(t), n["context-switches"].num(t)
-	for range 2 {
-		v := byEvent(parseStatCSV(t, run(t, nil, argv...).stderr, false))["context-switches"].num(t)
-		lo, hi = min(lo, v), max(hi, v)
+	// Context switches and task-clock depend on the machine's load: compare medians of
+	// three runs each way (the first of each is the one checked above).
+	var nsw, gsw, nclk, gclk []float64
+	for i := range 3 {
+		nr, gr := native, got
+		if i > 0 {
+			nr, gr = run(t, nil, argv...), func() result { r, _ := bayesperfRun(t, argv...); return r }()
+		}
+		nv, gv := byEvent(parseStatCSV(t, nr.stderr, false)), byEvent(parseStatCSV(t, gr.stderr, false))
+		nsw, gsw = append(nsw, nv["context-switches"].num(t)), append(gsw, gv["context-switches"].num(t))
+		nclk, gclk = append(nclk, nv["task-clock"].num(t)), append(gclk, gv["task-clock"].num(t))
 	}
-	spread := hi - lo + 10
-	if gs := g["context-switches"].num(t); gs < 10 || lo < 10 || gs < lo-spread || gs > hi+spread {
-		t.Errorf("context-switches: %v through bayesperf; native runs %v..%v; want >= 10 and within the native range ± %v", gs, lo, hi, spread)
+	slices.Sort(nsw)
+	slices.Sort(gsw)
+	slices.Sort(nclk)
+	slices.Sort(gclk)
+	if spread := nsw[2] - nsw[0] + 10; gsw[0] < 10 || nsw[0] < 10 || gsw[1] < nsw[0]-spread || gsw[1] > nsw[2]+spread {
+		t.Errorf("context-switches: %v through bayesperf, %v natively; want all >= 10 and the median within the native range ± %v", gsw, nsw, spread)
 	}
-	gc, nc := g["task-clock"].num(t), n["task-clock"].num(t)
-	if gc < 40 || !within(gc, nc, clockAbs, clockRel) {
-		t.Errorf("task-clock: %v ms through bayesperf, %v natively (the workload spins 50 ms)", gc, nc)
+	if gclk[1] < 40 || !within(gclk[1], nclk[1], clockAbs, clockRel) {
+		t.Errorf("task-clock: median %v ms through bayesperf (%v), %v natively (%v); the workload spins 50 ms", gclk[1], gclk, nclk[1], nclk)
 	}
 	if st.Events != 6 || st.MirrorReads < 6 || st.PassthroughReads != 0 {
 		t.Errorf("stats %+v: want 6 events, every read (>= 6) from mirrors, none passed through", st)

@@ -301,7 +301,7 @@ func (s *Server) publishLoop(ctx context.Context) {
 	t := time.NewTimer(s.cfg.Period)
 	defer t.Stop()
 	var lastReads uint64
-	lastActive := time.Now()
+	var lastActive time.Time // start idle: nothing has been read yet
 	for {
 		select {
 		case <-ctx.Done():
