@@ -171,10 +171,8 @@ func (md *Model) predict(d float64) {
 		if gap := l.tick - l.prevT[o.event]; o.full && gap > 1 {
 			// The walk reverts to a level that is itself only an average of a few
 			// counts: its uncertainty is part of what the prediction may miss by.
-			lv := l.level[i]
-			sc := relScale(lv, lv, d)
 			w := 1 - math.Pow(l.a[i], float64(gap))
-			sl := s + c*c*w*w*l.stat[i]*sc*sc/math.Min(math.Max(l.levelN[i], 1), levelWindow)
+			sl := s + c*c*w*w*l.levelVar(i, d)
 			l.calibrate(o.event, nu*nu/sl)
 		}
 		if dof := md.opt.Dof; dof > 0 {

@@ -32,6 +32,11 @@ type learner struct {
 	rank         int       // number of common factors of the step correlations
 	load         []float64 // k·rank factor loadings
 	fa, fb       []float64
+	static       bool      // levels and spreads in absolute units, same-slice correlations
+	mu, m2, muN  []float64 // static: long-run mean and variance of each component's rate
+	staticGamma  float64
+	oracle       *oracleWalk // set by tests to replace learning with given parameters
+	oracleA      float64
 	logc95       float64
 	calNAll      float64
 	logcE, calN  []float64 // per event
@@ -158,10 +163,22 @@ func (l *learner) persistence(i int) float64 {
 	if l.fixedA >= 0 {
 		return l.fixedA
 	}
+
 	if !(l.stat[i] > 0) {
 		return 0.9
 	}
 	return math.Max(0, math.Min(0.99, 1-l.vol[i]/(2*l.stat[i])))
+}
+
+// levelVar is the variance of component i's level estimate, in rate units.
+func (l *learner) levelVar(i int, d float64) float64 {
+	sc := relScale(l.level[i], l.level[i], d)
+	return l.stat[i] * sc * sc / math.Max(l.levelN[i], 1)
+}
+
+// oracleWalk holds walk parameters computed from the truth (tests only).
+type oracleWalk struct {
+	level, sd, corr []float64
 }
 
 // relScale is the size against which a rate's changes are measured: its level, but at
@@ -177,6 +194,23 @@ func (l *learner) buildQ(md *Model, d float64, q []float64) {
 	k := l.k
 	if l.dirty && l.tick%l.rebuildEvery == 0 {
 		l.rebuild()
+	}
+	if l.oracle != nil {
+		// Diagnostics only: a walk with given levels, spreads and correlations.
+		for i := range k {
+			l.a[i] = l.oracleA
+			l.level[i] = l.oracle.level[i]
+			l.scale[i] = l.oracle.sd[i] * math.Sqrt(1-l.oracleA*l.oracleA)
+		}
+		l.corr = l.oracle.corr
+		l.rvers[l.rid] = l.corr
+		for i := range k {
+			row := q[i*k : i*k+k]
+			for j := range k {
+				row[j] = l.scale[i] * l.scale[j] * l.corr[i*k+j]
+			}
+		}
+		return
 	}
 	for i := range k {
 		// The level, not the current mean: a mean pushed up by a truncation must not

@@ -24,8 +24,11 @@ type Options struct {
 	// Volatility is the prior relative change of a rate from one slice to the next,
 	// used until observations say otherwise; 0 means 0.5.
 	Volatility float64
-	// Reversion pulls every rate towards its long-run level between slices: the walk is
-	// x_t − μ = (1 − Reversion)(x_{t−1} − μ) + w_t. 0 is a pure random walk.
+	// Reversion pulls every rate towards its level (a recent average of its counts)
+	// between slices: the walk is x_t − μ = (1 − Reversion)(x_{t−1} − μ) + w_t. 0 means
+	// 0.05; a negative value learns it per event from one-slice changes against the
+	// spread around the level (on the traces in testdata, the fixed default does
+	// better: the learned value is noisy and its bias costs more than it gains).
 	Reversion float64
 	// Independent disables learning correlations between events: each event's walk is
 	// then independent of the others' (relations still couple them).
@@ -51,13 +54,21 @@ func (o Options) withDefaults() Options {
 	if !(o.Volatility > 0) {
 		o.Volatility = 0.5
 	}
-	if !(o.Reversion > 0 && o.Reversion < 1) {
-		o.Reversion = 0
+	switch {
+	case o.Reversion == 0 || math.IsNaN(o.Reversion):
+		o.Reversion = defaultReversion
+	case o.Reversion >= 1:
+		o.Reversion = 1
+	case o.Reversion < 0:
+		o.Reversion = -1
 	}
 	return o
 }
 
-var nonnegAt = -1.0
+// defaultReversion is Options.Reversion's default.
+const defaultReversion = 0.05
+
+const nonnegAt = -1.0
 
 // ErrNumerical reports a slice whose update produced a non-finite state; the model keeps
 // its state from before the slice.

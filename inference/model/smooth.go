@@ -118,6 +118,7 @@ func (md *Model) freeze(w int) {
 	if len(h.rid) > 0 {
 		for id := range md.lrn.rvers {
 			if id < h.rid[0] && id != md.lrn.rid {
+				md.lrn.spare = md.lrn.rvers[id]
 				delete(md.lrn.rvers, id)
 			}
 		}
@@ -170,24 +171,17 @@ func (md *Model) smooth(lo int) {
 		md.predicted(t+1, pp)
 		J := c.j[t*kk : (t+1)*kk]
 		a := h.a[(t+1)*k : (t+2)*k]
-		// J = Pf·F·Pp⁻¹ with F = diag(a).
+		// J = Pf·F·Pp⁻¹ with F = diag(a). Pp is nearly singular whenever counted rates
+		// pin directions down exactly and steps are strongly correlated; a relative
+		// jitter on its diagonal keeps the solve from amplifying rounding errors.
 		copy(chol, pp)
-		if !cholesky(chol, k) {
-			copy(chol, pp)
-			jit := 0.0
-			for i := range k {
-				jit = math.Max(jit, pp[i*k+i])
-			}
-			for i := range k {
-				chol[i*k+i] += 1e-12*jit + 1e-300
-			}
-			if !cholesky(chol, k) {
-				clear(J)
-			} else {
-				cholSolveRows(chol, k, pf, a, J)
-			}
-		} else {
+		for i := range k {
+			chol[i*k+i] += 1e-7*pp[i*k+i] + 1e-300
+		}
+		if cholesky(chol, k) {
 			cholSolveRows(chol, k, pf, a, J)
+		} else {
+			clear(J)
 		}
 		// ms = mf + J (ms' − mp')
 		ms := c.ms[t*k : (t+1)*k]
@@ -220,6 +214,22 @@ func (md *Model) smooth(lo int) {
 				}
 				ps[i*k+j] += s
 			}
+		}
+		// A smoothed variance can only be below the filtered one, and a smoothed mean
+		// only a few standard deviations away from the filtered one: anything else is
+		// rounding gone wild, and this step keeps the filtered values.
+		bad := false
+		for i := range k {
+			fv := pf[i*k+i]
+			if !(ps[i*k+i] <= fv*(1+1e-6)+1e-300) || math.Abs(ms[i]-h.mf[t*k+i]) > 50*math.Sqrt(fv)+1e-300 {
+				bad = true
+				break
+			}
+		}
+		if bad {
+			clear(J)
+			copy(ms, h.mf[t*k:(t+1)*k])
+			copy(ps, pf)
 		}
 		for i := range k {
 			if ps[i*k+i] < 0 {
@@ -273,65 +283,18 @@ func matMul(a, b, c []float64, k int) {
 
 // Estimate returns per event the posterior mean of its count over slices [from, to)
 // given everything observed so far, with a Level interval. An event counted whole in
-// every slice of the range is reported exactly as counted.
+// every slice of the range is reported exactly as counted. Values and bounds are
+// clipped at zero (counts are never negative); Posterior gives the unclipped moments.
 func (md *Model) Estimate(from, to int) []inference.Estimate {
 	out := make([]inference.Estimate, md.n)
-	h := &md.hist
-	from, to = max(from, 0), min(to, h.t)
-	if from >= to {
+	mean, sd := md.Posterior(from, to)
+	if mean == nil {
 		return out
 	}
-	k, kk := md.k, md.k*md.k
-	// Slices whose covariances are kept: mean Σ_t d_t x_t; variance with G_t =
-	// Σ_{u≥t} d_u Cov(x_t, x_u), G_t = d_t Ps_t + J_t G_{t+1} and Var = Σ_t d_t (G_t +
-	// J_t G_{t+1}).
-	mean := make([]float64, k)
-	v := make([]float64, kk)
-	if lo := max(from, h.lo); lo < to {
-		md.smooth(lo)
-		c := &md.cache
-		g := make([]float64, kk)
-		jg := make([]float64, kk)
-		for t := to - 1; t >= lo; t-- {
-			i := t - c.base
-			d := h.d[t]
-			ms := c.ms[i*k : (i+1)*k]
-			for j := range k {
-				mean[j] += d * ms[j]
-			}
-			ps := c.ps[i*kk : (i+1)*kk]
-			if t == to-1 {
-				clear(jg)
-			} else {
-				matMul(c.j[i*kk:(i+1)*kk], g, jg, k)
-			}
-			for j := range kk {
-				g[j] = d*ps[j] + jg[j]
-				v[j] += d * (g[j] + jg[j])
-			}
-		}
-	}
+	h := &md.hist
+	from, to = max(from, 0), min(to, h.t)
 	q0 := md.quantQ
 	for e := range md.n {
-		row := md.rows[e]
-		val, vr := 0.0, 0.0
-		for _, a := range row {
-			val += a.c * mean[a.i]
-			for _, b := range row {
-				vr += a.c * b.c * v[a.i*k+b.i]
-			}
-		}
-		// Frozen slices: their cross-slice covariances are gone; take them as fully
-		// correlated, which can only widen the interval.
-		fsd := 0.0
-		for t := from; t < min(to, h.lo); t++ {
-			val += h.fm[t*md.n+e]
-			fsd += math.Sqrt(h.fv[t*md.n+e])
-		}
-		if fsd > 0 {
-			vr = math.Max(vr, 0)
-			vr += fsd*fsd + 2*fsd*math.Sqrt(vr)
-		}
 		exact, all := 0.0, true
 		for t := from; t < to; t++ {
 			x := h.exact[t*md.n+e]
@@ -345,20 +308,87 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 			out[e] = inference.Estimate{Value: exact, Lo: exact, Hi: exact, HasInterval: true, Status: inference.StatusExact}
 			continue
 		}
-		sd := math.Sqrt(math.Max(vr, 0))
+		val := mean[e]
 		q := q0 * md.lrn.intervalScale(e)
-		est := inference.Estimate{Value: val, Lo: val - q*sd, Hi: val + q*sd, HasInterval: true, Status: inference.StatusInferred}
+		est := inference.Estimate{Value: val, Lo: val - q*sd[e], Hi: val + q*sd[e], HasInterval: true, Status: inference.StatusInferred}
 		if !md.opt.AllowNegative {
 			est.Value = math.Max(est.Value, 0)
 			est.Lo = math.Max(est.Lo, 0)
 			est.Hi = math.Max(est.Hi, 0)
 		}
-		if math.IsNaN(est.Value) || math.IsInf(est.Value, 0) || math.IsNaN(sd) {
+		if math.IsNaN(est.Value) || math.IsInf(est.Value, 0) || math.IsNaN(sd[e]) {
 			est = inference.Estimate{Status: inference.StatusNotCounted}
 		}
 		out[e] = est
 	}
 	return out
+}
+
+// Posterior returns per event the posterior mean and standard deviation of its count
+// over slices [from, to), smoothed given everything observed so far, before any
+// clipping or interval calibration: the moments that the model's identities hold in.
+// It returns nil for an empty range.
+func (md *Model) Posterior(from, to int) (mean, sd []float64) {
+	h := &md.hist
+	from, to = max(from, 0), min(to, h.t)
+	if from >= to {
+		return nil, nil
+	}
+	k, kk := md.k, md.k*md.k
+	// Slices whose covariances are kept: mean Σ_t d_t x_t; variance with G_t =
+	// Σ_{u≥t} d_u Cov(x_t, x_u), G_t = d_t Ps_t + J_t G_{t+1} and Var = Σ_t d_t (G_t +
+	// J_t G_{t+1}).
+	zm := make([]float64, k)
+	v := make([]float64, kk)
+	if lo := max(from, h.lo); lo < to {
+		md.smooth(lo)
+		c := &md.cache
+		g := make([]float64, kk)
+		jg := make([]float64, kk)
+		for t := to - 1; t >= lo; t-- {
+			i := t - c.base
+			d := h.d[t]
+			ms := c.ms[i*k : (i+1)*k]
+			for j := range k {
+				zm[j] += d * ms[j]
+			}
+			ps := c.ps[i*kk : (i+1)*kk]
+			if t == to-1 {
+				clear(jg)
+			} else {
+				matMul(c.j[i*kk:(i+1)*kk], g, jg, k)
+			}
+			for j := range kk {
+				g[j] = d*ps[j] + jg[j]
+				v[j] += d * (g[j] + jg[j])
+			}
+		}
+	}
+	mean = make([]float64, md.n)
+	sd = make([]float64, md.n)
+	for e := range md.n {
+		row := md.rows[e]
+		val, vr := 0.0, 0.0
+		for _, a := range row {
+			val += a.c * zm[a.i]
+			for _, b := range row {
+				vr += a.c * b.c * v[a.i*k+b.i]
+			}
+		}
+		// Frozen slices: their cross-slice covariances are gone; take them as fully
+		// correlated, which can only widen the interval.
+		fsd := 0.0
+		for t := from; t < min(to, h.lo); t++ {
+			val += h.fm[t*md.n+e]
+			fsd += math.Sqrt(h.fv[t*md.n+e])
+		}
+		vr = math.Max(vr, 0)
+		if fsd > 0 {
+			vr += fsd*fsd + 2*fsd*math.Sqrt(vr)
+		}
+		mean[e], sd[e] = val, math.Sqrt(vr)
+	}
+	return mean, sd
 }
 
 // Finish marks the end of the run; Estimate then returns smoothed values over the whole
