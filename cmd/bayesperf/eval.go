@@ -28,7 +28,8 @@ func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 const evalUsage = `usage:
   bayesperf eval -e EVENTS --counters N [--fixed EVENTS] [-I MS] [--relations FILE]
-                 [--collector read|bpf] [--mux-interval D] [--json] [--plot FILE] -- CMD ARGS...
+                 [--collector read|bpf] [--mux-interval D] [--save-trace FILE]
+                 [--json] [--plot FILE] -- CMD ARGS...
   bayesperf eval --trace FILE.csv --counters N [--fixed EVENTS] [--window K]
                  [--relations FILE] [--time-column NAME] [--json] [--plot FILE]
 
@@ -58,6 +59,7 @@ func runEval(args []string) int {
 	window := fs.Int("window", 25, "replay: slices per reporting interval")
 	timeCol := fs.String("time-column", "", "replay: metadata column holding each slice's duration")
 	asJSON := fs.Bool("json", false, "print exactly one JSON object instead of the table")
+	saveTrace := fs.String("save-trace", "", "live: also write the run's exact per-slice counts as a trace CSV (replay it with --trace FILE --time-column time_ns)")
 	plotFile := fs.String("plot", "", "draw truth and estimates of the worst events and the errors to FILE.png or FILE.svg")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), evalUsage)
@@ -171,6 +173,19 @@ func runEval(args []string) int {
 			fmt.Fprintf(os.Stderr, "bayesperf eval: %s: %v (scoring the run anyway)\n", fs.Arg(0), lr.ExitErr)
 		}
 		obs = lr.Obs
+		if *saveTrace != "" {
+			f, err := os.Create(*saveTrace)
+			if err != nil {
+				return fail(fmt.Errorf("create trace file: %w", err))
+			}
+			werr := lr.Trace().WriteCSV(f)
+			if cerr := f.Close(); werr == nil {
+				werr = cerr
+			}
+			if werr != nil {
+				return fail(werr)
+			}
+		}
 		title = fmt.Sprintf("'%s' (%.2f s, multiplexing every %v)", strings.Join(fs.Args(), " "), float64(lr.WallNs)/1e9, lr.Interval)
 	}
 	res, err := eval.Score(obs, opt)

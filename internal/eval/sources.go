@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"math"
 	"os/exec"
 	"time"
 
@@ -58,6 +59,26 @@ type LiveRun struct {
 	Interval time.Duration
 	WallNs   int64
 	ExitErr  error
+	// SliceWallNs is each slice's wall-clock length.
+	SliceWallNs []int64
+}
+
+// Trace returns the run's truth as a trace (replay's CSV format): one row per slice with
+// the exact count of every event, the slice's running time in ns in column time_ns and
+// its wall-clock length in wall_ns. Replaying it with --time-column time_ns at the same
+// counters simulates the same kernel round robin on the same truth.
+func (lr *LiveRun) Trace() *replay.Trace {
+	tr := &replay.Trace{Events: lr.Obs.Events, Counts: lr.Obs.Truth, Meta: map[string][]float64{}}
+	unit := float64(lr.Interval.Nanoseconds())
+	for t, s := range lr.Obs.Kernel {
+		ns := s.Duration * unit
+		tr.Durations = append(tr.Durations, ns)
+		tr.Meta["time_ns"] = append(tr.Meta["time_ns"], math.Round(ns))
+		if t < len(lr.SliceWallNs) {
+			tr.Meta["wall_ns"] = append(tr.Meta["wall_ns"], float64(lr.SliceWallNs[t]))
+		}
+	}
+	return tr
 }
 
 // RunLive runs cmd under the virtual PMU with the kernel's round robin, bayesperf's own
@@ -95,11 +116,12 @@ func RunLive(l Live, cmd *exec.Cmd) (*LiveRun, error) {
 	lr := &LiveRun{Interval: res.Interval, WallNs: res.WallNs, ExitErr: res.ExitErr}
 	lr.Obs.Events = names
 	// Slice durations (the target's running time) are expressed in multiplexing
-	// intervals (~1 for a slice the target ran throughout), the unit replayed traces use, so that the estimators see
-	// live and replayed runs on the same scale; Enabled and Running stay in ns, only
-	// their ratio matters.
+	// intervals (~1 for a slice the target ran throughout), the unit replayed traces
+	// use, so that the estimators see live and replayed runs on the same scale; Enabled
+	// and Running stay in ns, only their ratio matters.
 	unit := float64(res.Interval.Nanoseconds())
 	for _, st := range res.Steps {
+		lr.SliceWallNs = append(lr.SliceWallNs, st.WallNs)
 		lr.Obs.Truth = append(lr.Obs.Truth, st.Truth)
 		for v := range st.Views {
 			st.Views[v].Duration /= unit

@@ -34,6 +34,9 @@ func (p *PMU) openSnapshots() error {
 		}
 		p.views = append(p.views, make([]*perf.Event, len(p.cfg.Events)))
 		p.on = append(p.on, make([]bool, len(p.cfg.Events)))
+		p.wasOn = append(p.wasOn, make([]bool, len(p.cfg.Events)))
+		p.next = append(p.next, make([]bool, len(p.cfg.Events)))
+		p.viewVals = append(p.viewVals, make([]perf.Count, len(p.cfg.Events)))
 		p.prevView = append(p.prevView, make([]perf.Count, len(p.cfg.Events)))
 		p.running = append(p.running, make([]uint64, len(p.cfg.Events)))
 	}

@@ -103,11 +103,14 @@ type Config struct {
 type PMU struct {
 	cfg   Config
 	clock *perf.Event   // dummy, always on: virtual time_enabled
-	truth []*perf.Event // members of clock's group, when Truth
+	truth []*perf.Event // always-on copies, when Truth
 	views [][]*perf.Event
 
 	step      int
 	on        [][]bool       // per view, per event: enabled now
+	wasOn     [][]bool       // scratch: enabled during the slice being ended
+	next      [][]bool       // scratch: the next configuration
+	viewVals  [][]perf.Count // scratch: cumulative view values read at this step
 	prevView  [][]perf.Count // cumulative at the last read, per view and event
 	running   [][]uint64     // virtual time_running accrued at completed slices
 	prevTruth []uint64
@@ -240,6 +243,9 @@ func Open(cfg Config) (*PMU, error) {
 		}
 		p.views = append(p.views, evs)
 		p.on = append(p.on, make([]bool, len(cfg.Events)))
+		p.wasOn = append(p.wasOn, make([]bool, len(cfg.Events)))
+		p.next = append(p.next, make([]bool, len(cfg.Events)))
+		p.viewVals = append(p.viewVals, make([]perf.Count, len(cfg.Events)))
 		p.prevView = append(p.prevView, make([]perf.Count, len(cfg.Events)))
 		p.running = append(p.running, make([]uint64, len(cfg.Events)))
 	}
@@ -271,6 +277,18 @@ func (p *PMU) Start() error {
 		return nil
 	}
 	return p.apply(0)
+}
+
+// want fills p.next with configuration t of every view.
+func (p *PMU) want(t int) {
+	for v, view := range p.cfg.Views {
+		clear(p.next[v])
+		for _, e := range view.Schedule.Counted(t) {
+			if int(e) >= 0 && int(e) < len(p.next[v]) {
+				p.next[v][e] = true
+			}
+		}
+	}
 }
 
 // apply switches every view to configuration t: disable leaving events, enable entering.
@@ -335,6 +353,9 @@ func (p *PMU) stepSlice(force bool) (Step, error) {
 		truth func(i int) uint64
 		view  func(v, i int) (perf.Count, error)
 		now   int64
+		// switched: the next configuration is already applied, and wasOn holds the
+		// events that counted in the ending slice.
+		switched bool
 	)
 	if p.bc != nil {
 		if p.eof {
@@ -353,24 +374,58 @@ func (p *PMU) stepSlice(force bool) (Step, error) {
 		truth = func(i int) uint64 { return snap.Counts[1+i].Value }
 		view = func(v, i int) (perf.Count, error) { return snap.Counts[p.bpfIndex(v, i)], nil }
 	} else {
-		now = perf.MonotonicNs()
+		// One read of the clock says whether the target ran at all, before anything is
+		// switched (an idle step must not rotate).
 		c, err := p.readOne(p.clock)
 		if err != nil {
 			return Step{}, err
 		}
-		clock = c.Enabled
-		for i, e := range p.truth {
-			c, err := p.readOne(e)
-			if err != nil {
-				return Step{}, err
-			}
-			p.truthVals[i] = c.Value
+		if c.Enabled == p.prevClock && !force {
+			return Step{Index: p.step, Idle: true}, nil
 		}
+		// Then, event by event, read the truth copy (the slice boundary for this event)
+		// and right after it switch and read the event's view copies: a leaving copy is
+		// disabled before it is read, so nothing leaks into its next turn, and an
+		// entering one is enabled at once. Keeping each copy next to its truth in time
+		// matters: every read of another task's active event costs an IPI, and a whole
+		// round of them takes hundreds of microseconds on a loaded VM.
+		p.want(p.step + 1)
+		now = perf.MonotonicNs()
+		clock = c.Enabled
+		for i := range p.cfg.Events {
+			if p.cfg.Truth {
+				tc, err := p.readOne(p.truth[i])
+				if err != nil {
+					return Step{}, err
+				}
+				p.truthVals[i] = tc.Value
+			}
+			for v := range p.views {
+				was, will := p.on[v][i], p.next[v][i]
+				p.wasOn[v][i] = was
+				if was && !will {
+					if err := p.toggle(v, i, false); err != nil {
+						return Step{}, err
+					}
+				}
+				if was {
+					vc, err := p.readOne(p.views[v][i])
+					if err != nil {
+						return Step{}, err
+					}
+					p.viewVals[v][i] = vc
+				}
+				if !was && will {
+					if err := p.toggle(v, i, true); err != nil {
+						return Step{}, err
+					}
+				}
+				p.on[v][i] = will
+			}
+		}
+		switched = true
 		truth = func(i int) uint64 { return p.truthVals[i] }
-		view = func(v, i int) (perf.Count, error) { return p.readOne(p.views[v][i]) }
-	}
-	if clock == p.prevClock && !force && p.bc == nil {
-		return Step{Index: p.step, Idle: true}, nil
+		view = func(v, i int) (perf.Count, error) { return p.viewVals[v][i], nil }
 	}
 	st := Step{Index: p.step, WallNs: now - p.lastWall}
 	p.lastWall = now
@@ -392,11 +447,16 @@ func (p *PMU) stepSlice(force bool) (Step, error) {
 	// The slice lasts the time the target ran in it (its virtual enabled time), the
 	// time base of the kernel's own scaling; idle stretches were merged into it above.
 	dur := float64(max(enabled, 1))
+	if !switched {
+		for v := range p.on {
+			copy(p.wasOn[v], p.on[v])
+		}
+	}
 	for v := range p.views {
 		sl := inference.Slice{Index: p.step, Duration: dur, Readings: make([]inference.Reading, len(p.cfg.Events))}
 		for i := range p.views[v] {
 			r := inference.Reading{Event: inference.EventID(i), Enabled: enabled}
-			if p.on[v][i] {
+			if p.wasOn[v][i] {
 				c, err := view(v, i)
 				if err != nil {
 					return Step{}, err
@@ -407,8 +467,7 @@ func (p *PMU) stepSlice(force bool) (Step, error) {
 				p.prevView[v][i] = c
 				// Scheduled for the whole slice: on a real PMU its running time is the
 				// slice's enabled time. The copy's own running time falls short by the
-				// instants between reading the clock and toggling it, which is an
-				// artefact of emulation, not multiplexing.
+				// instants spent switching, an artefact of emulation, not multiplexing.
 				r.Running = enabled
 				p.running[v][i] += enabled
 			}
@@ -417,8 +476,10 @@ func (p *PMU) stepSlice(force bool) (Step, error) {
 		st.Views = append(st.Views, sl)
 	}
 	p.step++
-	if err := p.apply(p.step); err != nil {
-		return Step{}, err
+	if !switched {
+		if err := p.apply(p.step); err != nil {
+			return Step{}, err
+		}
 	}
 	return st, nil
 }

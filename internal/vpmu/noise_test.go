@@ -1,0 +1,45 @@
+package vpmu
+
+import (
+	"math"
+	"testing"
+
+	"github.com/bayesperf/bayesperf/internal/perf"
+)
+
+// TestEmulationNoise measures how far a view copy's count in a slice it was scheduled for
+// is from the truth copy's count in the same slice: the error the emulation itself adds
+// (a real PMU switches events atomically). Each copy is switched and read right after its
+// truth, so the difference must stay within 3% of the counts for every event with enough
+// counts to measure it.
+func TestEmulationNoise(t *testing.T) {
+	requireRoot(t)
+	evs, err := perf.ParseEvents(testEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := KernelSchedule(evs, 4, []int{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunCommand(Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true}, target("mixed", 600), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff := make([]float64, len(evs))
+	tot := make([]float64, len(evs))
+	for _, st := range res.Steps {
+		for i, r := range st.Views[0].Readings {
+			if r.Running > 0 {
+				diff[i] += math.Abs(float64(r.Count) - float64(st.Truth[i]))
+				tot[i] += float64(st.Truth[i])
+			}
+		}
+	}
+	for i := range evs {
+		t.Logf("%-28s truth while scheduled %12.0f  Σ|view-truth| %10.0f", evs[i].Name, tot[i], diff[i])
+		if tot[i] >= 500 && diff[i] > 0.03*tot[i] {
+			t.Errorf("%s: view copies are %.1f%% off the truth per slice", evs[i].Name, 100*diff[i]/tot[i])
+		}
+	}
+}
