@@ -1,0 +1,131 @@
+package model
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bayesperf/bayesperf/inference"
+)
+
+// Bad input is an error, never a panic, and leaves the model usable.
+func TestObserveRejectsBadInput(t *testing.T) {
+	md, err := NewLinear(3, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []inference.Slice{
+		{Index: 0, Duration: 0},
+		{Index: 0, Duration: math.NaN()},
+		{Index: 0, Duration: math.Inf(1)},
+		{Index: 0, Duration: 1, Readings: []inference.Reading{{Event: 7, Count: 1, Enabled: 1, Running: 1}}},
+		{Index: 0, Duration: 1, Readings: []inference.Reading{{Event: -1, Count: 1, Enabled: 1, Running: 1}}},
+	} {
+		if err := md.Observe(s); err == nil {
+			t.Errorf("slice %+v: no error", s)
+		}
+	}
+	ok := inference.Slice{Index: 0, Duration: 1, Readings: []inference.Reading{{Event: 0, Count: 5, Enabled: 1, Running: 1}}}
+	if err := md.Observe(ok); err != nil {
+		t.Fatal(err)
+	}
+	if es := md.Estimate(0, 1); es[0].Value != 5 || es[0].Status != inference.StatusExact {
+		t.Errorf("after bad slices: got %+v, want exact 5", es[0])
+	}
+	if _, err := NewLinear(0, nil, Options{}); err == nil {
+		t.Error("no events: no error")
+	}
+	if _, err := NewLinear(2, []Constraint{{Coef: map[inference.EventID]float64{5: 1}}}, Options{}); err == nil {
+		t.Error("constraint on an unknown event: no error")
+	}
+}
+
+// Random readings, including absurd counts and partial running times, never make the
+// model panic, and every answer is finite or reported as not counted.
+func TestObserveRandomNeverPanics(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	md, err := NewLinear(6, []Constraint{
+		{Coef: map[inference.EventID]float64{0: -1, 1: 1, 2: 1}},
+		{Coef: map[inference.EventID]float64{3: 1, 4: -1}, Op: LessEq},
+	}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 500 {
+		s := inference.Slice{Index: i, Duration: 1 + 1e7*rng.Float64()}
+		for e := range 6 {
+			if rng.IntN(3) == 0 {
+				continue
+			}
+			en := uint64(s.Duration)
+			r := inference.Reading{Event: inference.EventID(e), Enabled: en, Running: en}
+			if rng.IntN(4) == 0 {
+				r.Running = rng.Uint64N(en + 1)
+			}
+			switch rng.IntN(5) {
+			case 0:
+				r.Count = rng.Uint64()
+			case 1:
+				r.Count = 0
+			default:
+				r.Count = rng.Uint64N(1 << 20)
+			}
+			s.Readings = append(s.Readings, r)
+		}
+		if err := md.Observe(s); err != nil && !errors.Is(err, ErrNumerical) {
+			t.Fatalf("slice %d: %v", i, err)
+		}
+		for _, e := range md.Estimate(max(0, i-3), i+1) {
+			if e.Status != inference.StatusNotCounted && (math.IsNaN(e.Value) || math.IsInf(e.Value, 0) || math.IsNaN(e.Lo) || math.IsNaN(e.Hi)) {
+				t.Fatalf("slice %d: non-finite estimate %+v", i, e)
+			}
+		}
+	}
+}
+
+// With a short history, old slices are frozen with what the live reader's smoothing
+// had made of them: their estimates differ from the full model's (less future seen),
+// but stay honest: the truth is inside their intervals at least as often.
+func TestHistoryFreezes(t *testing.T) {
+	s := drawSynth(9, 8, 300, 0.05, 0.3, 0.95, map[int][]int{0: {1, 2}})
+	full, _ := NewLinear(s.n, s.constraints(), Options{})
+	short, _ := NewLinear(s.n, s.constraints(), Options{History: 40})
+	sl := s.slices(roundRobin(s.n, 3, nil))
+	for _, x := range sl {
+		if err := full.Observe(x); err != nil {
+			t.Fatal(err)
+		}
+		if err := short.Observe(x); err != nil {
+			t.Fatal(err)
+		}
+		if x.Index%5 == 4 {
+			// A live reader: the interval that just ended, as perf stat -I would.
+			short.Estimate(x.Index-4, x.Index+1)
+		}
+	}
+	if short.hist.lo == 0 {
+		t.Fatal("history never froze")
+	}
+	inFull, inShort, n := 0, 0, 0
+	for from := 0; from < short.hist.lo-5; from += 5 {
+		a, b := full.Estimate(from, from+5), short.Estimate(from, from+5)
+		for e := range s.n {
+			c := 0.0
+			for u := from; u < from+5; u++ {
+				c += s.truth[u][e]
+			}
+			n++
+			if a[e].Lo <= c && c <= a[e].Hi {
+				inFull++
+			}
+			if b[e].Lo <= c && c <= b[e].Hi {
+				inShort++
+			}
+		}
+	}
+	t.Logf("frozen intervals: truth inside %d/%d (full history: %d/%d)", inShort, n, inFull, n)
+	if inShort < inFull {
+		t.Errorf("frozen intervals cover the truth %d/%d times, full history %d/%d", inShort, n, inFull, n)
+	}
+}
