@@ -74,7 +74,7 @@ func buildDropin() (string, error) {
 	srcs, _ := filepath.Glob(filepath.Join(root, "test", "c", "*.c"))
 	for _, src := range srcs {
 		exe := filepath.Join(dir, strings.TrimSuffix(filepath.Base(src), ".c"))
-		if out, err := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", exe, src).CombinedOutput(); err != nil {
+		if out, err := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", exe, src).CombinedOutput(); err != nil {
 			return "", fmt.Errorf("compile %s: %v\n%s", src, err, out)
 		}
 	}

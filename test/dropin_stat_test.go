@@ -302,6 +302,25 @@ func TestDropinReadFormats(t *testing.T) {
 	}
 }
 
+// TestDropinFdLifecycle runs test/c/fdlife.c through bayesperf: dup/dup2/dup3/F_DUPFD
+// aliases, close and close_range followed by fd-number reuse, fork (inherited fds and a
+// child opening its own events), concurrent readers, and syscall() numbers other than
+// perf_event_open. Every read() must equal the kernel's read of the same fd.
+func TestDropinFdLifecycle(t *testing.T) {
+	prog := filepath.Join(dropinBins(t), "fdlife")
+	if r := run(t, nil, prog); r.status != 0 {
+		t.Fatalf("fdlife fails natively (the program itself is wrong):\n%s", r.stdout)
+	}
+	r, st := bayesperfRun(t, prog)
+	if r.status != 0 {
+		t.Fatalf("fdlife through bayesperf: status %d\n%s%s", r.status, r.stdout, r.stderr)
+	}
+	// 4 threads x 2001 reads plus the single reads: all but a handful from mirrors.
+	if st.MirrorReads < 8000 || st.Clients != 2 {
+		t.Errorf("stats %+v: want >= 8000 mirror reads from 2 clients (parent and child)", st)
+	}
+}
+
 // TestDropinNoSidecar: with the shim preloaded and no sidecar listening, perf stat works
 // as natively and says so in exactly one line.
 func TestDropinNoSidecar(t *testing.T) {

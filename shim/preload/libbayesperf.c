@@ -30,6 +30,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <linux/perf_event.h>
 #include <poll.h>
 #include <pthread.h>
@@ -509,6 +510,10 @@ static void forget(int fd)
 {
 	if (lookup(fd) == NULL)
 		return;
+	/* guard: a signal handler that reads a perf fd while this thread holds the locks
+	 * below goes straight to the kernel instead of deadlocking on them. */
+	int saved = errno;
+	guard++;
 	pthread_mutex_lock(&tab_lock);
 	struct bp_event *ev = fdtab[fd];
 	if (ev != NULL) {
@@ -516,12 +521,15 @@ static void forget(int fd)
 		release_locked(ev);
 	}
 	pthread_mutex_unlock(&tab_lock);
+	guard--;
+	errno = saved;
 }
 
 static void alias(int oldfd, int newfd)
 {
 	if (newfd < 0 || newfd >= BP_MAX_FD || newfd == oldfd)
 		return;
+	guard++;
 	pthread_mutex_lock(&tab_lock);
 	struct bp_event *ev = fdtab[oldfd];
 	if (ev != NULL) {
@@ -529,6 +537,7 @@ static void alias(int oldfd, int newfd)
 		tab_set_locked(newfd, ev);
 	}
 	pthread_mutex_unlock(&tab_lock);
+	guard--;
 }
 
 /* counts_self reports whether an event opened with pid counts the calling process: pid 0,
@@ -632,6 +641,58 @@ static long bp_perf_event_open(struct perf_event_attr *attr, long pid, long cpu,
 	return fd;
 }
 
+static void forget(int fd);
+static void alias(int oldfd, int newfd);
+static void protect_conn(int fd);
+
+/* fd_bookkeeping keeps the fd table right when a program closes or duplicates fds with
+ * syscall() instead of the libc functions: the call itself still goes to the kernel
+ * untouched, but a perf fd closed this way must leave the table before its number can be
+ * reused. Returns the kernel's result. */
+static long fd_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+	switch (nr) {
+	case SYS_close:
+		forget((int)a1);
+		protect_conn((int)a1);
+		break;
+	case SYS_close_range:
+		if (!((unsigned long)a3 & CLOSE_RANGE_CLOEXEC) && __atomic_load_n(&nperf, __ATOMIC_RELAXED) > 0)
+			for (unsigned long fd = (unsigned int)a1; fd <= (unsigned int)a2 && fd < BP_MAX_FD; fd++)
+				forget((int)fd);
+		if (!((unsigned long)a3 & CLOSE_RANGE_CLOEXEC) && conn_fd >= (int)(unsigned int)a1 && conn_fd >= 0 &&
+		    (unsigned int)conn_fd <= (unsigned int)a2)
+			protect_conn(conn_fd);
+		break;
+#ifdef SYS_dup2
+	case SYS_dup2:
+#endif
+	case SYS_dup3:
+		if (a1 != a2) {
+			forget((int)a2);
+			protect_conn((int)a2);
+		}
+		break;
+	}
+	long r = raw_syscall6(nr, a1, a2, a3, a4, a5, a6);
+	if (r >= 0 && lookup((int)a1) != NULL) {
+		switch (nr) {
+		case SYS_dup:
+#ifdef SYS_dup2
+		case SYS_dup2:
+#endif
+		case SYS_dup3:
+			alias((int)a1, (int)r);
+			break;
+		case SYS_fcntl:
+			if (a2 == F_DUPFD || a2 == F_DUPFD_CLOEXEC)
+				alias((int)a1, (int)r);
+			break;
+		}
+	}
+	return raw_result(r);
+}
+
 EXPORT long syscall(long nr, ...)
 {
 	va_list ap;
@@ -639,8 +700,21 @@ EXPORT long syscall(long nr, ...)
 	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
 	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
 	va_end(ap);
-	if (nr == SYS_perf_event_open && guard == 0)
-		return bp_perf_event_open((struct perf_event_attr *)a1, a2, a3, a4, (unsigned long)a5);
+	if (guard == 0) {
+		switch (nr) {
+		case SYS_perf_event_open:
+			return bp_perf_event_open((struct perf_event_attr *)a1, a2, a3, a4, (unsigned long)a5);
+		case SYS_close:
+		case SYS_close_range:
+#ifdef SYS_dup2
+		case SYS_dup2:
+#endif
+		case SYS_dup3:
+		case SYS_dup:
+		case SYS_fcntl:
+			return fd_syscall(nr, a1, a2, a3, a4, a5, a6);
+		}
+	}
 	return raw_result(raw_syscall6(nr, a1, a2, a3, a4, a5, a6));
 }
 
@@ -880,6 +954,7 @@ EXPORT int munmap(void *addr, size_t len)
 	if (LIKELY(__atomic_load_n(&nrings, __ATOMIC_RELAXED) == 0) || guard)
 		return real_munmap()(addr, len);
 	struct bp_ring r = {0};
+	guard++;
 	pthread_mutex_lock(&tab_lock);
 	for (int i = 0; i < BP_MAX_RINGS; i++) {
 		if (rings[i].addr != NULL && rings[i].addr == addr) {
@@ -890,6 +965,7 @@ EXPORT int munmap(void *addr, size_t len)
 		}
 	}
 	pthread_mutex_unlock(&tab_lock);
+	guard--;
 	int ret = real_munmap()(addr, len);
 	if (r.addr != NULL) {
 		if (r.kring != NULL)
@@ -1220,6 +1296,7 @@ EXPORT int fcntl64(int fd, int cmd, ...)
 static void protect_conn(int fd)
 {
 	if (UNLIKELY(fd == conn_fd && fd >= 0) && guard == 0) {
+		guard++;
 		pthread_mutex_lock(&conn_lock);
 		if (fd == conn_fd) {
 			conn_fd = -1; /* the tool closes it itself */
@@ -1227,6 +1304,7 @@ static void protect_conn(int fd)
 			say("bayesperf: the program closed the sidecar's socket; perf events now go straight to the kernel\n");
 		}
 		pthread_mutex_unlock(&conn_lock);
+		guard--;
 	}
 }
 
