@@ -2,16 +2,45 @@
 // libbayesperf.so (C sources in shim/preload) and the sidecar: the socket messages, the
 // client page and the counting mirror page, mirrored field by field from the one C header
 // shim/preload/bayesperf_abi.h. A test compiles a C program against that header with gcc
-// and checks every size and offset against this package, so the two cannot drift.
+// and checks every size, offset and constant against this package, so the two cannot
+// drift.
 //
-// It also holds the seqlock writer of mirror pages (Mirror), which plays the kernel's part
-// for counting reads: the sidecar publishes values, the shim copies them out without a
-// system call.
+// It also holds the seqlock writer of counting mirror pages (Mirror), which plays the
+// kernel's part for counting reads: the sidecar publishes values, the shim copies them out
+// without a system call.
 //
-// Errors: decoding functions return an error wrapping ErrMalformed for any byte string
-// that is not a well-formed message; they never panic, whatever the input (fuzzed).
+// # The C library (shim/preload)
 //
-// Concurrency: a Mirror has exactly one writer at a time (the caller serialises
-// Publish); any number of readers, in any process, may read concurrently. Message values
-// are plain data.
+// libbayesperf.so interposes syscall() (only perf_event_open is handled; every other
+// number goes to the kernel untouched through a raw system call, with bookkeeping for
+// close/dup numbers), read, __read_chk, readv, pread, ioctl, fcntl, close, close_range,
+// dup*, mmap, munmap, poll, ppoll, epoll_wait, epoll_pwait and the wait family. Its
+// exported symbols are listed in libbayesperf.map. It opens every perf event itself, in
+// the caller, then registers the fd, the attr and the group with the sidecar:
+//
+//   - counting: read() of a registered fd is served from the event's mirror page in the
+//     exact read_format layout. A page older than the sidecar's staleness bound, any perf
+//     ioctl or a reaped child since the last refresh, and every read of an event that
+//     counts the reader itself (pid 0, own pid or thread, or -1) first ask the sidecar for
+//     a synchronous refresh, so values are never older than the reader can notice.
+//   - sampling: mmap() of a registered fd that does not count the reader returns a mirror
+//     ring of the same size that the sidecar fills from the kernel's ring (package
+//     ringbuf), with backpressure, so losses happen in the kernel and reach the tool as
+//     PERF_RECORD_LOST. Readiness stays the kernel's; after a poll/epoll wait returns,
+//     after a perf ioctl and after a reaped child, the mirrors are flushed synchronously
+//     so the tool never wakes to an empty mirror. Backward (write_backward) rings and
+//     events that count the reader use the kernel's ring.
+//   - degradation: without a sidecar, or when it dies or does not answer within
+//     $BAYESPERF_TIMEOUT_MS (2000), the process passes everything to the kernel from then
+//     on and prints one warning line. The real fds were in the caller all along, and the
+//     shim keeps a mapping of each kernel ring behind a mirror ring and pumps it itself,
+//     so no value and no record is lost.
+//
+// # Errors and concurrency
+//
+// Decoding functions return an error wrapping ErrMalformed for any byte string that is
+// not a well-formed message, attr or read buffer; they never panic, whatever the input
+// (fuzzed). A Mirror has exactly one writer at a time (the caller serialises Publish);
+// any number of readers, in any process, may read concurrently. Message values are plain
+// data.
 package shim

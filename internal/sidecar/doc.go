@@ -7,15 +7,26 @@
 // is the seam where the virtual PMU and inference plug in; Identity publishes the kernel's
 // values unchanged, which is how the drop-in path proves its fidelity.
 //
+// Sampling: when the tool maps a registered fd (MAP), the sidecar maps the kernel's ring
+// from its copy of the fd and creates a mirror ring of the same size; each round and on
+// FLUSH it moves the records that fit from the kernel's ring to the mirror with ringbuf's
+// Reader and Writer (the sidecar is the mirror's producer: record bytes, then
+// store-release of data_head). Records are copied verbatim; correcting the counter
+// values inside SAMPLE and READ records (ringbuf.FindReadBlock) is the Stage's future
+// business.
+//
 // Security: the socket must live in a directory only its owner can enter (New checks the
 // mode is 0700); every connection's peer credentials are checked (same uid as the
 // sidecar, or root); the sidecar only reads fds a client opened itself and sent with
 // SCM_RIGHTS, after checking they are perf event fds; shared pages are memfds sealed
 // against shrinking and growing (mirror pages also against new writable mappings).
 //
-// Freshness: every live event is re-read and republished at least every Config.Period
-// (1 ms by default); a shim that finds a page older than Config.StaleBound, or that saw an
-// ioctl or a reaped child since, asks for a synchronous refresh over the socket.
+// Freshness: while a client reads, every live event is re-read and republished every
+// Config.Period (1 ms by default); when no client has read for Config.ActiveWindow, every
+// Config.IdlePeriod, to keep the sidecar's wakeups from perturbing the measured workload.
+// A shim that finds a page older than Config.StaleBound, or that saw an ioctl or a reaped
+// child since, asks for a synchronous refresh over the socket, so reads stay exact in
+// both modes.
 //
 // Errors: malformed messages and bad fds from a client close that client's connection
 // (or decline the one registration) and are logged; they never stop the server. Server
