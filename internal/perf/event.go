@@ -160,6 +160,16 @@ func ReadSize(rf uint64, n int) int {
 // DecodeReading decodes the bytes of a read(2) with read_format rf into r, reusing
 // r.Values. It fails, never panics, on short or inconsistent input.
 func DecodeReading(b []byte, rf uint64, r *Reading) error {
+	err := decodeReading(b, rf, r)
+	if err == errShort {
+		return fmt.Errorf("decode perf read: %d bytes too short for read_format %#x", len(b), rf)
+	}
+	return err
+}
+
+var errShort = errors.New("short read")
+
+func decodeReading(b []byte, rf uint64, r *Reading) error {
 	le := binary.LittleEndian
 	off := 0
 	next := func() (uint64, bool) {
@@ -170,17 +180,18 @@ func DecodeReading(b []byte, rf uint64, r *Reading) error {
 		off += 8
 		return v, true
 	}
-	short := fmt.Errorf("decode perf read: %d bytes too short for read_format %#x", len(b), rf)
+	// errShort is returned by the helpers and replaced by the descriptive error at the
+	// end, so that the common, successful decode does not allocate.
 	var ok bool
 	readTimes := func() error {
 		if rf&FormatTotalTimeEnabled != 0 {
 			if r.Enabled, ok = next(); !ok {
-				return short
+				return errShort
 			}
 		}
 		if rf&FormatTotalTimeRunning != 0 {
 			if r.Running, ok = next(); !ok {
-				return short
+				return errShort
 			}
 		}
 		return nil
@@ -188,7 +199,7 @@ func DecodeReading(b []byte, rf uint64, r *Reading) error {
 	readValue := func() (Value, error) {
 		var v Value
 		if v.Value, ok = next(); !ok {
-			return v, short
+			return v, errShort
 		}
 		if rf&FormatGroup == 0 {
 			if err := readTimes(); err != nil {
@@ -197,12 +208,12 @@ func DecodeReading(b []byte, rf uint64, r *Reading) error {
 		}
 		if rf&FormatID != 0 {
 			if v.ID, ok = next(); !ok {
-				return v, short
+				return v, errShort
 			}
 		}
 		if rf&FormatLost != 0 {
 			if v.Lost, ok = next(); !ok {
-				return v, short
+				return v, errShort
 			}
 		}
 		return v, nil
@@ -214,7 +225,7 @@ func DecodeReading(b []byte, rf uint64, r *Reading) error {
 	n := uint64(1)
 	if rf&FormatGroup != 0 {
 		if n, ok = next(); !ok {
-			return short
+			return errShort
 		}
 		if n > uint64(len(b))/8 {
 			return fmt.Errorf("decode perf read: %d members claimed in %d bytes", n, len(b))
