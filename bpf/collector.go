@@ -541,7 +541,32 @@ func (c *Collector) Next() (perf.Snapshot, error) {
 		select {
 		case <-c.wake:
 		case <-c.quit:
+		case <-time.After(sweepEvery):
+			c.mu.Lock()
+			c.sweep()
+			c.mu.Unlock()
 		}
+	}
+}
+
+// sweepEvery is how long Next waits for records before checking that the threads it
+// believes alive still are.
+const sweepEvery = 100 * time.Millisecond
+
+// sweep marks as exited the followed threads that are gone although no exit record said so
+// (a thread that changed tid by exec-ing from a non-leader thread, say), so that Next
+// cannot wait forever for an exit that will not be reported. Called with c.mu held.
+func (c *Collector) sweep() {
+	if c.systemWide() || c.closed {
+		return
+	}
+	for idx, s := range c.slots {
+		if s != nil && s.live && threadFinished(s.tid) {
+			c.exit(idx)
+		}
+	}
+	if c.alive == 0 {
+		c.gone = true
 	}
 }
 
