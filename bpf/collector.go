@@ -455,14 +455,8 @@ func (c *Collector) addSlot(tid, cpu, idx int) error {
 			return classify("store event in perf event array", err)
 		}
 	}
-	// Start from the values at open, so that a thread that never runs through a tick still
-	// adds what it counted to the sums.
-	var buf [24]byte
-	for i, fd := range s.fds {
-		if n, err := unix.Read(fd, buf[:]); err == nil && n == len(buf) {
-			s.last[i] = perf.Count{Value: le64(buf[0:]), Enabled: le64(buf[8:]), Running: le64(buf[16:])}
-		}
-	}
+	// s.last starts at zero, which is what the events held when opened: no read needed,
+	// which keeps the time to follow a new thread short.
 	for len(c.slots) < idx {
 		c.slots = append(c.slots, nil) // CPUs missing from a sparse online list
 	}
