@@ -101,8 +101,11 @@ type Map struct {
 // Handle is struct bp_handle (body of UNREGISTER, REFRESH, UNMAP and FLUSH).
 type Handle struct {
 	Handle uint32
-	Pad    uint32
+	Flags  uint32 // FLUSH: FlushPaused; 0 otherwise
 }
+
+// FlushPaused marks a FLUSH sent right after the tool paused the handle's ring.
+const FlushPaused uint32 = 1
 
 // Status is struct bp_status (body of the REFRESH reply).
 type Status struct {

@@ -62,6 +62,7 @@ func TestABIMatchesC(t *testing.T) {
 		"BP_MSG_MAP":           uint64(MsgMap),
 		"BP_MSG_UNMAP":         uint64(MsgUnmap),
 		"BP_MSG_FLUSH":         uint64(MsgFlush),
+		"BP_FLUSH_PAUSED":      uint64(FlushPaused),
 		"BP_ATTR_MAX":          AttrMax,
 		"BP_PAGE_SIZE":         PageSize,
 		"BP_CLIENT_MAGIC":      uint64(ClientMagic),

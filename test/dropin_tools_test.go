@@ -95,8 +95,7 @@ func recordSamples(t *testing.T, through bool, env []string, args []string, wl .
 // TestDropinPerfRecord: perf record -e page-faults -c 1 (one sample per fault) through
 // bayesperf gives the same sample count as natively, within the page-fault tolerance,
 // with the records delivered through the mirror ring; perf record -e cpu-clock finds the
-// same top symbol; perf record --overwrite (backward rings, which are not mirrored yet and
-// go to the kernel's ring) still works.
+// same top symbol; perf record --overwrite (backward rings) gives the same samples too.
 func TestDropinPerfRecord(t *testing.T) {
 	native, _, _ := recordSamples(t, false, noSidecarEnv(t), []string{"-e", "page-faults", "-c", "1"}, "1500", "0", "0")
 	got, top, st := recordSamples(t, true, nil, []string{"-e", "page-faults", "-c", "1"}, "1500", "0", "0")
@@ -119,9 +118,14 @@ func TestDropinPerfRecord(t *testing.T) {
 		t.Errorf("cpu-clock: event count %v (the workload spins 300 ms), stats %+v", gc, st)
 	}
 
-	oc, otop, _ := recordSamples(t, true, nil, []string{"--overwrite", "-e", "cpu-clock"}, "0", "0", "0", "300")
-	if oc < 100e6 || !strings.Contains(otop, "main") {
-		t.Errorf("perf record --overwrite: event count %v, top %q", oc, otop)
+	// --overwrite: backward rings, copied into the mirror when perf pauses them to read.
+	nov, _, _ := recordSamples(t, false, noSidecarEnv(t), []string{"--overwrite", "-e", "page-faults", "-c", "1"}, "1500", "0", "0")
+	gov, otop, st := recordSamples(t, true, nil, []string{"--overwrite", "-e", "page-faults", "-c", "1"}, "1500", "0", "0")
+	if gov < 1500 || !within(gov, nov, faultsAbs, faultsRel) || !strings.HasPrefix(otop, "workload") {
+		t.Errorf("perf record --overwrite: %v page-fault samples through bayesperf (top %q), %v natively", gov, otop, nov)
+	}
+	if st.RecordsMirrored < uint64(gov) {
+		t.Errorf("perf record --overwrite: stats %+v, want the %v samples through mirror rings", st, gov)
 	}
 }
 

@@ -171,7 +171,7 @@ func (c *client) handle(b []byte, fds []int) ([]byte, int, error) {
 		case shim.MsgUnmap:
 			st = c.unmapRing(m.Handle)
 		case shim.MsgFlush:
-			st = c.flush(m.Handle)
+			st = c.flush(m.Handle, m.Flags&shim.FlushPaused != 0)
 		}
 		out, err := shim.Encode(h.Type|shim.MsgReply, h.Seq, shim.Status{Status: st, Handle: m.Handle})
 		return out, -1, err
@@ -360,7 +360,7 @@ func (c *client) unmapRing(handle uint32) int32 {
 	if e.ring == nil {
 		return -int32(unix.EINVAL)
 	}
-	c.srv.pumpLocked(e)
+	c.srv.pumpLocked(e, false)
 	e.ring.close()
 	e.ring = nil
 	if e.unregistered {
@@ -372,19 +372,18 @@ func (c *client) unmapRing(handle uint32) int32 {
 	return 0
 }
 
-// flush pumps every ring of the client (handle 0) or one.
-func (c *client) flush(handle uint32) int32 {
+// flush pumps every forward ring of the client, and the ring of handle when the tool
+// has just paused it (paused), backward rings included.
+func (c *client) flush(handle uint32, paused bool) int32 {
 	c.mu.Lock()
 	evs := make([]*event, 0, len(c.events))
-	for h, e := range c.events {
-		if handle == 0 || h == handle {
-			evs = append(evs, e)
-		}
+	for _, e := range c.events {
+		evs = append(evs, e)
 	}
 	c.mu.Unlock()
 	c.srv.pubMu.Lock()
 	for _, e := range evs {
-		c.srv.pumpLocked(e)
+		c.srv.pumpLocked(e, paused && e.info.Handle == handle)
 	}
 	c.srv.pubMu.Unlock()
 	c.srv.active()

@@ -31,7 +31,9 @@ type mirrorRing struct {
 	tail       *uint64 // data_tail of the mirror, stored by the tool
 	mask       uint64
 	overwrite  bool
+	backward   bool // write_backward: copied only while the tool has the ring paused
 	held       []byte
+	batch      [][]byte // backward: records of one batch, newest first
 	heldBuf    []byte
 }
 
@@ -42,8 +44,8 @@ func newMirrorRing(e *event, m shim.Map) (*mirrorRing, int, error) {
 	page := uint64(os.Getpagesize())
 	n := m.Length / page
 	switch {
-	case e.info.Attr.Bits&shim.AttrWriteBackward != 0:
-		return nil, -1, fmt.Errorf("mirror a backward ring: %w", unix.EOPNOTSUPP)
+	case e.info.Attr.Bits&shim.AttrWriteBackward != 0 && m.Prot&unix.PROT_WRITE != 0:
+		return nil, -1, fmt.Errorf("mirror a writable backward ring: %w", unix.EOPNOTSUPP)
 	case m.Length%page != 0 || n < 2 || (n-1)&(n-2) != 0 || m.Length > 1<<30:
 		return nil, -1, fmt.Errorf("mirror a ring of %d bytes: not a header page plus 2^n data pages: %w", m.Length, unix.EINVAL)
 	}
@@ -89,12 +91,14 @@ func newMirrorRing(e *event, m shim.Map) (*mirrorRing, int, error) {
 	}
 	var rd *ringbuf.Reader
 	var wr *ringbuf.Writer
+	backward := e.info.Attr.Bits&shim.AttrWriteBackward != 0
 	if err == nil {
-		rd, err = ringbuf.NewReader(kmem, ringbuf.ReaderOptions{})
+		rd, err = ringbuf.NewReader(kmem, ringbuf.ReaderOptions{Backward: backward})
 	}
 	if err == nil {
 		a := e.info.Attr
 		wr, err = ringbuf.NewWriter(mmem, ringbuf.WriterOptions{
+			Backward:        backward,
 			Overwrite:       !writable,
 			Watermark:       a.Bits&shim.AttrWatermark != 0,
 			WakeupWatermark: a.Wakeup,
@@ -116,6 +120,7 @@ func newMirrorRing(e *event, m shim.Map) (*mirrorRing, int, error) {
 		tail:      (*uint64)(unsafe.Pointer(&mmem[ringbuf.OffDataTail])),
 		mask:      uint64(wr.DataSize() - 1),
 		overwrite: !writable,
+		backward:  backward,
 	}, fd, nil
 }
 
@@ -128,6 +133,38 @@ func (r *mirrorRing) close() {
 func (r *mirrorRing) fits(size int) bool {
 	tail := atomic.LoadUint64(r.tail) // pairs with the tool's store-release of data_tail
 	return (tail-(r.wr.Head()+1))&r.mask >= uint64(size)
+}
+
+// pumpBackward copies the records the kernel wrote backward since the last batch. The
+// kernel's ring must be paused (the tool paused it): a backward ring has no data_tail to
+// stop the kernel from overwriting the records being copied. The Reader hands them out
+// newest first; writing them oldest first with a backward Writer lays them out as the
+// kernel did.
+func (r *mirrorRing) pumpBackward() (moved, lost uint64) {
+	r.batch = r.batch[:0]
+	for {
+		rec, err := r.rd.Next()
+		if err != nil {
+			r.rd.Discard()
+			return 0, 0
+		}
+		if rec == nil {
+			break
+		}
+		r.batch = append(r.batch, append([]byte(nil), rec...))
+	}
+	r.rd.Commit()
+	for i := len(r.batch) - 1; i >= 0; i-- {
+		rec := r.batch[i]
+		if written, _, err := r.wr.Write(rec); err != nil || !written {
+			continue
+		}
+		moved++
+		if h, err := ringbuf.ParseHeader(rec); err == nil && h.Type == ringbuf.RecordLost && len(rec) >= 24 {
+			lost += binary.LittleEndian.Uint64(rec[16:])
+		}
+	}
+	return moved, lost
 }
 
 // pump moves every record that fits from the kernel's ring to the mirror and returns how

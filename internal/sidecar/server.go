@@ -370,7 +370,7 @@ func (s *Server) publish(evs []*event) {
 	var states []uint32
 	for _, e := range evs {
 		if e.ring != nil {
-			s.pumpLocked(e)
+			s.pumpLocked(e, false)
 		}
 		if e.closed.Load() || e.unregistered {
 			continue
@@ -392,12 +392,19 @@ func (s *Server) publish(evs []*event) {
 	s.publishes.Add(uint64(len(live)))
 }
 
-// pumpLocked moves the records of e's kernel ring into its mirror; pubMu is held.
-func (s *Server) pumpLocked(e *event) {
+// pumpLocked moves the records of e's kernel ring into its mirror; pubMu is held. A
+// backward ring is copied only when the tool has just paused it.
+func (s *Server) pumpLocked(e *event, paused bool) {
 	if e.ring == nil || e.closed.Load() {
 		return
 	}
-	moved, lost := e.ring.pump()
+	var moved, lost uint64
+	switch {
+	case !e.ring.backward:
+		moved, lost = e.ring.pump()
+	case paused:
+		moved, lost = e.ring.pumpBackward()
+	}
 	s.recordsMirrored.Add(moved)
 	s.recordsLost.Add(lost)
 }

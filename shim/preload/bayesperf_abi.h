@@ -40,8 +40,9 @@ enum {
 	BP_MSG_UNMAP = 6,      /* shim -> sidecar: bp_handle; reply bp_status once the sidecar has
 	                          unmapped the kernel's ring (so it can be mapped again) */
 	BP_MSG_FLUSH = 7,      /* shim -> sidecar: bp_handle (0: every ring of the client); reply
-	                          bp_status once every record the kernel's rings hold that fits
-	                          is in the mirror rings */
+	                          bp_status once every record the kernel's forward rings hold
+	                          that fits is in the mirror rings (backward rings: only the
+	                          handle's, and only with BP_FLUSH_PAUSED) */
 	BP_MSG_REPLY = 0x8000,
 };
 
@@ -93,8 +94,13 @@ struct bp_map {
 
 struct bp_handle {
 	uint32_t handle;
-	uint32_t pad;
+	uint32_t flags; /* FLUSH: BP_FLUSH_PAUSED; 0 otherwise */
 };
+
+/* FLUSH of a handle whose ring the tool has just paused (PERF_EVENT_IOC_PAUSE_OUTPUT):
+ * the kernel does not write it now, so a backward (overwrite) ring, which has no
+ * data_tail to hold the kernel back, can be copied consistently. */
+#define BP_FLUSH_PAUSED 1u
 
 struct bp_status {
 	int32_t status;

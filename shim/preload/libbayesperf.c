@@ -188,6 +188,7 @@ struct bp_event {
 	const struct bp_mirror_page *page;    /* read-only mapping of the mirror */
 	uint64_t synced_gen;                  /* sync_gen at the last refresh */
 	int self;                             /* the event counts the reading process itself */
+	int backward;                         /* attr.write_backward */
 };
 
 #define BP_MAX_FD 65536
@@ -205,6 +206,8 @@ struct bp_ring {
 	                  alive if the sidecar dies, and the shim then pumps it itself */
 	void *mw;      /* a writable view of the mirror (addr itself when the tool's is) */
 	int overwrite; /* the tool mapped it read-only */
+	int backward;  /* write_backward: after the sidecar's death, swapped for the kernel's */
+	int fd;        /* the perf fd it was mapped from */
 };
 #define BP_MAX_RINGS 1024
 static struct bp_ring rings[BP_MAX_RINGS]; /* under tab_lock */
@@ -617,6 +620,7 @@ static void register_event(int fd, const struct perf_event_attr *attr, long pid,
 	ev->page = p;
 	ev->synced_gen = __atomic_load_n(&sync_gen, __ATOMIC_RELAXED);
 	ev->self = counts_self(pid);
+	ev->backward = attr->write_backward;
 	pthread_mutex_lock(&tab_lock);
 	if (fdtab[fd] != NULL) /* cannot happen: the kernel just gave us this number */
 		release_locked(fdtab[fd]);
@@ -724,11 +728,11 @@ EXPORT long syscall(long nr, ...)
 /* handle_call sends a bp_handle request and waits for its bp_status; the caller holds
  * conn_lock. Returns 0, an errno of the transport (the connection is then down), or the
  * sidecar's -status as a positive errno. */
-static int handle_call_locked(uint16_t type, uint32_t handle)
+static int handle_call_locked(uint16_t type, uint32_t handle, uint32_t flags)
 {
 	if (conn_state != CONN_UP)
 		return ENOTCONN;
-	struct bp_handle h = {.handle = handle};
+	struct bp_handle h = {.handle = handle, .flags = flags};
 	struct bp_status st;
 	uint32_t seq;
 	int err = send_msg(type, &h, sizeof h, -1, &seq);
@@ -811,12 +815,30 @@ static void shim_pump(struct bp_ring *r)
 		__atomic_store_n(ktail, kt, __ATOMIC_RELEASE);
 }
 
+/* swap_backward replaces a backward mirror by the kernel's ring at the same address: a
+ * backward ring has no data_tail, so the tool can simply go on reading the kernel's. */
+static void swap_backward(struct bp_ring *r)
+{
+	struct bp_event *ev = (unsigned)r->fd < BP_MAX_FD ? fdtab[r->fd] : NULL;
+	if (ev == NULL || ev->handle != r->handle || ev->epoch != r->epoch)
+		return; /* the fd is gone: the kernel's ring is only reachable through kring */
+	void *p = real_mmap()(r->addr, r->len, PROT_READ, MAP_SHARED | MAP_FIXED, r->fd, 0);
+	if (p == r->addr)
+		r->backward = 0, r->kring = NULL; /* now the tool's mapping is the kernel's */
+}
+
 static void shim_pump_all(void)
 {
 	pthread_mutex_lock(&tab_lock);
-	for (int i = 0; i < BP_MAX_RINGS; i++)
-		if (rings[i].addr != NULL && rings[i].epoch == conn_epoch && rings[i].kring != NULL)
-			shim_pump(&rings[i]);
+	for (int i = 0; i < BP_MAX_RINGS; i++) {
+		struct bp_ring *r = &rings[i];
+		if (r->addr == NULL || r->epoch != conn_epoch || r->kring == NULL)
+			continue;
+		if (r->backward)
+			swap_backward(r);
+		else
+			shim_pump(r);
+	}
 	pthread_mutex_unlock(&tab_lock);
 }
 
@@ -824,7 +846,7 @@ static void shim_pump_all(void)
  * where a tool may look at its rings expecting the kernel's latest records (a poll that
  * returned, an ioctl such as DISABLE or PAUSE_OUTPUT, a reaped child). Without a
  * sidecar, the shim moves the records itself. */
-static void flush_rings(void)
+static void flush_rings_paused(uint32_t paused_handle)
 {
 	if (LIKELY(__atomic_load_n(&nrings, __ATOMIC_RELAXED) == 0) || guard)
 		return;
@@ -832,7 +854,7 @@ static void flush_rings(void)
 	guard++;
 	if (__atomic_load_n(&conn_state, __ATOMIC_ACQUIRE) == CONN_UP) {
 		pthread_mutex_lock(&conn_lock);
-		if (handle_call_locked(BP_MSG_FLUSH, 0) == 0)
+		if (handle_call_locked(BP_MSG_FLUSH, paused_handle, paused_handle ? BP_FLUSH_PAUSED : 0) == 0)
 			COUNT(ring_flushes);
 		pthread_mutex_unlock(&conn_lock);
 	}
@@ -840,6 +862,11 @@ static void flush_rings(void)
 		shim_pump_all();
 	guard--;
 	errno = saved;
+}
+
+static void flush_rings(void)
+{
+	flush_rings_paused(0);
 }
 
 static int rings_off(void)
@@ -889,7 +916,7 @@ static void *mirror_mmap(struct bp_event *ev, void *addr, size_t len, int prot, 
 		if (p != MAP_FAILED)
 			real_munmap()(p, len);
 		pthread_mutex_lock(&conn_lock);
-		handle_call_locked(BP_MSG_UNMAP, ev->handle);
+		handle_call_locked(BP_MSG_UNMAP, ev->handle, 0);
 		pthread_mutex_unlock(&conn_lock);
 		return MAP_FAILED;
 	}
@@ -900,7 +927,8 @@ static void *mirror_mmap(struct bp_event *ev, void *addr, size_t len, int prot, 
 			slot = i;
 	if (slot >= 0) {
 		rings[slot] = (struct bp_ring){.addr = p, .len = len, .handle = ev->handle, .epoch = ev->epoch,
-					       .kring = kr, .mw = mw, .overwrite = !(prot & PROT_WRITE)};
+					       .kring = kr, .mw = mw, .overwrite = !(prot & PROT_WRITE),
+					       .backward = ev->backward, .fd = fd};
 		__atomic_add_fetch(&nrings, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&tab_lock);
@@ -910,7 +938,7 @@ static void *mirror_mmap(struct bp_event *ev, void *addr, size_t len, int prot, 
 		if (mw != p)
 			real_munmap()(mw, len);
 		pthread_mutex_lock(&conn_lock);
-		handle_call_locked(BP_MSG_UNMAP, ev->handle);
+		handle_call_locked(BP_MSG_UNMAP, ev->handle, 0);
 		pthread_mutex_unlock(&conn_lock);
 		return MAP_FAILED;
 	}
@@ -979,7 +1007,7 @@ EXPORT int munmap(void *addr, size_t len)
 		int saved = errno;
 		guard++;
 		pthread_mutex_lock(&conn_lock);
-		handle_call_locked(BP_MSG_UNMAP, r.handle);
+		handle_call_locked(BP_MSG_UNMAP, r.handle, 0);
 		pthread_mutex_unlock(&conn_lock);
 		guard--;
 		errno = saved;
@@ -1256,9 +1284,15 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 	/* Any perf ioctl but ID may change what a read returns (ENABLE, DISABLE, RESET,
 	 * REFRESH, PERIOD, group-wide via PERF_IOC_FLAG_GROUP): every mirror must be
 	 * refreshed before it is served again. */
-	if (lookup(fd) != NULL && req != PERF_EVENT_IOC_ID) {
+	struct bp_event *ev = lookup(fd);
+	if (ev != NULL && req != PERF_EVENT_IOC_ID) {
 		bump_sync_gen();
-		flush_rings();
+		/* After PAUSE_OUTPUT(1) the kernel leaves the ring alone: the moment to copy a
+		 * backward ring, which the tool is about to read. */
+		if (req == PERF_EVENT_IOC_PAUSE_OUTPUT && arg != NULL && ev->epoch == conn_epoch)
+			flush_rings_paused(ev->handle);
+		else
+			flush_rings();
 	}
 	return r;
 }
