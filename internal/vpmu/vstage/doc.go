@@ -1,0 +1,22 @@
+// Package vstage presents a client's counting events through the virtual PMU: it is a
+// sidecar.Stage (`bayesperf run --virtual-counters N`) that, for each client, multiplexes
+// the events the client opened on N virtual counters exactly as the kernel rotates
+// flexible groups, and replaces the values a client reads by what it would read on such a
+// PMU: the count while scheduled, time_enabled, and a time_running below it. A tool such
+// as perf stat then prints its own multiplexing output (percentages, scaled values).
+//
+// For each client the stage opens its own copies of the client's events on the same
+// target (package vpmu), the first time it sees them and again whenever the client's set
+// of events grows; the kernel's own events of the client keep counting untouched. Copies
+// start at the target's next exec when the client's events have enable_on_exec and the
+// target has not exec'd yet (it still runs the client's binary, as perf stat's forked
+// child does until its exec); otherwise at once.
+//
+// Only task targets are virtualised (pid >= 0 with cpu -1, or pid 0 meaning the client
+// itself); per-CPU events pass through unchanged, as do events whose copies cannot be
+// opened. Errors never reach the client: they leave the kernel's values in place and are
+// reported through Logf.
+//
+// Stage is safe for concurrent use; Correct is called by one goroutine at a time, as the
+// sidecar promises, and Close may be called from any.
+package vstage

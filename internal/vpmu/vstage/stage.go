@@ -1,0 +1,220 @@
+package vstage
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/sidecar"
+	"github.com/bayesperf/bayesperf/internal/vpmu"
+	"github.com/bayesperf/bayesperf/shim"
+)
+
+// Stage is a sidecar.Stage backed by one virtual PMU per client.
+type Stage struct {
+	Counters int           // programmable counters of the virtual PMU
+	Interval time.Duration // multiplexing interval; 0 means the kernel's
+	// Logf reports problems (the client keeps the kernel's values); nil discards.
+	Logf func(format string, args ...any)
+
+	mu      sync.Mutex
+	clients map[int]*client
+}
+
+type client struct {
+	events map[uint32]sidecar.Event // every event seen, by handle
+	order  []uint32                 // handles of the virtualised events, in PMU order
+	index  map[uint32]int           // handle -> index in the PMU
+	pmu    *vpmu.PMU
+	runner *vpmu.Runner
+	failed bool // building failed for this set of events: do not retry every round
+}
+
+var _ sidecar.Stage = (*Stage)(nil)
+
+// Name is "vpmu".
+func (s *Stage) Name() string { return "vpmu" }
+
+func (s *Stage) logf(format string, args ...any) {
+	if s.Logf != nil {
+		s.Logf(format, args...)
+	}
+}
+
+// Correct replaces the values of every virtualised event by its virtual counterpart.
+func (s *Stage) Correct(_ int64, events []sidecar.Event, values []shim.Values) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clients == nil {
+		s.clients = map[int]*client{}
+	}
+	// Learn the events first, so a client's PMU is built once for all of them.
+	grown := map[int]bool{}
+	for _, e := range events {
+		c := s.clients[e.Client]
+		if c == nil {
+			c = &client{events: map[uint32]sidecar.Event{}}
+			s.clients[e.Client] = c
+		}
+		if _, ok := c.events[e.Handle]; !ok {
+			c.events[e.Handle] = e
+			grown[e.Client] = true
+		}
+	}
+	for id := range grown {
+		s.rebuild(id, s.clients[id])
+	}
+	for i, e := range events {
+		c := s.clients[e.Client]
+		if c.runner == nil {
+			continue
+		}
+		s.correctOne(c, e, &values[i])
+	}
+}
+
+func (s *Stage) correctOne(c *client, e sidecar.Event, v *shim.Values) {
+	idx, ok := c.index[e.Handle]
+	if !ok {
+		return
+	}
+	handles := []uint32{e.Handle}
+	if len(v.Members) > 1 {
+		// A group read: the leader, then its members in the order they were opened.
+		handles = append(handles, c.members(e.Handle)...)
+		if len(handles) != len(v.Members) {
+			return // not the group we know: leave the kernel's values
+		}
+	}
+	lead, err := c.runner.Virtual(0, idx)
+	if err != nil {
+		s.logf("vstage: read virtual count of client %d event %d: %v", e.Client, e.Handle, err)
+		return
+	}
+	vals := make([]uint64, len(handles))
+	vals[0] = lead.Value
+	for k, h := range handles[1:] {
+		j, ok := c.index[h]
+		if !ok {
+			return
+		}
+		m, err := c.runner.Virtual(0, j)
+		if err != nil {
+			return
+		}
+		vals[k+1] = m.Value
+	}
+	for k := range v.Members {
+		v.Members[k].Value = vals[k]
+	}
+	v.Enabled, v.Running = lead.Enabled, lead.Running
+}
+
+// members returns the handles of the events whose leader is h, in handle order.
+func (c *client) members(h uint32) []uint32 {
+	var out []uint32
+	for _, hh := range c.order {
+		if c.events[hh].GroupHandle == h && hh != h {
+			out = append(out, hh)
+		}
+	}
+	return out
+}
+
+// rebuild (re)opens the client's virtual PMU over all its task-bound events.
+func (s *Stage) rebuild(id int, c *client) {
+	if c.runner != nil {
+		c.runner.Stop()
+		c.pmu.Close()
+		c.runner, c.pmu = nil, nil
+	}
+	var hs []uint32
+	for h, e := range c.events {
+		if e.CPU == -1 && e.Pid >= 0 {
+			hs = append(hs, h)
+		}
+	}
+	sort.Slice(hs, func(i, j int) bool { return hs[i] < hs[j] })
+	if len(hs) == 0 {
+		return
+	}
+	// One target per PMU: the first event's (perf stat opens all on the same one).
+	first := c.events[hs[0]]
+	target := int(first.Pid)
+	if target == 0 {
+		target = int(first.ClientPid)
+	}
+	var descs []perf.EventDesc
+	c.index = map[uint32]int{}
+	c.order = c.order[:0]
+	onExec, inherit := false, false
+	for _, h := range hs {
+		e := c.events[h]
+		if int(e.Pid) != int(first.Pid) {
+			continue
+		}
+		a := perf.Attr{Type: e.Attr.Type, Size: perf.AttrSize, Config: e.Attr.Config,
+			Flags: e.Attr.Bits & (perf.FlagExcludeUser | perf.FlagExcludeKern | perf.FlagExcludeHV | perf.FlagExcludeIdle | perf.FlagExcludeHost | perf.FlagExcludeGuest)}
+		onExec = onExec || e.Attr.Bits&shim.AttrEnableOnExec != 0
+		inherit = inherit || e.Attr.Bits&shim.AttrInherit != 0
+		group := int(h)
+		grouped := false
+		if e.GroupHandle != 0 {
+			group, grouped = int(e.GroupHandle), true
+		} else {
+			for _, o := range c.events {
+				if o.GroupHandle == h {
+					grouped = true
+				}
+			}
+		}
+		c.index[h] = len(descs)
+		c.order = append(c.order, h)
+		descs = append(descs, perf.EventDesc{Name: fmt.Sprintf("client%d/%d", id, h), Attr: a, Group: group, Grouped: grouped})
+	}
+	// Members of a group must follow their leader for the schedule's group spans.
+	ks, err := vpmu.KernelSchedule(descs, s.Counters, nil)
+	if err != nil {
+		s.logf("vstage: schedule client %d: %v", id, err)
+		return
+	}
+	cfg := vpmu.Config{Events: descs, Views: []vpmu.View{{Name: "kernel", Schedule: ks}}, Pid: target, CPU: perf.AnyCPU,
+		Inherit: inherit, EnableOnExec: onExec && notExecd(target, int(first.ClientPid))}
+	p, err := vpmu.Open(cfg)
+	if err != nil {
+		s.logf("vstage: open virtual PMU for client %d: %v", id, err)
+		return
+	}
+	r, err := vpmu.NewRunner(p, s.Interval, false)
+	if err != nil {
+		p.Close()
+		s.logf("vstage: start virtual PMU for client %d: %v", id, err)
+		return
+	}
+	c.pmu, c.runner = p, r
+}
+
+// notExecd says the target still runs the client's binary, as a child the client forked
+// does until it execs its command.
+func notExecd(target, clientPid int) bool {
+	a, err1 := os.Readlink(fmt.Sprintf("/proc/%d/exe", target))
+	b, err2 := os.Readlink(fmt.Sprintf("/proc/%d/exe", clientPid))
+	return err1 == nil && err2 == nil && a == b
+}
+
+// Close stops and closes every client's virtual PMU.
+func (s *Stage) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, c := range s.clients {
+		if c.runner != nil {
+			c.runner.Stop()
+			c.pmu.Close()
+		}
+		delete(s.clients, id)
+	}
+	return nil
+}

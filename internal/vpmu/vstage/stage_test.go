@@ -1,0 +1,114 @@
+package vstage
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/sidecar"
+	"github.com/bayesperf/bayesperf/shim"
+)
+
+// With BAYESPERF_VSTAGE_WORK set, the test binary is the measured command: 200 ms of
+// getppid storms and fresh pages.
+func TestMain(m *testing.M) {
+	if os.Getenv("BAYESPERF_VSTAGE_WORK") != "" {
+		end := time.Now().Add(200 * time.Millisecond)
+		for time.Now().Before(end) {
+			for range 1000 {
+				unix.Getppid()
+			}
+			b, _ := unix.Mmap(-1, 0, 64<<10, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			unix.Munmap(b)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestPerfStatLikeClient plays the sidecar for a perf-stat-like client: 8 events with
+// enable_on_exec on a forked child that has not exec'd yet, corrected every 2 ms while
+// the command runs. The client must see multiplexing as on a real 4-counter PMU: nothing
+// before the exec, time_running below time_enabled, and exactly 4 events running at any
+// time (the running times add up to 4 × time_enabled once the command is gone).
+func TestPerfStatLikeClient(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: opens tracepoints on another process")
+	}
+	names := "task-clock,page-faults,minor-faults,context-switches,raw_syscalls:sys_enter,raw_syscalls:sys_exit,syscalls:sys_enter_getppid,syscalls:sys_enter_mmap"
+	descs, err := perf.ParseEvents(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `read x; exec "$0" -test.run=^$`, os.Args[0])
+	cmd.Env = append(os.Environ(), "BAYESPERF_VSTAGE_WORK=1")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := int32(cmd.Process.Pid)
+	var evs []sidecar.Event
+	for i, d := range descs {
+		evs = append(evs, sidecar.Event{Client: 1, ClientPid: pid, Handle: uint32(i + 1), Pid: pid, CPU: -1,
+			Attr: shim.Attr{Type: d.Attr.Type, Config: d.Attr.Config, ReadFormat: d.Attr.ReadFormat,
+				Bits: shim.AttrDisabled | shim.AttrInherit | shim.AttrEnableOnExec}})
+	}
+	vals := func() []shim.Values {
+		out := make([]shim.Values, len(evs))
+		for i := range out {
+			out[i].Members = []shim.MirrorValue{{Value: 12345}}
+		}
+		return out
+	}
+	st := &Stage{Counters: 4, Logf: t.Logf}
+	defer st.Close()
+	v := vals()
+	st.Correct(0, evs, v)
+	if v[0].Enabled != 0 || v[0].Members[0].Value != 0 {
+		t.Fatalf("counted before exec: %+v", v[0])
+	}
+	in.Write([]byte("go\n"))
+	in.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var werr error
+loop:
+	for {
+		select {
+		case werr = <-done:
+			break loop
+		case <-time.After(2 * time.Millisecond):
+			st.Correct(0, evs, vals())
+		}
+	}
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	time.Sleep(20 * time.Millisecond) // let the runner take a slice after the exit
+	v = vals()
+	st.Correct(0, evs, v)
+	var sumRun uint64
+	for i, x := range v {
+		t.Logf("%-28s value %10d enabled %10d running %10d (%.0f%%)", descs[i].Name, x.Members[0].Value, x.Enabled, x.Running, 100*float64(x.Running)/float64(max(x.Enabled, 1)))
+		if x.Enabled == 0 || x.Running >= x.Enabled {
+			t.Errorf("%s: enabled %d running %d: not multiplexed", descs[i].Name, x.Enabled, x.Running)
+		}
+		if x.Enabled != v[0].Enabled {
+			t.Errorf("%s: enabled %d, task-clock's %d", descs[i].Name, x.Enabled, v[0].Enabled)
+		}
+		sumRun += x.Running
+	}
+	if sumRun != 4*v[0].Enabled {
+		t.Errorf("running times add up to %d, want 4 × %d", sumRun, v[0].Enabled)
+	}
+}
