@@ -175,9 +175,8 @@ func NewCollector(opts Options) (*Collector, error) {
 // load creates the maps and loads the programs.
 func (c *Collector) load(nslots int, systemWide bool) error {
 	// Needed only before 5.11, where BPF memory was charged to RLIMIT_MEMLOCK; a no-op after.
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return classify("remove memlock limit", err)
-	}
+	// Without privilege it fails too; the map creation below then says why, better.
+	_ = rlimit.RemoveMemlock()
 	spec, err := loadSnapshot()
 	if err != nil {
 		return fmt.Errorf("load bpf object: %w", err)
@@ -907,6 +906,36 @@ func (c *Collector) release() error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close bpf collector: %w", err)
+	}
+	return nil
+}
+
+// Probe says whether a Collector could be made here, without a target: it loads the BPF
+// program and opens one slice timer, then frees them. It returns nil, an *UnavailableError
+// (fall back to read(2)), or another error.
+func Probe() error {
+	c := &Collector{
+		opts: Options{RingBytes: os.Getpagesize(), MaxThreads: 1},
+		nr:   1,
+	}
+	defer c.release()
+	if err := c.load(1, true); err != nil {
+		return err
+	}
+	attr := unix.PerfEventAttr{
+		Type:   unix.PERF_TYPE_SOFTWARE,
+		Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Sample: uint64(time.Millisecond),
+		Bits:   unix.PerfBitDisabled,
+	}
+	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return classify("open slice timer", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, c.coll.Programs[snapshotProgOnTick].FD()); err != nil {
+		return classify("attach tick program", err)
 	}
 	return nil
 }

@@ -510,6 +510,16 @@ func TestUnavailableWithoutPrivilege(t *testing.T) {
 	t.Logf("as nobody: %s", strings.TrimSpace(string(out)))
 }
 
+func TestProbe(t *testing.T) {
+	before := countFDs()
+	if err := Probe(); err != nil {
+		t.Fatalf("Probe as root: %v", err)
+	}
+	if after := countFDs(); after != before {
+		t.Errorf("Probe left %d fds open", after-before)
+	}
+}
+
 func TestBadOptions(t *testing.T) {
 	ev := workEvents(t)[:1]
 	for name, o := range map[string]Options{

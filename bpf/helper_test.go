@@ -219,6 +219,10 @@ func helperUnavailable() int {
 	_, err := NewCollector(Options{Pid: os.Getpid(), Events: []unix.PerfEventAttr{softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK)}})
 	var ue *UnavailableError
 	if errors.As(err, &ue) && errors.Is(err, ErrUnavailable) {
+		if perr := Probe(); !errors.Is(perr, ErrUnavailable) {
+			fmt.Println("Probe disagrees with NewCollector:", perr)
+			return 1
+		}
 		fmt.Println("unavailable:", ue.Op)
 		return 0
 	}
