@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,23 +36,40 @@ func TestDropinPerfTest(t *testing.T) {
 	if len(native) < 15 {
 		t.Fatalf("parsed only %d native results: %v", len(native), native)
 	}
-	for _, must := range []string{"2", "3", "4.1", "8", "22", "25", "27", "50", "51"} {
-		if native[must] != "Ok" {
-			t.Errorf("perf test %s is %q natively; this test expects it to pass here", must, native[must])
+	// Some of these tests are timing-sensitive on a loaded 2-CPU VM (25 fails natively
+	// now and then): a test that differs is rerun alone, twice each way, and counts as a
+	// regression only if it passed natively at least once and never through bayesperf.
+	rerun := func(n string, through bool) []string {
+		top := strings.Split(n, ".")[0]
+		var out []string
+		for range 2 {
+			var r result
+			if through {
+				r, _ = bayesperfRun(t, "perf", "test", top)
+			} else {
+				r = run(t, nil, "perf", "test", top)
+			}
+			out = append(out, perfTestResults(r.stdout + r.stderr)[n])
 		}
+		return out
 	}
 	for n, res := range native {
 		if got[n] == res {
 			continue
 		}
-		// Some of these tests are timing-sensitive on a loaded 2-CPU VM: a difference
-		// counts only if it shows again on a rerun of that test alone.
-		top := strings.Split(n, ".")[0]
-		again, _ := bayesperfRun(t, "perf", "test", top)
-		if g := perfTestResults(again.stdout + again.stderr)[n]; g != res {
-			t.Errorf("perf test %s: %q natively, %q through bayesperf (twice)", n, res, g)
+		nat := append(rerun(n, false), res)
+		thr := append(rerun(n, true), got[n])
+		if slices.Contains(nat, "Ok") && !slices.Contains(thr, "Ok") {
+			t.Errorf("perf test %s: %q natively, %q through bayesperf", n, nat, thr)
 		} else {
-			t.Logf("perf test %s: %q through bayesperf once, %q on the rerun (native %q)", n, got[n], g, res)
+			t.Logf("perf test %s is flaky here: %q natively, %q through bayesperf", n, nat, thr)
+		}
+	}
+	// The read, mmap, event-times and backward-ring tests that pass on this VM must pass
+	// through bayesperf (a timing failure gets two more chances, as above).
+	for _, must := range []string{"2", "3", "4.1", "8", "22", "25", "27", "50", "51"} {
+		if got[must] != "Ok" && !slices.Contains(rerun(must, true), "Ok") {
+			t.Errorf("perf test %s: %q through bayesperf, want Ok", must, got[must])
 		}
 	}
 	if st.Events == 0 || st.PassthroughReads != 0 {
