@@ -10,7 +10,14 @@
 // of events grows; the kernel's own events of the client keep counting untouched. Copies
 // start at the target's next exec when the client's events have enable_on_exec and the
 // target has not exec'd yet (it still runs the client's binary, as perf stat's forked
-// child does until its exec); otherwise at once.
+// child does until its exec); otherwise at once. An event registered after the target has
+// started rebuilds the client's virtual PMU, and its counts restart from zero: tools open
+// all their events before they start the workload, so this only affects odd clients.
+//
+// Wiring: `bayesperf sidecar --virtual-counters N` sets sidecar.Config.Stage to
+// &vstage.Stage{Counters: N}. The mirror must carry non-group reads in the kernel's
+// layout (value, then enabled, running, id, lost), which a stage that changes values
+// relies on.
 //
 // Only task targets are virtualised (pid >= 0 with cpu -1, or pid 0 meaning the client
 // itself); per-CPU events pass through unchanged, as do events whose copies cannot be

@@ -112,3 +112,62 @@ loop:
 		t.Errorf("running times add up to %d, want 4 × %d", sumRun, v[0].Enabled)
 	}
 }
+
+// TestGroupRead: a client reading a {task-clock,page-faults} group with one read gets
+// both virtual counts with the group's times, and the group is scheduled as a unit (its
+// members ran exactly as long as each other).
+func TestGroupRead(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: opens events on another process")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "BAYESPERF_VSTAGE_WORK=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := int32(cmd.Process.Pid)
+	mk := func(h, g uint32, cfg uint64) sidecar.Event {
+		return sidecar.Event{Client: 7, ClientPid: int32(os.Getpid()), Handle: h, GroupHandle: g, Pid: pid, CPU: -1,
+			Attr: shim.Attr{Type: perf.TypeSoftware, Config: cfg, Bits: shim.AttrInherit}}
+	}
+	evs := []sidecar.Event{mk(1, 0, perf.SWTaskClock), mk(2, 1, perf.SWPageFaults), mk(3, 0, perf.SWContextSwitches), mk(4, 0, perf.SWPageFaultsMin)}
+	vals := func() []shim.Values {
+		out := make([]shim.Values, len(evs))
+		out[0].Members = make([]shim.MirrorValue, 2) // the leader's group read
+		for i := 1; i < len(out); i++ {
+			out[i].Members = make([]shim.MirrorValue, 1)
+		}
+		return out
+	}
+	st := &Stage{Counters: 2, Logf: t.Logf}
+	defer st.Close()
+	done := make(chan error, 1)
+	st.Correct(0, evs, vals())
+	go func() { done <- cmd.Wait() }()
+	var werr error
+loop:
+	for {
+		select {
+		case werr = <-done:
+			break loop
+		case <-time.After(2 * time.Millisecond):
+			st.Correct(0, evs, vals())
+		}
+	}
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	time.Sleep(20 * time.Millisecond)
+	v := vals()
+	st.Correct(0, evs, v)
+	g, pf := v[0], v[1]
+	if g.Members[0].Value == 0 || g.Members[1].Value == 0 {
+		t.Fatalf("group read values %+v", g.Members)
+	}
+	if g.Members[1].Value != pf.Members[0].Value {
+		t.Errorf("page-faults in the group read %d, alone %d", g.Members[1].Value, pf.Members[0].Value)
+	}
+	if g.Running != pf.Running || g.Enabled != pf.Enabled || g.Running >= g.Enabled {
+		t.Errorf("group times %d/%d, member alone %d/%d: want equal and multiplexed", g.Running, g.Enabled, pf.Running, pf.Enabled)
+	}
+}
