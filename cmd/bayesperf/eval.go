@@ -29,9 +29,9 @@ func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 const evalUsage = `usage:
   bayesperf eval -e EVENTS --counters N [--fixed EVENTS] [-I MS] [--relations FILE]
                  [--collector read|bpf] [--mux-interval D] [--save-trace FILE]
-                 [--json] [--plot FILE] -- CMD ARGS...
+                 [--online] [--json] [--plot FILE] -- CMD ARGS...
   bayesperf eval --trace FILE.csv --counters N [--fixed EVENTS] [--window K]
-                 [--relations FILE] [--time-column NAME] [--json] [--plot FILE]
+                 [--relations FILE] [--time-column NAME] [--online] [--json] [--plot FILE]
 
 Live mode runs CMD with every event opened for it and multiplexes them on a virtual PMU
 of N counters (plus the --fixed events, which always count), exactly as the kernel
@@ -58,6 +58,7 @@ func runEval(args []string) int {
 	trace := fs.String("trace", "", "replay: trace CSV of exact per-slice counts")
 	window := fs.Int("window", 25, "replay: slices per reporting interval")
 	timeCol := fs.String("time-column", "", "replay: metadata column holding each slice's duration")
+	online := fs.Bool("online", false, "score the live values (each interval estimated right after it ends) instead of the final, smoothed ones")
 	asJSON := fs.Bool("json", false, "print exactly one JSON object instead of the table")
 	saveTrace := fs.String("save-trace", "", "live: also write the run's exact per-slice counts as a trace CSV (replay it with --trace FILE --time-column time_ns)")
 	plotFile := fs.String("plot", "", "draw truth and estimates of the worst events and the errors to FILE.png or FILE.svg")
@@ -188,6 +189,7 @@ func runEval(args []string) int {
 		}
 		title = fmt.Sprintf("'%s' (%.2f s, multiplexing every %v)", strings.Join(fs.Args(), " "), float64(lr.WallNs)/1e9, lr.Interval)
 	}
+	opt.Online = *online
 	res, err := eval.Score(obs, opt)
 	if err != nil {
 		return fail(err)

@@ -43,6 +43,10 @@ type Options struct {
 	Window    int                 // slices per reporting interval; 0 means 25
 	Relations []relation.Relation // bound to Events (relation.Bind)
 	Model     model.Options
+	// Online scores each interval's estimate as asked right after the interval's last
+	// slice (what a tool reading live would get), instead of after Finish (final,
+	// smoothed values). Totals are always final.
+	Online bool
 }
 
 // Metric is one estimator's scores for one event, as in the JSON report.
@@ -180,20 +184,35 @@ func score(obs Observations, opt Options, ents []entrant, dropped []string) (*Re
 	}
 	perEst := map[string][]metrics.Event{}
 	for _, en := range ents {
-		for _, s := range en.slices {
-			if err := en.est.Observe(s); err != nil && !isNumerical(err) {
-				return nil, fmt.Errorf("feed %s slice %d: %w", en.name, s.Index, err)
-			}
-		}
-		en.est.Finish()
 		ests := make([][]inference.Estimate, n)
-		for _, iv := range ivs {
+		collect := func(iv [2]int) error {
 			got := en.est.Estimate(iv[0], iv[1])
 			if len(got) != n {
-				return nil, fmt.Errorf("estimate with %s: %d events, want %d", en.name, len(got), n)
+				return fmt.Errorf("estimate with %s: %d events, want %d", en.name, len(got), n)
 			}
 			for e := range n {
 				ests[e] = append(ests[e], got[e])
+			}
+			return nil
+		}
+		next := 0
+		for t, s := range en.slices {
+			if err := en.est.Observe(s); err != nil && !isNumerical(err) {
+				return nil, fmt.Errorf("feed %s slice %d: %w", en.name, s.Index, err)
+			}
+			if opt.Online && next < len(ivs) && t == ivs[next][1]-1 {
+				if err := collect(ivs[next]); err != nil {
+					return nil, err
+				}
+				next++
+			}
+		}
+		en.est.Finish()
+		if !opt.Online {
+			for _, iv := range ivs {
+				if err := collect(iv); err != nil {
+					return nil, err
+				}
 			}
 		}
 		totals := en.est.Estimate(0, S)

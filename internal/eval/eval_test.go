@@ -388,3 +388,36 @@ func TestAgreesWithReplayHarness(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlineAgreesWithReplayHarness: live values (each interval asked right after its last
+// slice) score identically through eval and through the replay harness's Online mode.
+func TestOnlineAgreesWithReplayHarness(t *testing.T) {
+	tr := readTrace(t, "make.csv")
+	rels := relation.Bind(relation.Builtins(), tr.Events)
+	obs, err := FromTrace(tr, 4, nil, rels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := Score(obs, Options{Counters: 4, Relations: rels, Window: 10, Online: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := replay.KernelSchedule(tr, 4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := model.New(tr.Events, rels, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := append(replay.Baselines(len(tr.Events), ks), replay.Contender{Estimator: named{md, BayesPerfRR}, Schedule: ks})
+	theirs, err := replay.Score(tr, cs, replay.Options{Window: 10, Counters: 4, Online: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{Linux, Linear, BayesPerfRR} {
+		if a, b := mine.Estimators[n], theirs.Estimators[n]; a.WAPE != b.WAPE || a.MedianWAPE != b.MedianWAPE {
+			t.Errorf("%s online: eval %+v, replay harness %+v", n, a, b)
+		}
+	}
+}
