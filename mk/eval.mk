@@ -27,3 +27,11 @@ run-demo: $(BIN)/bayesperf
 # accuracy regenerates docs/accuracy.md and its plots from real runs (root; ~1 minute).
 accuracy: $(BIN)/bayesperf
 	$(GO) run ./internal/eval/accuracy -bin $(BIN)/bayesperf -out docs
+
+.PHONY: live-traces
+# live-traces re-records internal/eval/testdata/live-*.csv from built-in workloads (root).
+live-traces: $(BIN)/bayesperf
+	@for w in mixed syscalls memory; do \
+		$(BIN)/bayesperf eval -e $(DEMO_EVENTS) --counters 4 --fixed task-clock --json \
+			--save-trace internal/eval/testdata/live-$$w.csv -- $(BIN)/bayesperf workload $$w --duration 3s --seed 1 >/dev/null; \
+	done
