@@ -121,7 +121,8 @@ type ClientPage struct {
 	PassthroughReads uint64
 	SyncRefreshes    uint64
 	RingFlushes      uint64
-	Reserved         [3]uint64
+	SelfReads        uint64
+	Reserved         [2]uint64
 }
 
 // MirrorValue is struct bp_mirror_value.

@@ -123,6 +123,7 @@ func ClientCounters(mem []byte) (ClientPage, error) {
 	c.PassthroughReads = atomic.LoadUint64(&p.PassthroughReads)
 	c.SyncRefreshes = atomic.LoadUint64(&p.SyncRefreshes)
 	c.RingFlushes = atomic.LoadUint64(&p.RingFlushes)
+	c.SelfReads = atomic.LoadUint64(&p.SelfReads)
 	return c, nil
 }
 

@@ -133,6 +133,7 @@ type stats struct {
 	RecordsLost      uint64 `json:"records_lost"`
 	SidecarPid       int    `json:"sidecar_pid"`
 	SyncRefreshes    uint64 `json:"sync_refreshes"`
+	SelfReads        uint64 `json:"self_reads"`
 	Clients          uint64 `json:"clients"`
 	SidecarLost      bool   `json:"sidecar_lost"`
 }

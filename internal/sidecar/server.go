@@ -44,6 +44,7 @@ type Stats struct {
 	RecordsLost      uint64 `json:"records_lost"`      // sampling records lost
 	SidecarPid       int    `json:"sidecar_pid"`
 	SyncRefreshes    uint64 `json:"sync_refreshes"` // mirror reads that first asked for a refresh
+	SelfReads        uint64 `json:"self_reads"`     // reads of events counting the reader, from the kernel
 	Publishes        uint64 `json:"publishes"`      // mirror pages written
 	Clients          uint64 `json:"clients"`        // connections accepted
 	Rings            uint64 `json:"rings"`          // sampling rings mirrored
@@ -202,6 +203,7 @@ func (s *Server) Stats() Stats {
 			sum.MirrorReads += cp.MirrorReads
 			sum.PassthroughReads += cp.PassthroughReads
 			sum.SyncRefreshes += cp.SyncRefreshes
+			sum.SelfReads += cp.SelfReads
 		}
 	}
 	s.mu.Unlock()
@@ -210,6 +212,7 @@ func (s *Server) Stats() Stats {
 		MirrorReads:      sum.MirrorReads,
 		PassthroughReads: sum.PassthroughReads,
 		SyncRefreshes:    sum.SyncRefreshes,
+		SelfReads:        sum.SelfReads,
 		SidecarPid:       os.Getpid(),
 		Publishes:        s.publishes.Load(),
 		RecordsMirrored:  s.recordsMirrored.Load(),
@@ -268,6 +271,7 @@ func (s *Server) drop(c *client) {
 		s.retired.MirrorReads += cp.MirrorReads
 		s.retired.PassthroughReads += cp.PassthroughReads
 		s.retired.SyncRefreshes += cp.SyncRefreshes
+		s.retired.SelfReads += cp.SelfReads
 	}
 	if c.page != nil {
 		unix.Munmap(c.page)
@@ -328,7 +332,7 @@ func (s *Server) publishLoop(ctx context.Context) {
 			s.publish(evs)
 			s.mu.Lock()
 			if cp, err := shim.ClientCounters(c.page); err == nil {
-				reads += cp.MirrorReads + cp.PassthroughReads + cp.RingFlushes
+				reads += cp.MirrorReads + cp.PassthroughReads + cp.RingFlushes + cp.SelfReads
 			}
 			s.mu.Unlock()
 		}

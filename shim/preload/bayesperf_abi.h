@@ -113,10 +113,14 @@ struct bp_client_page {
 	uint32_t magic;
 	uint32_t version;
 	uint64_t mirror_reads;      /* read()s answered from a mirror page */
-	uint64_t passthrough_reads; /* read()s on registered fds that went to the kernel */
+	uint64_t passthrough_reads; /* read()s on registered fds that went to the kernel because no
+	                               mirror could serve them (sidecar gone, page not usable) */
 	uint64_t sync_refreshes;    /* mirror reads that had to ask for a refresh first */
 	uint64_t ring_flushes;      /* synchronous FLUSH requests */
-	uint64_t reserved[3];
+	uint64_t self_reads;        /* read()s of events that count the reader itself, answered by
+	                               the kernel (a mirror could be older than what the reader
+	                               just did) */
+	uint64_t reserved[2];
 };
 
 /*

@@ -1,8 +1,9 @@
 /* fdlife: the life of perf fds under the shim: dup/dup2/dup3/F_DUPFD aliases, close and
  * fd-number reuse (a reused number must never be served from a stale mirror), fork
  * (inherited fds, and a child opening its own events), threads reading concurrently, and
- * syscall() numbers other than perf_event_open passing through. Every read() is compared
- * with the raw read system call (the kernel). Exits 0, or prints FAIL lines and exits 1. */
+ * syscall() numbers other than perf_event_open passing through. The events count a
+ * sleeping child, so that read() is served from mirrors; every read() is compared with the
+ * raw read system call (the kernel). Exits 0, or prints FAIL lines and exits 1. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +33,12 @@ static int fails;
 		}                                                     \
 	} while (0)
 
-static int open_faults(void)
+static pid_t target; /* a sleeping child: its events are served from mirrors */
+
+static int open_faults_on(pid_t pid);
+static int open_faults(void) { return open_faults_on(target); }
+
+static int open_faults_on(pid_t pid)
 {
 	struct perf_event_attr a;
 	memset(&a, 0, sizeof a);
@@ -40,7 +47,7 @@ static int open_faults(void)
 	a.config = PERF_COUNT_SW_PAGE_FAULTS;
 	a.read_format = PERF_FORMAT_ID | PERF_FORMAT_TOTAL_TIME_ENABLED;
 	a.disabled = 1;
-	int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+	int fd = (int)syscall(SYS_perf_event_open, &a, pid, -1, -1, 0);
 	if (fd < 0) {
 		printf("FAIL perf_event_open: %s\n", strerror(errno));
 		exit(1);
@@ -83,6 +90,11 @@ static void *reader(void *arg)
 
 int main(void)
 {
+	target = fork();
+	if (target == 0) {
+		for (;;)
+			pause();
+	}
 	/* syscall() passes other numbers through untouched. */
 	CHECK(syscall(SYS_gettid) == gettid(), "syscall(SYS_gettid) != gettid()");
 	errno = 0;
@@ -152,7 +164,7 @@ int main(void)
 	pid_t c = fork();
 	if (c == 0) {
 		same("inherited fd in a child", d);
-		int f = open_faults();
+		int f = open_faults_on(0);
 		ioctl(f, PERF_EVENT_IOC_ENABLE, 0);
 		touch(30);
 		ioctl(f, PERF_EVENT_IOC_DISABLE, 0);
@@ -167,6 +179,8 @@ int main(void)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed (status %#x)", st);
 	same("parent after fork", d);
 	close(d);
+	kill(target, SIGKILL);
+	waitpid(target, NULL, 0);
 	printf("done\n");
 	return fails ? 1 : 0;
 }

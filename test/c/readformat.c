@@ -5,12 +5,14 @@
  * Under `bayesperf run`, read() is served by the shim from the sidecar's mirror while
  * syscall(SYS_read, ...) goes straight to the kernel (the shim passes every syscall number
  * but perf_event_open through), so comparing the two checks the mirror against the
- * kernel. Events are disabled before comparing, so the values cannot move in between and
- * must be equal byte for byte. Natively the two are the same call and the program passes
- * trivially, which checks the program itself.
+ * kernel. The events count a child process that touches pages on command (events that
+ * count the reader itself are read from the kernel by the shim, not from a mirror). They
+ * are disabled before comparing, so the values cannot move in between and must be equal
+ * byte for byte. Natively the two are the same call and the program passes trivially,
+ * which checks the program itself.
  *
- * Prints "reads N" (read()/readv() calls on perf fds, each should be a mirror read) and
- * exits 0, or prints FAIL lines and exits 1. */
+ * Prints "reads N" (read()/readv() calls on the child's events, each should be a mirror
+ * read) and exits 0, or prints FAIL lines and exits 1. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -22,9 +24,12 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int fails, reads;
+static pid_t target;
+static int cmd_w, ack_r;
 
 #define CHECK(cond, ...)                                      \
 	do {                                                  \
@@ -46,7 +51,7 @@ static int open_event(uint64_t config, uint64_t fmt, int group_fd)
 	a.read_format = fmt;
 	a.disabled = group_fd < 0;
 	a.exclude_kernel = 0;
-	int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, group_fd, PERF_FLAG_FD_CLOEXEC);
+	int fd = (int)syscall(SYS_perf_event_open, &a, target, -1, group_fd, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0) {
 		printf("FAIL perf_event_open config %llu format %#llx: %s\n", (unsigned long long)config,
 		       (unsigned long long)fmt, strerror(errno));
@@ -67,7 +72,17 @@ static size_t expect_size(uint64_t fmt, int nr)
 	return n + nr * per;
 }
 
+/* touch has the target child touch pages and waits until it did. */
 static void touch(int pages)
+{
+	unsigned char c = (unsigned char)pages;
+	if (write(cmd_w, &c, 1) != 1 || read(ack_r, &c, 1) != 1) {
+		printf("FAIL talk to the target child\n");
+		exit(1);
+	}
+}
+
+static void touch_here(int pages)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	char *p = mmap(NULL, pages * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -115,8 +130,32 @@ static void compare(const char *what, int fd, uint64_t fmt, int nr)
 	      verr, krv, kerr);
 }
 
+static void child_loop(int cmd_r, int ack_w)
+{
+	unsigned char c;
+	while (read(cmd_r, &c, 1) == 1) {
+		touch_here(c);
+		if (write(ack_w, &c, 1) != 1)
+			break;
+	}
+	_exit(0);
+}
+
 int main(void)
 {
+	int cmd[2], ack[2];
+	if (pipe(cmd) != 0 || pipe(ack) != 0)
+		return 1;
+	target = fork();
+	if (target == 0) {
+		close(cmd[1]);
+		close(ack[0]);
+		child_loop(cmd[0], ack[1]);
+	}
+	close(cmd[0]);
+	close(ack[1]);
+	cmd_w = cmd[1];
+	ack_r = ack[0];
 	const uint64_t cfg[3] = {PERF_COUNT_SW_PAGE_FAULTS, PERF_COUNT_SW_PAGE_FAULTS_MIN, PERF_COUNT_SW_CONTEXT_SWITCHES};
 	for (uint64_t fmt = 0; fmt < 32; fmt++) {
 		int n = (fmt & PERF_FORMAT_GROUP) ? 3 : 1;
@@ -154,6 +193,9 @@ int main(void)
 
 	/* Self-monitoring: the user page of a software event has index 0 (no rdpmc), so a
 	 * reader following the documented protocol falls back to read(). */
+	int mirrored = reads; /* reads so far were of the child's events, served by mirrors */
+	pid_t child = target;
+	target = 0; /* this part monitors the program itself */
 	int fd = open_event(PERF_COUNT_SW_TASK_CLOCK, PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING, -1);
 	ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
 	long pg = sysconf(_SC_PAGESIZE);
@@ -189,6 +231,8 @@ int main(void)
 	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
 	compare("task-clock", fd, PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING, 1);
 	close(fd);
-	printf("reads %d\n", reads);
+	close(cmd_w);
+	waitpid(child, NULL, 0);
+	printf("reads %d\n", mirrored);
 	return fails ? 1 : 0;
 }
