@@ -17,6 +17,10 @@ import (
 type Stage struct {
 	Counters int           // programmable counters of the virtual PMU
 	Interval time.Duration // multiplexing interval; 0 means the kernel's
+	// Fixed lists events that sit on fixed counters and always count (as cycles and
+	// instructions do on real CPUs): a client event with the same type and config as
+	// one of them is never multiplexed. Build it with FixedEvents.
+	Fixed []perf.Attr
 	// Logf reports problems (the client keeps the kernel's values); nil discards.
 	Logf func(format string, args ...any)
 
@@ -175,8 +179,17 @@ func (s *Stage) rebuild(id int, c *client) {
 		c.order = append(c.order, h)
 		descs = append(descs, perf.EventDesc{Name: fmt.Sprintf("client%d/%d", id, h), Attr: a, Group: group, Grouped: grouped})
 	}
-	// Members of a group must follow their leader for the schedule's group spans.
-	ks, err := vpmu.KernelSchedule(descs, s.Counters, nil)
+	var fixed []int
+	for i, d := range descs {
+		for _, f := range s.Fixed {
+			if d.Attr.Type == f.Type && d.Attr.Config == f.Config && !d.Grouped {
+				fixed = append(fixed, i)
+				break
+			}
+		}
+	}
+	// Members of a group follow their leader (handle order), as the schedule needs.
+	ks, err := vpmu.KernelSchedule(descs, s.Counters, fixed)
 	if err != nil {
 		s.logf("vstage: schedule client %d: %v", id, err)
 		return
@@ -195,6 +208,22 @@ func (s *Stage) rebuild(id int, c *client) {
 		return
 	}
 	c.pmu, c.runner = p, r
+}
+
+// FixedEvents resolves --fixed-counters names (perf syntax) into Stage.Fixed.
+func FixedEvents(list string) ([]perf.Attr, error) {
+	if list == "" {
+		return nil, nil
+	}
+	evs, err := perf.ParseEvents(list)
+	if err != nil {
+		return nil, fmt.Errorf("resolve fixed counters: %w", err)
+	}
+	out := make([]perf.Attr, len(evs))
+	for i, e := range evs {
+		out[i] = e.Attr
+	}
+	return out, nil
 }
 
 // notExecd says the target still runs the client's binary, as a child the client forked
