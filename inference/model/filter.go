@@ -118,7 +118,7 @@ func (md *Model) innovVar(h []entry) float64 {
 	v := 0.0
 	for _, a := range h {
 		for _, b := range h {
-			v += a.c * b.c * md.q[a.i*k+b.i]
+			v += a.c * b.c * md.lrn.scale[a.i] * md.lrn.scale[b.i] * md.lrn.corr[a.i*k+b.i]
 		}
 	}
 	return v
@@ -132,17 +132,10 @@ func (md *Model) innovVar(h []entry) float64 {
 func (md *Model) predict(d float64) {
 	k := md.k
 	l := &md.lrn
-	l.buildQ(md, d, md.q)
+	l.buildQ(md, d)
 	for i := range k {
 		mu := l.level[i]
 		md.m[i] = mu + l.a[i]*(md.m[i]-mu)
-	}
-	for i := range k {
-		ai := l.a[i]
-		row := md.P[i*k : i*k+k]
-		for j := range k {
-			row[j] *= ai * l.a[j]
-		}
 	}
 	lam := l.lam
 	for i := range lam {
@@ -162,7 +155,7 @@ func (md *Model) predict(d float64) {
 		if rv < 0 {
 			rv = -rv * md.innovVar(o.h)
 		}
-		s := c*c*(md.P[i*k+i]+md.q[i*k+i]) + rv
+		s := c*c*(l.a[i]*l.a[i]*md.P[i*k+i]+l.scale[i]*l.scale[i]) + rv
 		if !(s > 0) {
 			continue
 		}
@@ -182,12 +175,13 @@ func (md *Model) predict(d float64) {
 	for i := range k {
 		l.qs[i] = l.scale[i] / math.Sqrt(lam[i])
 	}
+	// P ← F·P·F + diag(qs)·corr·diag(qs), in one pass.
 	for i := range k {
-		si := l.qs[i]
+		ai, si := l.a[i], l.qs[i]
 		row := md.P[i*k : i*k+k]
 		crow := l.corr[i*k : i*k+k]
-		for j := range k {
-			row[j] += si * l.qs[j] * crow[j]
+		for j, v := range row {
+			row[j] = ai*l.a[j]*v + si*l.qs[j]*crow[j]
 		}
 	}
 }

@@ -189,8 +189,9 @@ func relScale(x, level, d float64) float64 {
 	return math.Sqrt(x*x + flo*flo)
 }
 
-// buildQ fills q with the innovation covariance of the coming slice.
-func (l *learner) buildQ(md *Model, d float64, q []float64) {
+// buildQ sets the persistence and step standard deviation of every component for the
+// coming slice; the step covariance is diag(scale)·corr·diag(scale).
+func (l *learner) buildQ(md *Model, d float64) {
 	k := l.k
 	if l.dirty && l.tick%l.rebuildEvery == 0 {
 		l.rebuild()
@@ -204,12 +205,6 @@ func (l *learner) buildQ(md *Model, d float64, q []float64) {
 		}
 		l.corr = l.oracle.corr
 		l.rvers[l.rid] = l.corr
-		for i := range k {
-			row := q[i*k : i*k+k]
-			for j := range k {
-				row[j] = l.scale[i] * l.scale[j] * l.corr[i*k+j]
-			}
-		}
 		return
 	}
 	for i := range k {
@@ -224,14 +219,6 @@ func (l *learner) buildQ(md *Model, d float64, q []float64) {
 			l.a[i] = 1
 		}
 		l.scale[i] = math.Sqrt(l.vol[i]*(1+l.a[i])/2) * relScale(l.level[i], l.level[i], d)
-	}
-	for i := range k {
-		si := l.scale[i]
-		row := q[i*k : i*k+k]
-		crow := l.corr[i*k : i*k+k]
-		for j := range k {
-			row[j] = si * l.scale[j] * crow[j]
-		}
 	}
 }
 

@@ -128,9 +128,9 @@ type Model struct {
 	lrn learner
 
 	// scratch, sized once, so that Observe does not allocate per slice.
-	q, ph, tmp []float64
-	xs         []float64
-	obs        []meas
+	ph, tmp []float64
+	xs      []float64
+	obs     []meas
 
 	hist    history
 	cache   smoothCache
@@ -317,7 +317,6 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 	k := md.k
 	md.m = make([]float64, k)
 	md.P = make([]float64, k*k)
-	md.q = make([]float64, k*k)
 	md.ph = make([]float64, k)
 	md.tmp = make([]float64, k)
 	md.xs = make([]float64, events)
