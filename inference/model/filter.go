@@ -10,6 +10,9 @@ import (
 // Observe runs one step of the filter: predict the rates of the slice from the previous
 // ones, then condition on the slice's readings and on the relations.
 func (md *Model) Observe(s inference.Slice) error {
+	if md.finished {
+		return fmt.Errorf("observe slice %d: the run is finished", s.Index)
+	}
 	d := s.Duration
 	if !(d > 0) || math.IsInf(d, 0) {
 		return fmt.Errorf("observe slice %d: bad duration %g", s.Index, d)

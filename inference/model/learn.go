@@ -43,7 +43,6 @@ type learner struct {
 	s, sq        []float64 // pair sums: s[i*k+j] Σ u_i u_j; sq[i*k+j] Σ u_i² over pairs with j
 	cnt          []float64 // pair weights
 	corr         []float64 // correlation matrix in use (positive definite)
-	work         []float64
 	scale        []float64 // per component innovation standard deviation of the current slice
 	prevY        []float64
 	prevT        []int
@@ -88,7 +87,6 @@ func (l *learner) init(k, n int, opt Options) {
 	l.sq = make([]float64, k*k)
 	l.cnt = make([]float64, k*k)
 	l.corr = make([]float64, k*k)
-	l.work = make([]float64, k*k)
 	for i := range k {
 		l.corr[i*k+i] = 1
 	}

@@ -128,9 +128,9 @@ type Model struct {
 	lrn learner
 
 	// scratch, sized once, so that Observe does not allocate per slice.
-	ph, tmp []float64
-	xs      []float64
-	obs     []meas
+	ph  []float64
+	xs  []float64
+	obs []meas
 
 	hist    history
 	cache   smoothCache
@@ -318,7 +318,6 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 	md.m = make([]float64, k)
 	md.P = make([]float64, k*k)
 	md.ph = make([]float64, k)
-	md.tmp = make([]float64, k)
 	md.xs = make([]float64, events)
 	md.big = make([]float64, k)
 	md.seen = make([]bool, k)

@@ -129,3 +129,29 @@ func TestHistoryFreezes(t *testing.T) {
 		t.Errorf("frozen intervals cover the truth %d/%d times, full history %d/%d", inShort, n, inFull, n)
 	}
 }
+
+// An event never counted and tied to nothing is reported as not counted, without an
+// interval; one tied by an identity to counted events is inferred.
+func TestNotCountedWithoutInformation(t *testing.T) {
+	md, err := NewLinear(4, []Constraint{{Coef: map[inference.EventID]float64{0: -1, 1: 1, 2: 1}, Tol: 1e-3}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		s := inference.Slice{Index: i, Duration: 1, Readings: []inference.Reading{
+			{Event: 0, Count: 100, Enabled: 1, Running: 1},
+			{Event: 1, Count: 60, Enabled: 1, Running: 1},
+			{Event: 2, Enabled: 1}, {Event: 3, Enabled: 1},
+		}}
+		if err := md.Observe(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	es := md.Estimate(0, 10)
+	if es[3].Status != inference.StatusNotCounted || es[3].HasInterval {
+		t.Errorf("event 3 (never counted, unrelated): got %+v", es[3])
+	}
+	if es[2].Status != inference.StatusInferred || math.Abs(es[2].Value-400) > 5 {
+		t.Errorf("event 2 (= event 0 − event 1): got %+v, want about 400", es[2])
+	}
+}

@@ -308,6 +308,11 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 			out[e] = inference.Estimate{Value: exact, Lo: exact, Hi: exact, HasInterval: true, Status: inference.StatusExact}
 			continue
 		}
+		if !md.informed(e) {
+			// Never counted and tied to nothing counted: the prior is all there is.
+			out[e] = inference.Estimate{Status: inference.StatusNotCounted}
+			continue
+		}
 		val := mean[e]
 		q := q0 * md.lrn.intervalScale(e)
 		est := inference.Estimate{Value: val, Lo: val - q*sd[e], Hi: val + q*sd[e], HasInterval: true, Status: inference.StatusInferred}
@@ -322,6 +327,23 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 		out[e] = est
 	}
 	return out
+}
+
+// informed reports whether anything observed bears on event e: one of its state
+// components was counted, or is correlated with another component.
+func (md *Model) informed(e int) bool {
+	k := md.k
+	for _, a := range md.rows[e] {
+		if md.seen[a.i] {
+			return true
+		}
+		for j := range k {
+			if j != a.i && md.P[a.i*k+j] != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Posterior returns per event the posterior mean and standard deviation of its count
@@ -391,9 +413,16 @@ func (md *Model) Posterior(from, to int) (mean, sd []float64) {
 	return mean, sd
 }
 
-// Finish marks the end of the run; Estimate then returns smoothed values over the whole
-// run (it already does for everything observed so far, so Finish only drops nothing).
-func (md *Model) Finish() { md.finished = true }
+// Finish marks the end of the run and runs the smoother once over every kept slice, so
+// that the final Estimates of all intervals share one pass. Estimate answers with the
+// posterior given everything observed before and after Finish alike; Observe after
+// Finish is an error.
+func (md *Model) Finish() {
+	md.finished = true
+	if h := &md.hist; h.t > h.lo {
+		md.smooth(h.lo)
+	}
+}
 
 // tQuantile returns the p-quantile of Student's t with dof degrees of freedom (dof <= 0
 // or large: the normal quantile), by the Cornish-Fisher expansion, accurate to about
