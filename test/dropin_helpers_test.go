@@ -46,6 +46,16 @@ func buildDropin() (string, error) {
 	if _, err := exec.LookPath("perf"); err != nil {
 		return "", fmt.Errorf("the perf binary is required (apt-get install linux-perf): %w", err)
 	}
+	// One directory per test process (parallel `go test` runs must not share binaries);
+	// the package has no TestMain to remove it, so each run removes those of test
+	// processes that are gone.
+	old, _ := filepath.Glob(filepath.Join(os.TempDir(), "bayesperf-dropin-test-*"))
+	for _, d := range old {
+		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(d), "bayesperf-dropin-test-"))
+		if err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == syscall.ESRCH {
+			os.RemoveAll(d)
+		}
+	}
 	dir := filepath.Join(os.TempDir(), fmt.Sprintf("bayesperf-dropin-test-%d", os.Getpid()))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err

@@ -450,6 +450,22 @@ func TestDropinExitStatusAndSignals(t *testing.T) {
 	if r := run(t, nil, filepath.Join(dir, "bayesperf"), "run"); r.status != 2 {
 		t.Errorf("run without a command: status %d, want 2", r.status)
 	}
+	// A signal sent to bayesperf run reaches CMD.
+	cmd := exec.Command(filepath.Join(dir, "bayesperf"), "run", "--", "sh", "-c", `trap "exit 42" TERM; echo up; while :; do sleep 0.05; done`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.Read(make([]byte, 3)); err != nil { // "up": the trap is set
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != 42 {
+		t.Errorf("SIGTERM to bayesperf run: %v, want CMD's trap status 42", err)
+	}
 }
 
 // waitPidfile waits for bayesperf run (cmd) to write the sidecar's pid.
