@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bayesperf/bayesperf/inference"
+	"github.com/bayesperf/bayesperf/inference/relation"
 )
 
 // Bad input is an error, never a panic, and leaves the model usable.
@@ -153,5 +154,80 @@ func TestNotCountedWithoutInformation(t *testing.T) {
 	}
 	if es[2].Status != inference.StatusInferred || math.Abs(es[2].Value-400) > 5 {
 		t.Errorf("event 2 (= event 0 − event 1): got %+v, want about 400", es[2])
+	}
+}
+
+// Inequalities are imposed on the posterior (assumed-density filtering): misses never
+// exceed accesses in the estimates, even when the walk alone would say they do.
+func TestInequalityBindsPosterior(t *testing.T) {
+	rels := []relation.Relation{}
+	r, err := relation.ParseLine("misses <= accesses")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rels = append(rels, *r)
+	md, err := New([]string{"accesses", "misses"}, rels, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		acc, miss := uint64(1000), uint64(900)
+		if i >= 20 {
+			acc = 100 // accesses collapse while misses are no longer counted
+		}
+		s := inference.Slice{Index: i, Duration: 1, Readings: []inference.Reading{{Event: 0, Count: acc, Enabled: 1, Running: 1}}}
+		if i < 20 {
+			s.Readings = append(s.Readings, inference.Reading{Event: 1, Count: miss, Enabled: 1, Running: 1})
+		}
+		if err := md.Observe(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 25; i < 40; i++ {
+		es := md.Estimate(i, i+1)
+		if i == 39 {
+			t.Logf("slice 39: accesses %+v, misses %+v", es[0], es[1])
+		}
+		if es[1].Value > es[0].Value*1.001 {
+			t.Errorf("slice %d: misses %.1f > accesses %.1f", i, es[1].Value, es[0].Value)
+		}
+	}
+}
+
+// A non-linear relation (here a ratio) is linearised at the mean every slice: an
+// uncounted event follows the counted ones through it.
+func TestNonlinearRelation(t *testing.T) {
+	r, err := relation.ParseLine("half = a * b / (a + b)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := New([]string{"a", "b", "half"}, []relation.Relation{*r}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 40 {
+		base := 400.0
+		if i >= 20 {
+			base = 1000 // half is no longer counted: it must follow a and b
+		}
+		a := math.Round(base * (1 + 0.1*rng.NormFloat64()))
+		b := math.Round(base * (1 + 0.1*rng.NormFloat64()))
+		s := inference.Slice{Index: i, Duration: 1, Readings: []inference.Reading{
+			{Event: 0, Count: uint64(a), Enabled: 1, Running: 1},
+			{Event: 1, Count: uint64(b), Enabled: 1, Running: 1},
+		}}
+		if i < 20 {
+			s.Readings = append(s.Readings, inference.Reading{Event: 2, Count: uint64(math.Round(a * b / (a + b))), Enabled: 1, Running: 1})
+		}
+		if err := md.Observe(s); err != nil {
+			t.Fatal(err)
+		}
+		if i >= 30 {
+			want := a * b / (a + b)
+			if got := md.Estimate(i, i+1)[2]; math.Abs(got.Value-want) > 0.02*want {
+				t.Errorf("slice %d: half = %+v, want about %.1f", i, got, want)
+			}
+		}
 	}
 }
