@@ -145,10 +145,12 @@ func TestSlicesOfOneThread(t *testing.T) {
 	if d(evGetppid) != workGetppid {
 		t.Errorf("getppid tracepoint: %d, want %d", d(evGetppid), workGetppid)
 	}
-	// page-faults counts every fault taken, minor and major only those handled, so a
-	// retried or spurious fault makes page-faults exceed their sum by a few.
-	if d(evMinorFaults) < workPages || d(evPageFaults) < d(evMinorFaults)+d(evMajorFaults) || d(evPageFaults) > d(evMinorFaults)+d(evMajorFaults)+10 {
-		t.Errorf("faults: page %d minor %d major %d; want minor >= %d and page = minor + major (+ at most 10)",
+	// page-faults is counted on entry to the fault handler, minor and major faults where
+	// the fault is accounted, and the two paths do not always agree: runs here differed by
+	// one either way.
+	sumMM := d(evMinorFaults) + d(evMajorFaults)
+	if d(evMinorFaults) < workPages || d(evPageFaults)+10 < sumMM || d(evPageFaults) > sumMM+10 {
+		t.Errorf("faults: page %d minor %d major %d; want minor >= %d and page = minor + major (within 10)",
 			d(evPageFaults), d(evMinorFaults), d(evMajorFaults), workPages)
 	}
 	if d(evContextSwitches) < workSleeps {
@@ -266,14 +268,14 @@ func TestFollowsNewThreads(t *testing.T) {
 // slots of exited threads must be reused, and nothing any thread counted may be lost.
 func TestRecyclesSlots(t *testing.T) {
 	cmd, in, out := startHelper(t, "waves")
-	// The Go runtime of the helper has a few threads of its own; leave room for them and
-	// one wave, not for all waves.
 	time.Sleep(100 * time.Millisecond) // let the runtime start its threads
 	initial, err := listThreads(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	maxThreads := len(initial) + waveThreads + 2
+	// Room for the helper's own threads, which the runtime may add to later (more so under
+	// the race detector), and one wave; the waves in all need more.
+	maxThreads := len(initial) + waveThreads + 8
 	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, Events: workEvents(t), Slice: 5 * time.Millisecond, MaxThreads: maxThreads})
 	if err != nil {
 		t.Fatalf("NewCollector (requires root): %v", err)

@@ -164,7 +164,7 @@ func helperThreads() {
 
 // Waves of short-lived threads: more threads in all than the collector's slots.
 const (
-	waveCount   = 5
+	waveCount   = 7
 	waveThreads = 4
 	waveGetppid = 50
 )
@@ -174,6 +174,8 @@ const (
 // waits for a go signal, works and exits before the next wave starts.
 func helperWaves() {
 	waitGo()
+	ents, _ := os.ReadDir("/proc/self/task")
+	threadsBefore := len(ents)
 	for range waveCount {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
@@ -191,6 +193,14 @@ func helperWaves() {
 		waitGo()
 		close(release)
 		wg.Wait()
+		// The threads die just after their goroutines return: wait for that, so that the
+		// next wave needs the slots they free.
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			ents, _ := os.ReadDir("/proc/self/task")
+			if len(ents) <= threadsBefore {
+				break
+			}
+		}
 	}
 }
 
