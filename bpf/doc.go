@@ -36,7 +36,15 @@
 // threads alive at once, not the threads ever created.
 //
 // A goroutine consumes the BPF ring buffer as records arrive, so new threads are followed
-// however late Next is called; Next returns the sums as of the last record applied.
+// however late Next is called; Next returns the sums as of the last record applied. It runs
+// on its own OS thread at nice -10 (when allowed), because a target that saturates the
+// CPUs would otherwise starve it and new threads would get away unfollowed.
+//
+// SetEnabled (for a sidecar that multiplexes events itself) costs one ioctl per followed
+// thread, and an ioctl on a thread running on another CPU is a cross-CPU call: with 80 busy
+// threads on 2 vCPUs that made a few toggles per slice take milliseconds. A virtual PMU over
+// software events could instead keep every copy on and count a view's event only in the
+// slices it schedules it, which gives the same observations without any ioctl.
 // Snapshots are cumulative, so a late Next loses nothing: its snapshot covers several
 // slices. A thread's values are those of its last tick (or exit), so what it counted since
 // shows up in a later slice; with one thread this is at most the part of a slice it ran
