@@ -69,8 +69,12 @@ type HelloReply struct {
 	SidecarPid int32
 	StaleNs    uint64
 	PageSize   uint32
-	Pad        uint32
+	Flags      uint32 // HelloKernelExact
 }
+
+// HelloKernelExact in HelloReply.Flags: the sidecar publishes the kernel's values
+// unchanged, so the shim may read self-counting events from the kernel directly.
+const HelloKernelExact uint32 = 1
 
 // Register is struct bp_register: one perf_event_open the shim performed, as the caller
 // asked for it.

@@ -27,7 +27,8 @@ const runHelp = `NAME
     bayesperf run - run an unmodified perf-based tool through bayesperf
 
 SYNOPSIS
-    bayesperf run [--stats FILE] [--pidfile FILE] [-v] [--shim PATH] -- CMD [ARGS...]
+    bayesperf run [--stats FILE] [--pidfile FILE] [-v] [--shim PATH]
+                  [--virtual-counters N [--fixed-counters EVENTS]] -- CMD [ARGS...]
 
 DESCRIPTION
     Starts the bayesperf sidecar, then runs CMD with libbayesperf.so preloaded
@@ -60,6 +61,15 @@ OPTIONS
     -v              Log the sidecar's and the shim's decisions on stderr.
     --shim PATH     libbayesperf.so to preload (default: next to this binary,
                     or $BAYESPERF_SHIM).
+    --virtual-counters N
+                    Present CMD's counting events through a virtual PMU of N
+                    counters: the sidecar multiplexes them as the kernel rotates
+                    flexible groups, so tools show multiplexed values even on
+                    events the kernel never multiplexes (software events,
+                    tracepoints). Without it, values are the kernel's.
+    --fixed-counters EVENTS
+                    With --virtual-counters: events (perf syntax, comma
+                    separated) that sit on fixed counters and always count.
 
 ENVIRONMENT
     BAYESPERF_SHIM        default for --shim.
@@ -81,6 +91,8 @@ func runMain(args []string) int {
 	pidFile := fs.String("pidfile", "", "")
 	verbose := fs.Bool("v", false, "")
 	shimPath := fs.String("shim", os.Getenv("BAYESPERF_SHIM"), "")
+	vcounters := fs.Int("virtual-counters", 0, "")
+	fixed := fs.String("fixed-counters", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Print(runHelp)
@@ -107,7 +119,11 @@ func runMain(args []string) int {
 	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "sock")
 
-	sc, err := startSidecar(sock, *statsFile, *verbose)
+	var extra []string
+	if *vcounters != 0 {
+		extra = append(extra, "--virtual-counters", strconv.Itoa(*vcounters), "--fixed-counters", *fixed)
+	}
+	sc, err := startSidecar(sock, *statsFile, *verbose, extra)
 	if err != nil {
 		// Drop-in first: the tool still runs, and the shim passes through with a warning.
 		fmt.Fprintf(os.Stderr, "bayesperf run: %v; running %s without the sidecar\n", err, cmdArgs[0])
@@ -225,7 +241,7 @@ type sidecarProc struct {
 	exited   chan struct{}
 }
 
-func startSidecar(sock, statsFile string, verbose bool) (*sidecarProc, error) {
+func startSidecar(sock, statsFile string, verbose bool, extra []string) (*sidecarProc, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find own executable: %w", err)
@@ -237,6 +253,7 @@ func startSidecar(sock, statsFile string, verbose bool) (*sidecarProc, error) {
 	if verbose {
 		args = append(args, "-v")
 	}
+	args = append(args, extra...)
 	cmd := exec.Command(self, args...)
 	lifeR, lifeW, err := os.Pipe()
 	if err != nil {

@@ -14,18 +14,24 @@ import (
 	"time"
 
 	"github.com/bayesperf/bayesperf/internal/sidecar"
+	"github.com/bayesperf/bayesperf/internal/vpmu/vstage"
 )
 
 func init() {
 	register(command{name: "sidecar", summary: "serve libbayesperf.so clients on a socket (bayesperf run starts it for you)", run: sidecarMain})
 }
 
-const sidecarHelp = `usage: bayesperf sidecar --socket PATH [--stats FILE] [--period D] [--stale D] [-v]
+const sidecarHelp = `usage: bayesperf sidecar --socket PATH [--stats FILE] [--period D] [--stale D]
+                         [--virtual-counters N [--fixed-counters EVENTS]] [-v]
 
 Serves libbayesperf.so clients on the Unix socket PATH, whose directory must be
 mode 0700. Prints "ready" on stdout once listening. Stops on SIGTERM or SIGINT,
 or when stdin reaches EOF (bayesperf run holds the other end), and then writes
 its counters as JSON to --stats FILE. 'bayesperf run' starts it for you.
+
+--virtual-counters N presents each client's counting events through a virtual
+PMU of N counters (multiplexed as the kernel rotates flexible groups);
+--fixed-counters lists events (perf syntax) that sit on fixed counters.
 `
 
 func sidecarMain(args []string) int {
@@ -36,6 +42,8 @@ func sidecarMain(args []string) int {
 	period := fs.Duration("period", time.Millisecond, "")
 	stale := fs.Duration("stale", 2*time.Millisecond, "")
 	verbose := fs.Bool("v", false, "")
+	vcounters := fs.Int("virtual-counters", 0, "")
+	fixed := fs.String("fixed-counters", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Print(sidecarHelp)
@@ -53,6 +61,19 @@ func sidecarMain(args []string) int {
 		cfg.Logf = func(format string, a ...any) {
 			fmt.Fprintf(os.Stderr, "bayesperf sidecar[%d]: %s\n", os.Getpid(), fmt.Sprintf(format, a...))
 		}
+	}
+	if *vcounters > 0 {
+		fx, err := vstage.FixedEvents(*fixed)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bayesperf sidecar: --fixed-counters: %v\n", err)
+			return 2
+		}
+		st := &vstage.Stage{Counters: *vcounters, Fixed: fx, Logf: cfg.Logf}
+		defer st.Close()
+		cfg.Stage = st
+	} else if *vcounters < 0 {
+		fmt.Fprintf(os.Stderr, "bayesperf sidecar: --virtual-counters %d: want a positive number of counters\n", *vcounters)
+		return 2
 	}
 	srv, err := sidecar.New(cfg)
 	if err != nil {

@@ -203,6 +203,7 @@ func (c *client) hello(h shim.MsgHdr, m shim.Hello) ([]byte, int, error) {
 		SidecarPid: int32(os.Getpid()),
 		StaleNs:    uint64(c.srv.cfg.StaleBound.Nanoseconds()),
 		PageSize:   shim.PageSize,
+		Flags:      c.srv.helloFlags(),
 	})
 	if err != nil {
 		unix.Close(fd)

@@ -130,6 +130,13 @@ func New(cfg Config) (*Server, error) {
 	}, nil
 }
 
+func (s *Server) helloFlags() uint32 {
+	if ke, ok := s.cfg.Stage.(KernelExact); ok && ke.KernelExact() {
+		return shim.HelloKernelExact
+	}
+	return 0
+}
+
 // now is CLOCK_MONOTONIC in ns, from Go's monotonic clock (no system call).
 func (s *Server) now() int64 { return s.mono0 + int64(time.Since(s.start)) }
 
@@ -278,6 +285,11 @@ func (s *Server) drop(c *client) {
 		c.page = nil
 	}
 	s.mu.Unlock()
+	if f, ok := s.cfg.Stage.(Forgetter); ok {
+		s.pubMu.Lock() // the Stage is called by one goroutine at a time
+		f.Forget(c.id)
+		s.pubMu.Unlock()
+	}
 	s.cfg.Logf("client %d (pid %d) gone", c.id, c.pid)
 }
 

@@ -133,7 +133,7 @@ func TestServerMirrorsCounts(t *testing.T) {
 	srv, path := startServer(t, Config{Period: time.Millisecond})
 	c := dial(t, path)
 	rep, pageFd := c.call(shim.MsgHello, shim.Hello{Pid: int32(os.Getpid())}, -1)
-	if hr := rep.(shim.HelloReply); hr.Status != 0 || pageFd < 0 || hr.PageSize != shim.PageSize || hr.StaleNs != 2e6 {
+	if hr := rep.(shim.HelloReply); hr.Status != 0 || pageFd < 0 || hr.PageSize != shim.PageSize || hr.StaleNs != 2e6 || hr.Flags != shim.HelloKernelExact {
 		t.Fatalf("hello reply %+v fd %d", hr, pageFd)
 	}
 	unix.Close(pageFd)

@@ -34,3 +34,20 @@ type Identity struct{}
 
 func (Identity) Name() string                          { return "identity" }
 func (Identity) Correct(int64, []Event, []shim.Values) {}
+
+// KernelExact is implemented by stages that publish the kernel's values unchanged (only
+// Identity here). The shim may then read events that count the reader itself straight
+// from the kernel; with any other stage it refreshes their mirrors synchronously, so
+// that every value a tool sees went through the stage.
+type KernelExact interface {
+	KernelExact() bool
+}
+
+// KernelExact is true: Identity changes nothing.
+func (Identity) KernelExact() bool { return true }
+
+// Forgetter is implemented by stages that keep per-client state: the server calls
+// Forget when a client is gone (its events are closed).
+type Forgetter interface {
+	Forget(client int)
+}

@@ -64,8 +64,13 @@ struct bp_hello_reply {
 	int32_t sidecar_pid;
 	uint64_t stale_ns;   /* a mirror older than this must be refreshed before it is served */
 	uint32_t page_size;  /* size of the client page and of every mirror page */
-	uint32_t pad;
+	uint32_t flags;      /* BP_HELLO_F_* */
 };
+
+/* The sidecar's values are the kernel's (identity correction): the shim may answer reads
+ * of events that count the reader itself straight from the kernel, which is exact and
+ * costs no round trip. Without it, such reads refresh the mirror synchronously. */
+#define BP_HELLO_F_KERNEL_EXACT 1u
 
 #define BP_ATTR_MAX 256 /* largest perf_event_attr the shim forwards (kernel 6.x: 136) */
 

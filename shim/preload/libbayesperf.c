@@ -172,6 +172,7 @@ static uint32_t conn_epoch = 1; /* bumped in a forked child: entries of older ep
 static uint32_t next_handle = 1;
 static uint32_t next_seq = 1;
 static uint64_t stale_ns = 2000000;
+static int kernel_exact; /* BP_HELLO_F_KERNEL_EXACT: self-counting reads may go to the kernel */
 static struct bp_client_page *client_page;
 static int verbose = -1;
 static int atfork_done;
@@ -441,6 +442,7 @@ static void connect_locked(void)
 	client_page = p;
 	if (rep.stale_ns > 0)
 		stale_ns = rep.stale_ns;
+	kernel_exact = (rep.flags & BP_HELLO_F_KERNEL_EXACT) != 0;
 	__atomic_store_n(&conn_state, CONN_UP, __ATOMIC_RELEASE);
 	DEBUG("connected to sidecar %d at %s (stale bound %llu ns)\n", rep.sidecar_pid, path,
 	      (unsigned long long)stale_ns);
@@ -1174,8 +1176,11 @@ static int mirror_read(struct bp_event *ev, void *buf, size_t count, ssize_t *re
 	int fresh = 0;
 	ssize_t n = 0;
 	int synced = 0;
-	if (__atomic_load_n(&ev->synced_gen, __ATOMIC_RELAXED) == gen)
+	if (__atomic_load_n(&ev->synced_gen, __ATOMIC_RELAXED) == gen) {
 		n = mirror_copy(ev->page, buf, count, &fresh);
+		if (ev->self && !(fresh & 2))
+			fresh = 0; /* a corrected self-counting event: refresh before every read */
+	}
 	if (!fresh) {
 		__atomic_store_n(&ev->synced_gen, gen, __ATOMIC_RELAXED);
 		if (refresh(ev) != 0)
@@ -1202,10 +1207,10 @@ static ssize_t do_read(int fd, void *buf, size_t count, ssize_t (*real)(int, voi
 	struct bp_event *ev = lookup(fd);
 	if (LIKELY(ev == NULL) || guard)
 		return real(fd, buf, count);
-	if (ev->self && ev->epoch == conn_epoch) {
+	if (ev->self && kernel_exact && ev->epoch == conn_epoch) {
 		/* The reader counts itself: only the kernel knows what it did a microsecond
-		 * ago, and asking the sidecar would cost a round trip for the same answer.
-		 * (A correction stage will publish an offset to apply to this raw value.) */
+		 * ago, and with identity correction asking the sidecar would cost a round
+		 * trip for the same answer. (With another stage, mirror_read refreshes.) */
 		COUNT(self_reads);
 		return real(fd, buf, count);
 	}
