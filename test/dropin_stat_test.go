@@ -209,11 +209,11 @@ func TestDropinPerfStatAttach(t *testing.T) {
 		}
 		g := byEvent(parseStatCSV(t, r.stderr, false))
 		// task-clock: /proc's CPU time has 10 ms ticks (two readings: ±20 ms).
-		if tc := g["task-clock"].num(t); tc > c1-c0+20 || tc < 50 {
+		if tc := g["task-clock"].num(t); tc > c1-c0+20 || tc < 5 {
 			t.Errorf("through bayesperf %v: task-clock %v ms; the process used %v ms of CPU in %v ms around the 500 ms window", through, tc, c1-c0, wall)
 		}
 		// minor faults: the workload touches one page per ms of wall time.
-		if mf := g["minor-faults"].num(t); mf > f1-f0 || mf < 100 {
+		if mf := g["minor-faults"].num(t); mf > f1-f0 || mf < 50 {
 			t.Errorf("through bayesperf %v: minor-faults %v; the process made %v in %v ms around the 500 ms window", through, mf, f1-f0, wall)
 		}
 		if through && (st.Events != 2 || st.PassthroughReads != 0 || st.MirrorReads < 2) {
