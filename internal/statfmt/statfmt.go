@@ -289,8 +289,11 @@ func (p *Printer) line(w *bufio.Writer, prefix, jsonPrefix string, c Counter, m 
 			s := " # " + num("%8.3f", m.val)
 			w.WriteString(s)
 			fmt.Fprintf(w, " %-*s", max(metricLen-len(s)-1, 0), m.unit)
-		} else {
+		} else if c.Counted {
 			fmt.Fprintf(w, "%-*s", metricLen, "")
+		} else {
+			// perf pads a <not counted> line less (measured: 84 columns, not 91).
+			fmt.Fprintf(w, "%-*s", metricLen-7, "")
 		}
 		if c.Counted {
 			fmt.Fprintf(w, "  ( ±%s%% )", num("%6.2f", HalfWidthPct(c)))

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/bayesperf/bayesperf/internal/statfmt"
+	"github.com/bayesperf/bayesperf/internal/vpmu"
+)
+
+func init() {
+	register(command{name: "attach", summary: "count events of a running process until SIGINT, perf stat -p style, corrected", run: runAttach})
+}
+
+const attachHelp = `NAME
+    bayesperf attach - count events of a running process, perf stat -p style
+
+SYNOPSIS
+    bayesperf attach -p PID [-e EVENTS] [-I MS] [--duration S] [-x SEP | --json]
+                     [--summary] [--virtual-counters N] [--fixed-counters EVENTS]
+                     [--schedule kernel|bayesperf] [--relations FILE]
+                     [--pmu-events DIR] [--mux-interval D] [-o FILE]
+
+DESCRIPTION
+    Counts EVENTS for process PID (every thread it has when attach starts, and
+    the threads and processes they create afterwards) until SIGINT (Ctrl-C),
+    SIGTERM, the end of --duration, or the exit of PID, then prints the totals
+    as perf stat -p does: the header "Performance counter stats for process id
+    'PID':", one line per event with bayesperf's corrected value, ( ± x% ) (the
+    half-width of its 95% interval relative to the value) and, when the event
+    was not counting all the time, the share of time it was (perf's
+    percentage), then the elapsed time. With -I, interval lines are printed
+    while it runs. See 'bayesperf stat --help' for the estimator and the
+    output formats.
+
+    Output goes to stderr, as perf stat's does, or to -o FILE.
+
+OPTIONS
+    -p PID
+        The process to attach to (required). Needs the right to trace it
+        (same user with perf_event_paranoid <= 2, or root).
+    --duration S
+        Stop after S seconds (2.5) or a Go duration (2500ms); 0 (default)
+        runs until SIGINT, SIGTERM or the exit of PID.
+    -e, -I, -x, --json, --summary, --virtual-counters, --fixed-counters,
+    --schedule, --relations, --pmu-events, --mux-interval, -o
+        As for bayesperf stat.
+
+EXAMPLES
+    bayesperf attach -p 1234 -e task-clock,page-faults,context-switches
+    bayesperf attach -p 1234 -I 1000 --duration 10 --virtual-counters 2 \
+        -e 'page-faults,minor-faults,major-faults,sched:sched_switch'
+
+EXIT STATUS
+    0 after a clean stop (SIGINT included); 2 for a usage error; 1 when the
+    process cannot be counted.
+`
+
+func runAttach(args []string) int {
+	fs := flag.NewFlagSet("attach", flag.ContinueOnError)
+	var f statFlags
+	f.register(fs)
+	pid := fs.Int("p", 0, "")
+	fs.IntVar(pid, "pid", 0, "")
+	durStr := fs.String("duration", "0", "")
+	if code, stop := parseCmdLine("attach", attachHelp, fs, args); stop {
+		return code
+	}
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "bayesperf attach:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			return 2
+		}
+		return 1
+	}
+	if fs.NArg() > 0 {
+		return fail(usageErr("unexpected arguments %q: attach counts a running process (-p PID); to start a command use bayesperf stat", fs.Args()))
+	}
+	if *pid <= 0 {
+		return fail(usageErr("no process given; usage: bayesperf attach -p PID [-e EVENTS] [flags]"))
+	}
+	dur, err := parseSeconds(*durStr)
+	if err != nil {
+		return fail(usageErr("--duration: %w", err))
+	}
+	if err := unix.Kill(*pid, 0); errors.Is(err, unix.ESRCH) {
+		return fail(usageErr("-p %d: no such process", *pid))
+	}
+	// Signals first: a SIGINT that arrives while the events are being opened must stop
+	// us cleanly too, not kill us.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	s, err := newStatSession(&f, func(msg string) { fmt.Fprintln(os.Stderr, "bayesperf attach:", msg) })
+	if err != nil {
+		return fail(err)
+	}
+	pmus, err := s.openThreads(*pid)
+	defer func() {
+		for _, p := range pmus {
+			p.Close()
+		}
+	}()
+	if err != nil {
+		return fail(err)
+	}
+	s.start = time.Now()
+	var deadline <-chan time.Time
+	if dur > 0 {
+		tm := time.NewTimer(dur)
+		defer tm.Stop()
+		deadline = tm.C
+	}
+	tick := time.NewTicker(s.mux)
+	defer tick.Stop()
+	steps := make([]vpmu.Step, len(pmus))
+	step := func(flush bool) error {
+		for i, p := range pmus {
+			var err error
+			if flush {
+				steps[i], err = p.Flush()
+			} else {
+				steps[i], err = p.Step()
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return s.observe(steps)
+	}
+loop:
+	for {
+		select {
+		case <-sigs:
+			break loop
+		case <-deadline:
+			break loop
+		case now := <-tick.C:
+			if err := step(false); err != nil {
+				return fail(err)
+			}
+			if err := s.tick(now); err != nil {
+				return fail(err)
+			}
+			if !alive(*pid) {
+				break loop
+			}
+		}
+	}
+	if err := step(true); err != nil {
+		return fail(fmt.Errorf("final step: %w", err))
+	}
+	if err := s.finish(statfmt.ForPid(*pid), statfmt.Footer{Elapsed: time.Since(s.start)}); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+// openThreads opens and starts one virtual PMU per thread of pid (with inherit, so the
+// threads and processes they create later count too), as perf stat -p opens its events
+// per thread. Threads that exit meanwhile are skipped.
+func (s *statSession) openThreads(pid int) ([]*vpmu.PMU, error) {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return nil, fmt.Errorf("list threads of %d: %w", pid, err)
+	}
+	var pmus []*vpmu.PMU
+	var first error
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		p, err := vpmu.Open(s.vpmuConfig(tid))
+		if err == nil {
+			err = p.Start()
+			if err != nil {
+				p.Close()
+			}
+		}
+		if err != nil {
+			if errors.Is(err, unix.ESRCH) {
+				continue // the thread ended since the listing
+			}
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		pmus = append(pmus, p)
+	}
+	if len(pmus) == 0 {
+		if first == nil {
+			first = fmt.Errorf("process %d has no thread left", pid)
+		}
+		return nil, fmt.Errorf("attach to %d: %w", pid, first)
+	}
+	return pmus, nil
+}
+
+// alive says whether pid still exists and is not a zombie.
+func alive(pid int) bool {
+	if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the ")" that closes the command name.
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == ')' {
+			return i+2 >= len(b) || (b[i+2] != 'Z' && b[i+2] != 'X')
+		}
+	}
+	return true
+}
