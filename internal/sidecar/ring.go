@@ -80,6 +80,18 @@ func newMirrorRing(e *event, m shim.Map) (*mirrorRing, int, error) {
 		unix.Close(fd)
 		return fail(fmt.Errorf("seal ring memfd: %w", err))
 	}
+	r, err := newMirrorRingMem(kmem, mmem, e.info.Attr, writable)
+	if err != nil {
+		unix.Munmap(mmem)
+		unix.Close(fd)
+		return fail(fmt.Errorf("set up mirror ring: %w: %w", err, unix.EINVAL))
+	}
+	return r, fd, nil
+}
+
+// newMirrorRingMem sets up the pump between a kernel ring kmem and a fresh mirror mmem
+// of the same size (plain memory in tests).
+func newMirrorRingMem(kmem, mmem []byte, a shim.Attr, writable bool) (*mirrorRing, error) {
 	// The mirror's header is the kernel's, but with no counter to read with rdpmc:
 	// self-monitoring readers fall back to read(), which the shim serves.
 	mp, err := ringbuf.ReadMetaPage(kmem)
@@ -91,12 +103,11 @@ func newMirrorRing(e *event, m shim.Map) (*mirrorRing, int, error) {
 	}
 	var rd *ringbuf.Reader
 	var wr *ringbuf.Writer
-	backward := e.info.Attr.Bits&shim.AttrWriteBackward != 0
+	backward := a.Bits&shim.AttrWriteBackward != 0
 	if err == nil {
 		rd, err = ringbuf.NewReader(kmem, ringbuf.ReaderOptions{Backward: backward})
 	}
 	if err == nil {
-		a := e.info.Attr
 		wr, err = ringbuf.NewWriter(mmem, ringbuf.WriterOptions{
 			Backward:        backward,
 			Overwrite:       !writable,
@@ -111,9 +122,7 @@ func newMirrorRing(e *event, m shim.Map) (*mirrorRing, int, error) {
 		})
 	}
 	if err != nil {
-		unix.Munmap(mmem)
-		unix.Close(fd)
-		return fail(fmt.Errorf("set up mirror ring: %w: %w", err, unix.EINVAL))
+		return nil, err
 	}
 	return &mirrorRing{
 		kmem: kmem, mmem: mmem, rd: rd, wr: wr,
@@ -121,7 +130,7 @@ func newMirrorRing(e *event, m shim.Map) (*mirrorRing, int, error) {
 		mask:      uint64(wr.DataSize() - 1),
 		overwrite: !writable,
 		backward:  backward,
-	}, fd, nil
+	}, nil
 }
 
 func (r *mirrorRing) close() {
