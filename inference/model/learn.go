@@ -56,7 +56,10 @@ type learner struct {
 }
 
 const (
-	factors     = 3
+	// factors is the rank of the step correlations: one common factor (the program's
+	// activity) did best on the traces in testdata; more factors fit the few pairs a
+	// schedule counts together more closely and extend worse to the others.
+	factors     = 1
 	pairPrior   = 8.0
 	levelWindow = 32.0
 )
@@ -324,7 +327,7 @@ func (l *learner) rebuild() {
 	}
 }
 
-// fitFactors fits the step correlations with a few common factors: corr(i, j) ≈ l_i·l_j
+// fitFactors fits the step correlations with common factors (see factors): corr(i, j) ≈ l_i·l_j
 // for the pairs that were counted together, weighted by how often, by alternating
 // ridge regressions (warm-started from the last fit). A low-rank model is what lets a
 // pair never counted together get a correlation at all: events that both move with the
