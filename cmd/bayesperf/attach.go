@@ -166,28 +166,22 @@ loop:
 	return 0
 }
 
-// openThreads opens and starts one virtual PMU per thread of pid (with inherit, so the
+// openThreads opens and starts the events (a virtual PMU or the kernel's) on every thread of pid (with inherit, so the
 // threads and processes they create later count too), as perf stat -p opens its events
 // per thread. Threads that exit meanwhile are skipped.
-func (s *statSession) openThreads(pid int) ([]*vpmu.PMU, error) {
+func (s *statSession) openThreads(pid int) ([]stepper, error) {
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		return nil, fmt.Errorf("list threads of %d: %w", pid, err)
 	}
-	var pmus []*vpmu.PMU
+	var pmus []stepper
 	var first error
 	for _, e := range ents {
 		tid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		p, err := vpmu.Open(s.vpmuConfig(tid))
-		if err == nil {
-			err = p.Start()
-			if err != nil {
-				p.Close()
-			}
-		}
+		p, err := s.open(tid)
 		if err != nil {
 			if errors.Is(err, unix.ESRCH) {
 				continue // the thread ended since the listing

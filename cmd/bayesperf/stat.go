@@ -57,9 +57,11 @@ DESCRIPTION
     the 95% interval of each value) and to Linux's scaling (count * enabled /
     running), which -x and --json also report.
 
-    Without --virtual-counters every event counts all the time the command
-    runs: on a machine whose events the kernel does not multiplex (software
-    events, tracepoints) the values are exact and the ± is 0. With
+    Without --virtual-counters the events are opened as perf stat opens them
+    and the kernel schedules them: where it multiplexes them (more hardware
+    events than counters) bayesperf sees its real time_running and corrects;
+    where it does not (software events and tracepoints never are) the values
+    are exact and the ± is 0. With
     --virtual-counters N, at most N events count at once (plus the
     --fixed-counters events), rotated as the kernel rotates flexible groups
     (--schedule kernel) or by BayesPerf's overlap-aware schedule (--schedule
@@ -224,6 +226,7 @@ type statSession struct {
 	unit     float64 // multiplexing interval, ns: the unit of slice durations
 	mux      time.Duration
 	interval time.Duration // -I, 0 without
+	virtual  bool          // --virtual-counters: the virtual PMU enforces a budget
 	summary  bool
 
 	bp     *model.Model
@@ -280,7 +283,7 @@ func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
 			fixedIdx = append(fixedIdx, len(evs)-1)
 		}
 	}
-	s := &statSession{evs: evs, interval: time.Duration(f.intervalMs) * time.Millisecond, summary: f.summary}
+	s := &statSession{evs: evs, interval: time.Duration(f.intervalMs) * time.Millisecond, summary: f.summary, virtual: f.vcounters > 0}
 	for _, e := range evs {
 		s.names = append(s.names, e.Name)
 	}
@@ -528,18 +531,13 @@ func runStat(args []string) int {
 		return 127
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	var p *vpmu.PMU
+	var p stepper
 	err = perf.StartAttached(cmd, func(pid int) error {
 		var err error
-		if p, err = vpmu.Open(s.vpmuConfig(pid)); err != nil {
-			return err
-		}
-		return p.Start()
+		p, err = s.open(pid)
+		return err
 	})
 	if err != nil {
-		if p != nil {
-			p.Close()
-		}
 		return fail(err)
 	}
 	defer p.Close()
@@ -621,4 +619,110 @@ func parseSeconds(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("bad duration %q: want seconds (2.5) or a Go duration (2500ms)", s)
 	}
 	return d, nil
+}
+
+// stepper is what the measurement loop needs from a source of per-slice observations:
+// the virtual PMU (vpmu.PMU) or the kernel's own events (kernelCounters).
+type stepper interface {
+	Step() (vpmu.Step, error)
+	Flush() (vpmu.Step, error)
+	Close() error
+}
+
+// kernelCounters counts the events of one task with the kernel's own scheduling and
+// reports, per slice, the raw deltas of (count, time_enabled, time_running) the kernel
+// gave: without --virtual-counters no budget is imposed, so on a CPU whose PMU the
+// kernel multiplexes the estimator sees the kernel's real multiplexing (and on a machine
+// without one every event runs all the time and the values are exact). {a,b} groups are
+// opened as kernel groups, so that they are scheduled together as under perf stat.
+type kernelCounters struct {
+	evs  []*perf.Event
+	prev []perf.Count
+	idx  int
+}
+
+func openKernelCounters(descs []perf.EventDesc, pid int) (*kernelCounters, error) {
+	k := &kernelCounters{prev: make([]perf.Count, len(descs))}
+	var leader *perf.Event
+	for i, d := range descs {
+		a := d.Attr
+		a.Flags = a.Flags&^(perf.FlagDisabled|perf.FlagEnableOnExec) | perf.FlagInherit
+		a.ReadFormat = perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning
+		var lead *perf.Event
+		if d.Grouped && i > 0 && descs[i-1].Grouped && descs[i-1].Group == d.Group {
+			lead = leader
+		}
+		e, err := perf.Open(a, pid, perf.AnyCPU, lead)
+		if err != nil {
+			k.Close()
+			return nil, fmt.Errorf("open %s: %w", d.Name, err)
+		}
+		e.Name = d.Name
+		if lead == nil {
+			leader = e
+		}
+		k.evs = append(k.evs, e)
+	}
+	return k, nil
+}
+
+func (k *kernelCounters) Step() (vpmu.Step, error) { return k.step(false) }
+func (k *kernelCounters) Flush() (vpmu.Step, error) { return k.step(true) }
+
+func (k *kernelCounters) step(force bool) (vpmu.Step, error) {
+	sl := inference.Slice{Index: k.idx, Readings: make([]inference.Reading, len(k.evs))}
+	var enabled uint64
+	cur := make([]perf.Count, len(k.evs))
+	for i, e := range k.evs {
+		c, err := e.ReadCount()
+		if err != nil {
+			return vpmu.Step{}, fmt.Errorf("read %s: %w", e.Name, err)
+		}
+		cur[i] = c
+		d := perf.Count{Value: sub(c.Value, k.prev[i].Value), Enabled: sub(c.Enabled, k.prev[i].Enabled), Running: sub(c.Running, k.prev[i].Running)}
+		sl.Readings[i] = inference.Reading{Event: inference.EventID(i), Count: d.Value, Enabled: d.Enabled, Running: min(d.Running, d.Enabled)}
+		enabled = max(enabled, d.Enabled)
+	}
+	if enabled == 0 && !force {
+		return vpmu.Step{Index: k.idx, Idle: true}, nil // the task did not run: as vpmu's idle steps
+	}
+	copy(k.prev, cur)
+	sl.Duration = float64(max(enabled, 1))
+	k.idx++
+	return vpmu.Step{Index: sl.Index, Views: []inference.Slice{sl}}, nil
+}
+
+// sub is a-b, or 0 when a counter went backwards (never report a wrapped delta).
+func sub(a, b uint64) uint64 {
+	if a < b {
+		return 0
+	}
+	return a - b
+}
+
+func (k *kernelCounters) Close() error {
+	var first error
+	for i := len(k.evs) - 1; i >= 0; i-- {
+		if err := k.evs[i].Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// open opens the session's source of observations on task pid: the virtual PMU with
+// --virtual-counters, the kernel's own events otherwise. It is started.
+func (s *statSession) open(pid int) (stepper, error) {
+	if !s.virtual {
+		return openKernelCounters(s.evs, pid)
+	}
+	p, err := vpmu.Open(s.vpmuConfig(pid))
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Start(); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
 }
