@@ -666,7 +666,7 @@ func openKernelCounters(descs []perf.EventDesc, pid int) (*kernelCounters, error
 	return k, nil
 }
 
-func (k *kernelCounters) Step() (vpmu.Step, error) { return k.step(false) }
+func (k *kernelCounters) Step() (vpmu.Step, error)  { return k.step(false) }
 func (k *kernelCounters) Flush() (vpmu.Step, error) { return k.step(true) }
 
 func (k *kernelCounters) step(force bool) (vpmu.Step, error) {
