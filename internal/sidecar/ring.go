@@ -203,6 +203,10 @@ func (r *mirrorRing) pump() (moved, lost uint64) {
 		}
 		written, _, err := r.wr.Write(rec)
 		r.held = nil
+		// Give the record's kernel space back at once: if the sidecar dies now, the shim
+		// (which pumps from then on) neither misses nor repeats it, but for the few
+		// instructions between the mirror's data_head store and this one.
+		r.rd.Commit()
 		if err != nil || !written {
 			continue
 		}
