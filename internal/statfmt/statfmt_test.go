@@ -346,3 +346,33 @@ func TestHalfWidthPct(t *testing.T) {
 		t.Errorf("zero value with an interval: %q", l)
 	}
 }
+
+// A <not counted> line (perf stat -p of a process that never ran) has perf's columns.
+func TestNotCountedMatchesPerf(t *testing.T) {
+	sleeper := exec.Command("sleep", "30")
+	if err := sleeper.Start(); err != nil {
+		t.Skipf("needs sleep(1) for a process that never runs: %v", err)
+	}
+	defer func() {
+		sleeper.Process.Kill()
+		sleeper.Wait()
+	}()
+	pid := sleeper.Process.Pid
+	perf := perfStat(t, "-p", strconv.Itoa(pid), "--timeout", "100", "-e", "task-clock,page-faults")
+	cs := []Counter{{Event: "task-clock", Status: "not-counted"}, {Event: "page-faults", Status: "not-counted"}}
+	p := &Printer{Mode: Std}
+	ours := render(t, p, func() error {
+		if err := p.Header(ForPid(pid)); err != nil {
+			return err
+		}
+		return p.Totals(cs, 100*time.Millisecond, false)
+	})
+	if ours[0] != perf[0] {
+		t.Errorf("header %q, perf %q", ours[0], perf[0])
+	}
+	for i := range cs {
+		if ours[1+i] != perf[1+i] {
+			t.Errorf("not counted line\nperf: %q\nours: %q", perf[1+i], ours[1+i])
+		}
+	}
+}
