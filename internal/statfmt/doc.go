@@ -15,6 +15,9 @@
 // value, and the multiplexing percentage follows in parentheses only when the event was
 // not running all the time it was enabled, as perf prints it.
 //
+// Deliberate differences from perf: the JSON "metric-unit" of an event without a metric
+// is "" where perf 6.1 prints "(null)"; JSON numbers that are not finite are null.
+//
 // Printing returns the writer's errors; nothing panics on any Counter value (NaN and
 // infinite bounds print as perf prints them: "nan", "inf"). A Printer is not safe for
 // concurrent use.
