@@ -37,7 +37,10 @@ type Options struct {
 	AllowNegative bool
 	// History is the number of recent slices whose covariances are kept for smoothing;
 	// older slices keep only per-event means and variances (intervals over them are
-	// then conservative). 0 means as many as fit in 16 MiB, at least 64.
+	// then conservative), smoothed as far as a reader's Estimate had smoothed them,
+	// filtered otherwise: an offline evaluation of a run longer than History should
+	// raise it. 0 means as many as fit in 64 MiB (k² floats per slice for k
+	// free rates), at least 64.
 	History int
 }
 
@@ -325,7 +328,7 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 	md.hist.k, md.hist.n = k, events
 	md.hist.limit = opt.History
 	if md.hist.limit <= 0 {
-		md.hist.limit = max(64, (16<<20)/(16*max(k*k, 1)))
+		md.hist.limit = max(64, (64<<20)/(8*max(k*k, 1)))
 	}
 	md.hist.limit = max(md.hist.limit, 2)
 	md.quantQ = tQuantile(0.5+opt.Level/2, 0)

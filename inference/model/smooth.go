@@ -88,10 +88,14 @@ func (md *Model) freeze(w int) {
 	h := &md.hist
 	c := &md.cache
 	k, kk := md.k, md.k*md.k
+	// Freeze smoothed values where the last smoothing pass (a live reader's Estimate)
+	// reached these slices: given a little less data than now, still far better than
+	// filtered ones. Elsewhere the filtered values stay: smoothing here would stall
+	// Observe for a whole window (O(window·k³)).
 	for s := h.lo; s < h.lo+w; s++ {
 		i := s - h.lo
 		m, p := h.mf[i*k:(i+1)*k], h.pf[i*kk:(i+1)*kk]
-		if c.valid && c.lo <= s && c.base == h.lo {
+		if c.base == h.lo && c.lo <= s && c.upTo > s {
 			m, p = c.ms[i*k:(i+1)*k], c.ps[i*kk:(i+1)*kk]
 		}
 		d := h.d[s]
