@@ -283,6 +283,13 @@ func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
 			fixedIdx = append(fixedIdx, len(evs)-1)
 		}
 	}
+	seen := map[string]bool{}
+	for _, e := range evs {
+		if seen[e.Name] {
+			return nil, usageErr("event %s is listed twice: give each event once (a tracepoint glob may already include it)", e.Name)
+		}
+		seen[e.Name] = true
+	}
 	s := &statSession{evs: evs, interval: time.Duration(f.intervalMs) * time.Millisecond, summary: f.summary, virtual: f.vcounters > 0}
 	for _, e := range evs {
 		s.names = append(s.names, e.Name)
