@@ -2,37 +2,49 @@
 // the count of every event in every slice as a Gaussian posterior, and reports per
 // reporting interval a posterior mean with a 95% interval.
 //
-// The state is the per-slice rate (count per unit of slice duration) of every event.
-// Exact linear identities between events (page-faults = minor-faults + major-faults) are
-// built into the state space: the state holds the rates of a subset of "free" events and
-// every other rate is a fixed linear combination of them, so the identities hold in every
-// posterior mean by construction, not approximately. Approximate identities (a relation
-// with a tolerance) are soft linear factors applied every slice.
+// State: the per-slice rate (count per unit of slice duration) of every event. Exact
+// linear identities between events (a parent equal to the sum of its children) are
+// built into the state space: the state holds the rates of a subset of "free" events
+// and every other rate is a fixed linear combination of them, so the identities hold in
+// every posterior mean by construction (Posterior), not approximately. Approximate
+// identities (a relation with a tolerance, such as page-faults = minor-faults +
+// major-faults) are soft linear factors applied every slice.
 //
-// Time: a random walk links consecutive slices. Its innovation covariance is learned
-// online from slices in which events were counted in two consecutive slices: per event a
-// volatility relative to its current level (so that a busy phase is allowed to move more
-// than a quiet one, as a log-space walk would, while the state stays linear so that sums
-// stay exact), and between events a correlation, shrunk towards zero while few pairs have
-// been seen. A Student-t scale mixture on the predicted state (the variational Student-t
-// filter) absorbs bursts that the Gaussian walk would call impossible, which is what keeps
-// the intervals honest on real programs.
+// Time: each free rate follows an AR(1) walk around its level (a recent average of its
+// counts), persistence 0.95 by default. The walk's steps are learned online, relative to
+// each rate's level (a busy phase may move more than a quiet one, as in a log-space
+// walk, while the state stays linear so that sums stay exact): per event a volatility
+// from rates counted in two consecutive slices, and between events a correlation from
+// pairs counted together, fitted with a common factor so that it is positive definite
+// and extends to pairs the schedule never counts together. A Student-t scale mixture on
+// each counted rate's step (the variational Student-t filter) absorbs bursts that the
+// Gaussian walk would call impossible.
 //
-// Measurements: an event counted for its whole slice gives its exact rate (only count
-// quantisation noise); one counted for part of a slice gives count/running with a noise
-// that grows with the uncounted share. Inequalities (counts are non-negative; misses <=
-// accesses) are imposed by assumed-density filtering, the one-pass form of Expectation
-// Propagation: when a constraint is at risk under the Gaussian posterior, the posterior
-// is replaced by the Gaussian with the moments of its truncation. Non-linear relations
-// are linearised at the current mean each slice (a Gaussian site, as in EP with a
-// first-order approximation). Everything else is the exact Kalman filter (Observe, live
-// values) and Rauch-Tung-Striebel smoother (Estimate, final values after Finish).
+// Measurements: an event counted for its whole slice gives its exact rate; one counted
+// for part of a slice gives count/running with a noise that grows with the uncounted
+// share. Inequalities (misses <= accesses; counts >= 0) are imposed by assumed-density
+// filtering, the one-pass form of Expectation Propagation: when the posterior mean
+// violates a constraint, the posterior is replaced by the Gaussian with the moments of
+// its truncation. Non-linear relations are linearised at the current mean every slice
+// (a Gaussian site, first-order EP). The rest is the exact Kalman filter (Observe) and
+// Rauch-Tung-Striebel smoother (Estimate: given everything observed so far, for live
+// reads and final values alike), with cross-slice covariances carried into the
+// variance of interval sums.
 //
-// An event counted for the whole of a reporting interval is reported exactly as counted
-// (StatusExact). Intervals use a Student-t quantile.
+// Intervals: the smoothed standard deviation times 1.96, scaled per event by a factor
+// calibrated online from how far counted rates fall from their prediction after a gap
+// (the situation every inferred interval is in). An event counted for the whole of a
+// reporting interval is reported exactly as counted (StatusExact); one that nothing
+// observed bears on is StatusNotCounted.
 //
-// Errors: New reports malformed relations; Observe reports readings for unknown events
-// and numerical failures (a non-finite state), after which the model keeps its previous
-// state, so one bad slice never poisons the rest. Nothing here panics on input data.
-// A Model is not safe for concurrent use.
+// Costs: Observe is O(k²) per reading for k free rates and allocates nothing in steady
+// state; Estimate smooths back to the start of the asked interval, O(k³) per slice, and
+// caches the pass. Covariances are kept for a bounded number of recent slices
+// (Options.History); older slices keep per-event means and variances.
+//
+// Errors: New reports malformed relations; Observe reports bad slices (a non-positive
+// duration, a reading for an unknown event) before touching the state, and numerical
+// failures (a non-finite state, ErrNumerical), after which the model keeps its state from
+// before the slice, so one bad slice never poisons the rest. Nothing here panics on
+// input data. A Model is not safe for concurrent use.
 package model
