@@ -339,7 +339,10 @@ func TestStatUsageErrors(t *testing.T) {
 		{[]string{"stat", "-e", "task-clock"}, "no command given"},
 		{[]string{"stat", "--no-such-flag", "--", "true"}, "no-such-flag"},
 		{[]string{"stat", "--schedule", "fifo", "--", "true"}, "want kernel or bayesperf"},
+		{[]string{"stat", "-e", "minor-faults,{minor-faults,major-faults}", "--", "true"}, "listed twice"},
+		{[]string{"stat", "-x,", "--json", "--", "true"}, "exclude each other"},
 		{[]string{"attach", "-e", "task-clock"}, "no process given"},
+		{[]string{"attach", "-p", "1", "-e", "sched:sched_swich"}, "did you mean sched:sched_switch"},
 		{[]string{"attach", "-p", "2147483646", "-e", "task-clock"}, "no such process"},
 	} {
 		out, errOut, code := runBin(t, tc.args...)
