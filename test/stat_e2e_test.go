@@ -438,3 +438,51 @@ func TestAttachSIGINT(t *testing.T) {
 		t.Errorf("attach totals not in perf stat -p's layout:\n%s", std)
 	}
 }
+
+// Without --virtual-counters bayesperf stat counts what perf stat counts: the
+// deterministic test/c/workload faults a fixed number of pages, and both tools see the
+// same number up to the few faults around the exec, which perf's enable_on_exec and our
+// stop after the exec split differently (the drop-in tests' tolerance: 3 + 1%).
+func TestStatMatchesPerfStat(t *testing.T) {
+	if _, err := exec.LookPath("perf"); err != nil {
+		t.Fatalf("the perf binary is required (apt-get install linux-perf): %v", err)
+	}
+	wl := filepath.Join(t.TempDir(), "workload")
+	if out, err := exec.Command("gcc", "-O2", "-o", wl, "c/workload.c").CombinedOutput(); err != nil {
+		t.Fatalf("compile c/workload.c (gcc is required): %v\n%s", err, out)
+	}
+	evs := "page-faults,minor-faults,major-faults"
+	perf := exec.Command("perf", "stat", "-x,", "-e", evs, wl, "5000", "5", "0")
+	var pe bytes.Buffer
+	perf.Stderr = &pe
+	if err := perf.Run(); err != nil {
+		t.Fatalf("perf stat: %v\n%s", err, pe.String())
+	}
+	want := map[string]float64{}
+	for line := range strings.Lines(pe.String()) {
+		f := strings.Split(strings.TrimSpace(line), ",")
+		if len(f) > 2 {
+			want[f[2]], _ = strconv.ParseFloat(f[0], 64)
+		}
+	}
+	_, errOut, code := runBin(t, "stat", "-x,", "-e", evs, "--", wl, "5000", "5", "0")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	ls := parseBayesCSV(t, errOut, false)
+	if len(ls) != 3 {
+		t.Fatalf("%d lines\n%s", len(ls), errOut)
+	}
+	for _, l := range ls {
+		w, ok := want[l.event]
+		if !ok {
+			t.Fatalf("perf printed no %s:\n%s", l.event, pe.String())
+		}
+		if d := l.value - w; d > 3+0.01*w || d < -3-0.01*w {
+			t.Errorf("%s: bayesperf stat %v, perf stat %v", l.event, l.value, w)
+		}
+		if l.event == "minor-faults" && l.value < 5000 {
+			t.Errorf("the workload faults 5000 fresh pages, minor-faults %v", l.value)
+		}
+	}
+}
