@@ -52,7 +52,7 @@ func (md *Model) Observe(s inference.Slice) error {
 		md.start(d)
 	}
 	md.predict(d)
-	md.hist.pushPredicted(md.m, md.lrn.qs, md.lrn.a, md.lrn.rid, d)
+	md.hist.pushPredicted(md.m, md.lrn.qs, md.lrn.qb, md.lrn.a, md.lrn.rid, d)
 
 	for i := range md.obs {
 		o := &md.obs[i]
@@ -176,9 +176,13 @@ func (md *Model) predict(d float64) {
 		}
 	}
 	for i := range k {
-		l.qs[i] = l.scale[i] / math.Sqrt(lam[i])
+		// A burst is the rate's own: the extra step variance goes on the diagonal,
+		// not through the correlations, so that one event's burst does not drag the
+		// events it usually moves with by as many standard deviations.
+		l.qs[i] = l.scale[i]
+		l.qb[i] = l.scale[i] * l.scale[i] * (1/lam[i] - 1)
 	}
-	// P ← F·P·F + diag(qs)·corr·diag(qs), in one pass.
+	// P ← F·P·F + diag(qs)·corr·diag(qs) + diag(qb), in one pass.
 	for i := range k {
 		ai, si := l.a[i], l.qs[i]
 		row := md.P[i*k : i*k+k]
@@ -186,6 +190,7 @@ func (md *Model) predict(d float64) {
 		for j, v := range row {
 			row[j] = ai*l.a[j]*v + si*l.qs[j]*crow[j]
 		}
+		row[i] += l.qb[i]
 	}
 }
 

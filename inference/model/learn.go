@@ -26,6 +26,7 @@ type learner struct {
 	fixedA       float64   // persistence forced by Options.Reversion, or -1 to learn it
 	logc80       float64   // log interval scales learned by calibrate
 	qs           []float64 // per component step standard deviation used this slice
+	qb           []float64 // per component extra (burst) step variance this slice
 	rid          int       // id of the correlation matrix in use
 	rvers        map[int][]float64
 	spare        []float64 // a correlation matrix no slice refers to any more
@@ -95,6 +96,7 @@ func (l *learner) init(k, n int, opt Options) {
 	}
 	l.scale = make([]float64, k)
 	l.qs = make([]float64, k)
+	l.qb = make([]float64, k)
 	l.rvers = map[int][]float64{0: l.corr}
 	l.rank = min(factors, max(k-1, 0))
 	l.load = make([]float64, k*l.rank)

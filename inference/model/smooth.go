@@ -22,6 +22,7 @@ type history struct {
 	exact  []float64 // t·n
 	a      []float64 // (t−lo)·k: persistence used to predict the slice
 	qs     []float64 // (t−lo)·k: step standard deviations used to predict the slice
+	qb     []float64 // (t−lo)·k: extra (burst) step variances, on the diagonal
 	rid    []int     // (t−lo): id of the step correlation matrix used
 	mp, mf []float64 // (t−lo)·k
 	pf     []float64 // (t−lo)·k·k; predicted covariances are recomputed from these
@@ -37,7 +38,8 @@ func grow(s []float64, add int) []float64 {
 	return s
 }
 
-func (h *history) pushPredicted(m, qs, a []float64, rid int, d float64) {
+func (h *history) pushPredicted(m, qs, qb, a []float64, rid int, d float64) {
+	h.qb = append(grow(h.qb, len(qb)), qb...)
 	h.d = append(h.d, d)
 	h.a = append(grow(h.a, len(a)), a...)
 	h.qs = append(grow(h.qs, len(qs)), qs...)
@@ -53,6 +55,7 @@ func (md *Model) predicted(i int, p []float64) {
 	pf := h.pf[(i-1)*kk : i*kk]
 	a := h.a[i*k : (i+1)*k]
 	qs := h.qs[i*k : (i+1)*k]
+	qb := h.qb[i*k : (i+1)*k]
 	r := md.lrn.rvers[h.rid[i]]
 	for x := range k {
 		ax, qx := a[x], qs[x]
@@ -62,6 +65,7 @@ func (md *Model) predicted(i int, p []float64) {
 		for y := range k {
 			row[y] = ax*a[y]*prow[y] + qx*qs[y]*rrow[y]
 		}
+		row[x] += qb[x]
 	}
 }
 
@@ -113,6 +117,7 @@ func (md *Model) freeze(w int) {
 	}
 	h.a = h.a[:copy(h.a, h.a[w*k:])]
 	h.qs = h.qs[:copy(h.qs, h.qs[w*k:])]
+	h.qb = h.qb[:copy(h.qb, h.qb[w*k:])]
 	h.rid = h.rid[:copy(h.rid, h.rid[w:])]
 	h.mp = h.mp[:copy(h.mp, h.mp[w*k:])]
 	h.mf = h.mf[:copy(h.mf, h.mf[w*k:])]
