@@ -121,8 +121,8 @@ func runAttach(args []string) int {
 		defer tm.Stop()
 		deadline = tm.C
 	}
-	tick := time.NewTicker(s.mux)
-	defer tick.Stop()
+	wake := time.NewTimer(s.mux)
+	defer wake.Stop()
 	steps := make([]vpmu.Step, len(pmus))
 	step := func(flush bool) error {
 		for i, p := range pmus {
@@ -145,7 +145,7 @@ loop:
 			break loop
 		case <-deadline:
 			break loop
-		case now := <-tick.C:
+		case now := <-wake.C:
 			if err := step(false); err != nil {
 				return fail(err)
 			}
@@ -155,6 +155,7 @@ loop:
 			if !alive(*pid) {
 				break loop
 			}
+			wake.Reset(time.Until(s.nextWake(now)))
 		}
 	}
 	if err := step(true); err != nil {

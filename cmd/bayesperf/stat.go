@@ -227,7 +227,10 @@ type statSession struct {
 	mux      time.Duration
 	interval time.Duration // -I, 0 without
 	virtual  bool          // --virtual-counters: the virtual PMU enforces a budget
-	summary  bool
+	// sawMux says the kernel multiplexed some event (running < enabled in a slice).
+	sawMux  bool
+	steps   int // wake-ups so far
+	summary bool
 
 	bp     *model.Model
 	lx     *baseline.Estimator
@@ -424,6 +427,11 @@ func (s *statSession) observe(steps []vpmu.Step) error {
 	if empty {
 		return nil
 	}
+	for _, r := range sl.Readings {
+		if r.Running < r.Enabled {
+			s.sawMux = true
+		}
+	}
 	// Durations in multiplexing intervals, the scale the estimator works at (as eval
 	// feeds it); enabled and running stay ns, only their ratio matters.
 	sl.Duration /= s.unit
@@ -467,6 +475,32 @@ func (s *statSession) counters(from, to int) []statfmt.Counter {
 		}
 	}
 	return out
+}
+
+// quietPeriod is how often the kernel's counters are read while the kernel has not
+// multiplexed any of them: then every value is exact whatever the slicing, and reading
+// every few milliseconds would only cost CPU time and disturb the target (each read of an
+// inherited event interrupts the CPUs its threads run on).
+const quietPeriod = 100 * time.Millisecond
+
+// nextWake is when to take the next slice after the one taken at last: every
+// multiplexing interval under the virtual PMU (it rotates the events then) and while the
+// kernel multiplexes (an event the kernel rotates out shows it in the first slices),
+// else every quietPeriod after 3 slices at full rate; and at the end of the current -I
+// interval, so that interval lines cover exactly their span.
+func (s *statSession) nextWake(last time.Time) time.Time {
+	s.steps++
+	period := s.mux
+	if !s.virtual && !s.sawMux && s.steps >= 3 {
+		period = max(quietPeriod, s.mux)
+	}
+	next := last.Add(period)
+	if s.interval > 0 {
+		if b := s.start.Add(s.nextIv); b.Before(next) {
+			next = b
+		}
+	}
+	return next
 }
 
 // tick prints the -I intervals that have ended by now.
@@ -558,8 +592,8 @@ func runStat(args []string) int {
 	fromTTY := foregroundTTY()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	tick := time.NewTicker(s.mux)
-	defer tick.Stop()
+	wake := time.NewTimer(s.mux)
+	defer wake.Stop()
 	var werr error
 loop:
 	for {
@@ -577,7 +611,7 @@ loop:
 			if !fromTTY || (sig != syscall.SIGINT && sig != syscall.SIGQUIT) {
 				_ = cmd.Process.Signal(sig)
 			}
-		case now := <-tick.C:
+		case now := <-wake.C:
 			st, err := p.Step()
 			if err == nil {
 				err = s.observe([]vpmu.Step{st})
@@ -590,6 +624,7 @@ loop:
 				<-done
 				return fail(err)
 			}
+			wake.Reset(time.Until(s.nextWake(now)))
 		}
 	}
 	foot := statfmt.Footer{Elapsed: time.Since(s.start), Rusage: true}
