@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,7 +116,9 @@ func TestRealTraces(t *testing.T) {
 	}
 	var report strings.Builder
 	fmt.Fprintf(&report, "\n%-10s %-13s %9s %9s %11s %10s\n", "trace", "estimator", "reduction", "meanWAPE", "medianWAPE", "coverage95")
-	for _, f := range append(files, mine...) {
+	lg := map[string]float64{}
+	all := append(files, mine...)
+	for _, f := range all {
 		res := realScore(t, f)
 		name := strings.TrimSuffix(filepath.Base(f), ".csv")
 		for _, est := range []string{"linux", "linear", "bayesperf-rr", "bayesperf"} {
@@ -128,9 +131,13 @@ func TestRealTraces(t *testing.T) {
 			if est == "linux" {
 				red = 1 // the baseline of the reductions
 			}
+			lg[est] += math.Log(red)
 			fmt.Fprintf(&report, "%-10s %-13s %8.2fx %9.3f %11.3f %10s\n", name, est,
 				red, s.WAPE, s.MedianWAPE, cov)
 		}
+	}
+	for _, est := range []string{"linear", "bayesperf-rr", "bayesperf"} {
+		fmt.Fprintf(&report, "geometric mean over %d traces of the error reduction, %s: %.2fx\n", len(all), est, math.Exp(lg[est]/float64(len(all))))
 	}
 	t.Log(report.String())
 }
