@@ -33,9 +33,6 @@ type learner struct {
 	rank         int       // number of common factors of the step correlations
 	load         []float64 // k·rank factor loadings
 	fa, fb       []float64
-	static       bool      // levels and spreads in absolute units, same-slice correlations
-	mu, m2, muN  []float64 // static: long-run mean and variance of each component's rate
-	staticGamma  float64
 	oracle       *oracleWalk // set by tests to replace learning with given parameters
 	oracleA      float64
 	logc95       float64
