@@ -24,10 +24,10 @@ import (
 //
 // Context switches: the workload sleeps 1 ms ten times (ten voluntary switches); the rest
 // are preemptions by whatever else runs on the machine, which on a shared 2-CPU VM swing
-// from tens to hundreds between identical native runs. The test measures that spread
-// itself (three native runs) and requires every run through bayesperf to count at least
-// the ten sleeps and the median of three to lie within the native range widened by the
-// spread plus 10.
+// from tens to hundreds between identical native runs. Preemptions only add, so the
+// least perturbed of three runs is the stable statistic: every run must count at least
+// the ten sleeps, and the smallest count through bayesperf must not exceed the native
+// median of three by more than 10 (a sidecar that woke up on the workload's CPU would).
 //
 // Task clock: CPU time of a workload that spins for a fixed wall time; on a shared VM it
 // varies by tens of percent, so medians of three runs must agree within 2 ms + 40%.
@@ -117,8 +117,9 @@ func TestDropinPerfStatSoftwareEvents(t *testing.T) {
 	slices.Sort(gsw)
 	slices.Sort(nclk)
 	slices.Sort(gclk)
-	if spread := nsw[2] - nsw[0] + 10; gsw[0] < 10 || nsw[0] < 10 || gsw[1] < nsw[0]-spread || gsw[1] > nsw[2]+spread {
-		t.Errorf("context-switches: %v through bayesperf, %v natively; want all >= 10 and the median within the native range ± %v", gsw, nsw, spread)
+	// Preemptions only add: the least perturbed run of each side is the one to compare.
+	if gsw[0] < 10 || nsw[0] < 10 || gsw[0] > nsw[1]+10 {
+		t.Errorf("context-switches: %v through bayesperf, %v natively; want all >= 10 and the smallest through bayesperf at most the native median + 10", gsw, nsw)
 	}
 	if gclk[1] < 40 || !within(gclk[1], nclk[1], clockAbs, clockRel) {
 		t.Errorf("task-clock: median %v ms through bayesperf (%v), %v natively (%v); the workload spins 50 ms", gclk[1], gclk, nclk[1], nclk)
