@@ -65,9 +65,13 @@ func TestDropinPerfTest(t *testing.T) {
 			t.Logf("perf test %s is flaky here: %q natively, %q through bayesperf", n, nat, thr)
 		}
 	}
-	// The read, mmap, event-times and backward-ring tests that pass on this VM must pass
-	// through bayesperf (a timing failure gets two more chances, as above).
+	// The read, mmap, event-times and backward-ring tests that pass natively here must
+	// pass through bayesperf (a timing failure gets two more chances, as above).
 	for _, must := range []string{"2", "3", "4.1", "8", "22", "25", "27", "50", "51"} {
+		if native[must] != "Ok" {
+			t.Logf("perf test %s is %q natively on this machine; not required through bayesperf", must, native[must])
+			continue
+		}
 		if got[must] != "Ok" && !slices.Contains(rerun(must, true), "Ok") {
 			t.Errorf("perf test %s: %q through bayesperf, want Ok", must, got[must])
 		}
