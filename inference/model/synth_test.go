@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bayesperf/bayesperf/inference"
+	"github.com/bayesperf/bayesperf/inference/baseline"
 )
 
 // synth draws a run from the model's own family: every rate follows an AR(1) walk
@@ -195,7 +196,7 @@ func TestNoWorseThanLinear(t *testing.T) {
 	for seed := range uint64(4) {
 		s := drawSynth(200+seed, 10, 400, 0.05, 0, 0.95, nil)
 		sched := roundRobin(s.n, 3, nil)
-		lin := run(t, &linearEst{n: s.n}, s.slices(sched), s.truth, 5)
+		lin := run(t, baseline.New(baseline.Linear, s.n), s.slices(sched), s.truth, 5)
 		md, err := NewLinear(s.n, nil, Options{Independent: true})
 		if err != nil {
 			t.Fatal(err)
