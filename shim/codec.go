@@ -271,7 +271,16 @@ func ParseRead(format uint64, b []byte) (Values, error) {
 			return v, fmt.Errorf("parse perf read: group of %d members, want 1..%d: %w", nr, MirrorMaxValues, ErrMalformed)
 		}
 	}
+	// The kernel's layouts (perf_read_one and perf_read_group): a single event is
+	// { value, enabled, running, id, lost }; a group is { nr, enabled, running,
+	// { value, id, lost } x nr }. The times follow the value only in the first.
 	var ok bool
+	v.Members = make([]MirrorValue, nr)
+	if format&FormatGroup == 0 {
+		if v.Members[0].Value, ok = next(); !ok {
+			return v, short
+		}
+	}
 	if format&FormatTotalTimeEnabled != 0 {
 		if v.Enabled, ok = next(); !ok {
 			return v, short
@@ -282,11 +291,12 @@ func ParseRead(format uint64, b []byte) (Values, error) {
 			return v, short
 		}
 	}
-	v.Members = make([]MirrorValue, nr)
 	for i := range v.Members {
 		m := &v.Members[i]
-		if m.Value, ok = next(); !ok {
-			return v, short
+		if format&FormatGroup != 0 {
+			if m.Value, ok = next(); !ok {
+				return v, short
+			}
 		}
 		if format&FormatID != 0 {
 			if m.ID, ok = next(); !ok {
@@ -315,6 +325,10 @@ func AppendRead(b []byte, format uint64, v Values) []byte {
 	} else if len(members) > 1 {
 		members = members[:1]
 	}
+	group := format&FormatGroup != 0
+	if !group && len(members) > 0 {
+		b = ne.AppendUint64(b, members[0].Value)
+	}
 	if format&FormatTotalTimeEnabled != 0 {
 		b = ne.AppendUint64(b, v.Enabled)
 	}
@@ -322,7 +336,9 @@ func AppendRead(b []byte, format uint64, v Values) []byte {
 		b = ne.AppendUint64(b, v.Running)
 	}
 	for _, m := range members {
-		b = ne.AppendUint64(b, m.Value)
+		if group {
+			b = ne.AppendUint64(b, m.Value)
+		}
 		if format&FormatID != 0 {
 			b = ne.AppendUint64(b, m.ID)
 		}

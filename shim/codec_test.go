@@ -2,6 +2,7 @@ package shim
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"reflect"
@@ -194,4 +195,44 @@ func FuzzParseAttr(f *testing.F) {
 			t.Fatalf("error does not wrap ErrMalformed: %v", err)
 		}
 	})
+}
+
+// TestReadLayoutIsTheKernels pins ParseRead and AppendRead to the layouts the kernel
+// writes (perf_read_one and perf_read_group in kernel/events/core.c, documented in
+// perf_event_open(2)): a single event is { value, enabled, running, id, lost }, a group
+// { nr, enabled, running, { value, id, lost } x nr }. A round trip alone cannot catch a
+// consistent mis-order, which would hand a correction stage times instead of values.
+func TestReadLayoutIsTheKernels(t *testing.T) {
+	all := uint64(FormatTotalTimeEnabled | FormatTotalTimeRunning | FormatID | FormatLost)
+	cases := []struct {
+		name   string
+		format uint64
+		words  []uint64
+		want   Values
+	}{
+		{"single", all, []uint64{7, 100, 50, 9, 2},
+			Values{Enabled: 100, Running: 50, Members: []MirrorValue{{Value: 7, ID: 9, Lost: 2}}}},
+		{"single value+running", FormatTotalTimeRunning, []uint64{7, 50},
+			Values{Running: 50, Members: []MirrorValue{{Value: 7}}}},
+		{"group", all | FormatGroup, []uint64{2, 100, 50, 7, 9, 2, 8, 10, 3},
+			Values{Enabled: 100, Running: 50, Members: []MirrorValue{{7, 9, 2}, {8, 10, 3}}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var b []byte
+			for _, w := range c.words {
+				b = binary.NativeEndian.AppendUint64(b, w)
+			}
+			got, err := ParseRead(c.format, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("ParseRead = %+v, want %+v", got, c.want)
+			}
+			if again := AppendRead(nil, c.format, c.want); !bytes.Equal(again, b) {
+				t.Fatalf("AppendRead = %v, want %v", again, b)
+			}
+		})
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 	"unsafe"
@@ -91,8 +92,13 @@ func (c *testClient) call(typ uint16, body any, fd int) (any, int) {
 	return rep, rfd
 }
 
+// openPageFaults opens page-faults of the calling thread (pid 0 is a thread, not the
+// process), so it locks the test's goroutine to that thread for the rest of the test:
+// otherwise the faults a test makes land on whichever thread the goroutine moved to.
 func openPageFaults(t *testing.T, format uint64) int {
 	t.Helper()
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
 	attr := unix.PerfEventAttr{
 		Type:        unix.PERF_TYPE_SOFTWARE,
 		Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,

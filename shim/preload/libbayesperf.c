@@ -1113,16 +1113,23 @@ static ssize_t mirror_copy(const struct bp_mirror_page *pg, char *buf, size_t co
 				uint64_t tmp;
 				size_t k = 0;
 #define PUT(x) (tmp = (x), memcpy(o + k, &tmp, 8), k++)
-				if (fmt & PERF_FORMAT_GROUP)
+				/* The kernel's layouts (perf_read_one, perf_read_group): a single
+				 * event is { value, enabled, running, id, lost }, a group is
+				 * { nr, enabled, running, { value, id, lost } x nr }. */
+				int group = (fmt & PERF_FORMAT_GROUP) != 0;
+				if (group)
 					PUT(nr);
-				else
+				else {
 					nr = 1;
+					PUT(LOAD(pg->values[0].value));
+				}
 				if (fmt & PERF_FORMAT_TOTAL_TIME_ENABLED)
 					PUT(LOAD(pg->hdr.enabled));
 				if (fmt & PERF_FORMAT_TOTAL_TIME_RUNNING)
 					PUT(LOAD(pg->hdr.running));
 				for (uint32_t i = 0; i < nr; i++) {
-					PUT(LOAD(pg->values[i].value));
+					if (group)
+						PUT(LOAD(pg->values[i].value));
 					if (fmt & PERF_FORMAT_ID)
 						PUT(LOAD(pg->values[i].id));
 					if (fmt & PERF_FORMAT_LOST)
