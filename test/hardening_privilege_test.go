@@ -1,0 +1,360 @@
+package test
+
+// Privilege hardening (issue 8): who may talk to the sidecar, and what a client can do
+// with what the sidecar hands it. These tests need root (to create a second user with
+// useradd and to run programs as it), perf_event_open for software events and memfd
+// sealing.
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/bayesperf/bayesperf/shim"
+)
+
+// startSidecar runs `bayesperf sidecar --socket DIR/sock` in a fresh 0700 directory and
+// returns its pid and socket; it stops when the test ends.
+func startSidecar(t *testing.T) (int, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "bayesperf-hardening-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "sock")
+	cmd := exec.Command(filepath.Join(dropinBins(t), "bayesperf"), "sidecar", "--socket", sock)
+	lifeline, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		lifeline.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("sidecar exited with %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("sidecar did not stop within 5 s of its lifeline closing")
+		}
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		t.Fatalf("sidecar said %q, %v; want ready", line, err)
+	}
+	return cmd.Process.Pid, sock
+}
+
+// secondUser returns the uid and gid of bpuser, creating it (without a home directory)
+// if missing and removing it when the test ends.
+func secondUser(t *testing.T) (uint32, uint32) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create a second user and run programs as it")
+	}
+	u, err := user.Lookup("bpuser")
+	if err != nil {
+		if out, err := exec.Command("useradd", "-M", "-s", "/usr/sbin/nologin", "bpuser").CombinedOutput(); err != nil {
+			t.Fatalf("useradd bpuser: %v\n%s", err, out)
+		}
+		t.Cleanup(func() {
+			if out, err := exec.Command("userdel", "bpuser").CombinedOutput(); err != nil {
+				t.Errorf("userdel bpuser: %v\n%s", err, out)
+			}
+		})
+		if u, err = user.Lookup("bpuser"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if uid == 0 {
+		t.Fatal("bpuser is uid 0")
+	}
+	return uint32(uid), uint32(gid)
+}
+
+func asUser(uid, gid uint32, argv ...string) *exec.Cmd {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}}
+	cmd.Dir = "/"
+	return cmd
+}
+
+func peerSays(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v", cmd.Args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestHardeningSecondUserRefused: the sidecar runs as root; a real second user cannot
+// reach its socket (0700 directory), and when the directory is opened up on purpose,
+// the peer-credential check refuses it anyway, while root is still served. A tool run
+// by that user with the shim preloaded falls back to the kernel with one warning and
+// counts correctly.
+func TestHardeningSecondUserRefused(t *testing.T) {
+	uid, gid := secondUser(t)
+	dir := dropinBins(t)
+	pid, sock := startSidecar(t)
+	peer := filepath.Join(dir, "hardening_peer")
+
+	st, err := os.Stat(filepath.Dir(sock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o700 {
+		t.Errorf("socket directory mode %v, want 0700", st.Mode().Perm())
+	}
+	if got := peerSays(t, asUser(uid, gid, peer, sock)); got != "connect-failed:EACCES" {
+		t.Errorf("bpuser connecting through the 0700 directory: %s, want connect-failed:EACCES", got)
+	}
+	if got := peerSays(t, exec.Command(peer, sock)); got != "accepted" {
+		t.Errorf("root connecting: %s, want accepted", got)
+	}
+
+	// Open the directory and the socket to everyone: only SO_PEERCRED stands between
+	// bpuser and the sidecar now.
+	if err := os.Chmod(filepath.Dir(sock), 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sock, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if got := peerSays(t, asUser(uid, gid, peer, sock)); got != "refused" {
+		t.Errorf("bpuser connecting to an open socket: %s, want refused by the peer-credential check", got)
+	}
+
+	// A real tool as bpuser, shim preloaded, pointed at the root sidecar.
+	tool := asUser(uid, gid, "perf", "stat", "-x,", "-e", "page-faults", "--", filepath.Join(dir, "workload"), "500", "0", "3")
+	tool.Env = append(os.Environ(), "LD_PRELOAD="+filepath.Join(dir, "libbayesperf.so"), "BAYESPERF_SOCKET="+sock)
+	var stderr strings.Builder
+	tool.Stderr = &stderr
+	err = tool.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Errorf("perf stat as bpuser: %v, want the workload's status 3\n%s", err, stderr.String())
+	}
+	if w := bayesperfWarnings(stderr.String()); len(w) != 1 || !strings.Contains(w[0], "straight to the kernel") {
+		t.Errorf("warnings %q, want one saying events go to the kernel", w)
+	}
+	ls := byEvent(parseStatCSV(t, stderr.String(), false))
+	var faults float64
+	for name, l := range ls {
+		if strings.HasPrefix(name, "page-faults") {
+			faults = l.num(t)
+		}
+	}
+	if faults < 500 || faults > 700 {
+		t.Errorf("bpuser's page-faults %v, want 500..700 (500 touched pages plus start-up)\n%s", faults, stderr.String())
+	}
+	if !alive(pid) {
+		t.Fatal("the sidecar died")
+	}
+	if got := peerSays(t, exec.Command(peer, sock)); got != "accepted" {
+		t.Errorf("root connecting after bpuser was refused: %s, want accepted", got)
+	}
+}
+
+// TestHardeningRunSocketDirectory: the directory `bayesperf run` creates for its socket
+// is 0700 and ours, and the sidecar refuses to listen in one that is not.
+func TestHardeningRunSocketDirectory(t *testing.T) {
+	dir := dropinBins(t)
+	r := run(t, nil, filepath.Join(dir, "bayesperf"), "run", "--", "sh", "-c", `stat -c '%a %u' "$(dirname "$BAYESPERF_SOCKET")"`)
+	if got, want := strings.TrimSpace(r.stdout), fmt.Sprintf("700 %d", os.Geteuid()); r.status != 0 || got != want {
+		t.Errorf("socket directory %q (status %d), want %q", got, r.status, want)
+	}
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, nil, filepath.Join(dir, "bayesperf"), "sidecar", "--socket", filepath.Join(open, "sock"))
+	if r.status == 0 || !strings.Contains(r.stderr, "0700") {
+		t.Errorf("sidecar in a 0755 directory: status %d stderr %q; want a refusal naming 0700", r.status, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(open, "sock")); err == nil {
+		t.Error("the sidecar created its socket in a 0755 directory")
+	}
+}
+
+// TestHardeningSealedMemfds: every page the sidecar hands over is a sealed memfd; a
+// client can neither resize it nor (mirror pages) write it, so it cannot change what
+// the sidecar sees or make it fault.
+func TestHardeningSealedMemfds(t *testing.T) {
+	pid, sock := startSidecar(t)
+	c := dialSidecar(t, sock)
+	page, err := c.hello()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(page)
+	pf, err := unix.PerfEventOpen(perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0), 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		t.Fatalf("perf_event_open page-faults: %v", err)
+	}
+	defer unix.Close(pf)
+	st, mirror, err := c.register(1, perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0), 0, pf)
+	if err != nil || st != 0 || mirror < 0 {
+		t.Fatalf("register: status %d fd %d: %v", st, mirror, err)
+	}
+	defer unix.Close(mirror)
+	sa := perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0)
+	sa.Sample = 1
+	sa.Sample_type = unix.PERF_SAMPLE_TID
+	sf, err := unix.PerfEventOpen(sa, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		t.Fatalf("perf_event_open sampling page-faults: %v", err)
+	}
+	defer unix.Close(sf)
+	if st, _, err := c.register(2, sa, 0, sf); err != nil || st != 0 {
+		t.Fatalf("register sampling event: status %d: %v", st, err)
+	}
+	ringLen := 5 * os.Getpagesize()
+	st, ring, err := c.status(shim.MsgMap, shim.Map{Handle: 2, Prot: unix.PROT_READ | unix.PROT_WRITE, Length: uint64(ringLen)})
+	if err != nil || st != 0 || ring < 0 {
+		t.Fatalf("map: status %d fd %d: %v", st, ring, err)
+	}
+	defer unix.Close(ring)
+
+	base := unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_SEAL
+	for _, m := range []struct {
+		name  string
+		fd    int
+		seals int
+		size  int
+	}{
+		{"client page", page, base, shim.PageSize},
+		{"mirror page", mirror, base | unix.F_SEAL_FUTURE_WRITE, shim.PageSize},
+		{"mirror ring", ring, base, ringLen},
+	} {
+		got, err := unix.FcntlInt(uintptr(m.fd), unix.F_GET_SEALS, 0)
+		if err != nil || got&m.seals != m.seals {
+			t.Errorf("%s: seals %#x (%v), want at least %#x", m.name, got, err, m.seals)
+		}
+		if err := unix.Ftruncate(m.fd, 0); !errors.Is(err, unix.EPERM) {
+			t.Errorf("%s: shrinking gave %v, want EPERM", m.name, err)
+		}
+		if err := unix.Ftruncate(m.fd, int64(m.size)*4); !errors.Is(err, unix.EPERM) {
+			t.Errorf("%s: growing gave %v, want EPERM", m.name, err)
+		}
+		if _, err := unix.FcntlInt(uintptr(m.fd), unix.F_ADD_SEALS, 0); !errors.Is(err, unix.EPERM) {
+			t.Errorf("%s: adding seals gave %v, want EPERM (F_SEAL_SEAL)", m.name, err)
+		}
+		var s unix.Stat_t
+		if err := unix.Fstat(m.fd, &s); err != nil || s.Size != int64(m.size) {
+			t.Errorf("%s: size %d (%v), want %d", m.name, s.Size, err, m.size)
+		}
+	}
+	if _, err := unix.Mmap(mirror, 0, shim.PageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); !errors.Is(err, unix.EPERM) {
+		t.Errorf("writable mapping of a mirror page: %v, want EPERM", err)
+	}
+	if _, err := unix.Pwrite(mirror, []byte{1, 2, 3, 4}, 0); !errors.Is(err, unix.EPERM) {
+		t.Errorf("write to a mirror page: %v, want EPERM", err)
+	}
+	if mem, err := unix.Mmap(mirror, 0, shim.PageSize, unix.PROT_READ, unix.MAP_SHARED); err != nil {
+		t.Errorf("read-only mapping of a mirror page: %v", err)
+	} else {
+		if m, err := shim.NewMirror(mem); err != nil {
+			t.Errorf("mirror page: %v", err)
+		} else if h, _, ok := m.Snapshot(); !ok || h.State != shim.MirrorOK {
+			t.Errorf("mirror header %+v ok %v, want a published page", h, ok)
+		}
+		unix.Munmap(mem)
+	}
+	if !alive(pid) {
+		t.Fatal("the sidecar died")
+	}
+}
+
+// TestHardeningBadFds: a client that hands over no fd, a pipe, an eventfd, or refers
+// to a handle it has already closed gets an error status on the same connection; the
+// sidecar stays up and serves the same client's real perf fd afterwards.
+func TestHardeningBadFds(t *testing.T) {
+	pid, sock := startSidecar(t)
+	c := dialSidecar(t, sock)
+	page, err := c.hello()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(page)
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(efd)
+	attr := perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0)
+	for i, fds := range [][]int{nil, {p[0]}, {efd}, {efd, p[1]}} {
+		st, fd, err := c.register(uint32(10+i), attr, 0, fds...)
+		if err != nil || st != -int32(unix.EBADF) || fd >= 0 {
+			t.Errorf("register with fds %v: status %d fd %d %v, want -EBADF and no fd", fds, st, fd, err)
+		}
+	}
+	pf, err := unix.PerfEventOpen(attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, mirror, err := c.register(1, attr, 0, pf)
+	if err != nil || st != 0 {
+		t.Fatalf("register a real perf fd after the bad ones: status %d: %v", st, err)
+	}
+	unix.Close(mirror)
+	// The same handle again (a lie: the shim never reuses a live handle).
+	if st, _, err := c.register(1, attr, 0, pf); err != nil || st != -int32(unix.EEXIST) {
+		t.Errorf("second registration of handle 1: status %d %v, want -EEXIST", st, err)
+	}
+	unix.Close(pf)
+	if st, _, err := c.status(shim.MsgUnregister, shim.Handle{Handle: 1}); err != nil || st != 0 {
+		t.Fatalf("unregister: status %d: %v", st, err)
+	}
+	// Every request about the closed handle, or one never registered, is an error.
+	for _, q := range []struct {
+		typ  uint16
+		body any
+	}{
+		{shim.MsgRefresh, shim.Handle{Handle: 1}},
+		{shim.MsgUnregister, shim.Handle{Handle: 1}},
+		{shim.MsgMap, shim.Map{Handle: 1, Prot: unix.PROT_READ, Length: 3 * 4096}},
+		{shim.MsgUnmap, shim.Handle{Handle: 1}},
+		{shim.MsgRefresh, shim.Handle{Handle: 99}},
+	} {
+		if st, fd, err := c.status(q.typ, q.body); err != nil || st != -int32(unix.ENOENT) || fd >= 0 {
+			t.Errorf("request %#x %+v about a closed handle: status %d fd %d %v, want -ENOENT", q.typ, q.body, st, fd, err)
+		}
+	}
+	if !alive(pid) {
+		t.Fatal("the sidecar died")
+	}
+}
