@@ -21,7 +21,7 @@ FUZZ_LONG  ?= 5m
 PKGS ?= ./...
 TEST_TIMEOUT ?= 75m
 
-.PHONY: all build deps test test-go fuzz fuzz-short run bench generate docs clean
+.PHONY: all build deps test fuzz fuzz-short run usage bench clean
 all: build
 
 include $(wildcard mk/*.mk)
@@ -70,6 +70,10 @@ fuzz:
 # eval fragment (mk/eval.mk) as run-demo.
 run: deps build
 	@$(MAKE) --no-print-directory run-demo
+
+# usage regenerates docs/usage.md from the commands' own --help.
+usage: $(BIN)/bayesperf
+	docs/gen/usage.sh $(BIN)/bayesperf docs/usage.md
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
