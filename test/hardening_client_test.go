@@ -210,6 +210,16 @@ func procFds(pid int) (fds, memfds int, err error) {
 	return fds, memfds, nil
 }
 
+// procMemfdMaps counts pid's mappings of bayesperf memfds (the sidecar closes its memfd
+// fds once handed over and keeps only the mappings).
+func procMemfdMaps(pid int) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return 0, err
+	}
+	return strings.Count(string(b), "/memfd:bayesperf"), nil
+}
+
 // procRSSKiB is pid's VmRSS.
 func procRSSKiB(pid int) (int, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))

@@ -1,0 +1,308 @@
+package test
+
+// Hostile clients (issue 8): clients of the sidecar's socket that send garbage or lie,
+// next to a real, well-behaved `perf stat -I` under `bayesperf run`. Needs root only for
+// nothing in particular; perf_event_open for software events and the perf binary.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/bayesperf/bayesperf/shim"
+)
+
+// TestHardeningHostileClients: while perf stat -I 100 counts a 5 s workload through the
+// sidecar, other clients send truncated, oversized, garbage and out-of-order messages,
+// lie about their pid, pass too many fds, send bad attrs and ring sizes, and lie about
+// data_tail in their mirror ring, then scribble over it and unmap it. Each gets an error
+// status or a closed connection; the sidecar stays up, ends with the fds it had, and perf
+// stat prints every interval with the right total and no warning.
+func TestHardeningHostileClients(t *testing.T) {
+	var stderr strings.Builder
+	cmd, pid, sock, sf := sidecarUnderRun(t, &stderr, append([]string{"perf", "stat", "-I", "100", "-x,", "-e", "page-faults,task-clock", "--"},
+		workload(t, "0", "0", "0", "5000")...)...)
+	baseFds, baseMem := waitFdsStable(t, pid)
+	start := time.Now()
+	rng := rand.New(rand.NewPCG(8, 8))
+	var attacks atomic.Int64
+
+	// expectClosed: the sidecar must close a connection that broke the protocol.
+	expectClosed := func(what string, c *protoClient) {
+		t.Helper()
+		attacks.Add(1)
+		if !c.closed() {
+			t.Errorf("%s: the sidecar kept the connection", what)
+		}
+	}
+	hdr := func(typ uint16, size uint32) []byte {
+		b, _ := binary.Append(nil, binary.NativeEndian, shim.MsgHdr{Magic: shim.MsgMagic, Version: shim.ABIVersion, Type: typ, Size: size, Seq: 1})
+		return b
+	}
+	hello, _ := shim.Encode(shim.MsgHello, 1, shim.Hello{Pid: int32(os.Getpid())})
+
+	// Garbage of every length up to a register message, before any HELLO.
+	for i := range 20 {
+		g := make([]byte, 1+rng.IntN(400))
+		for j := range g {
+			g[j] = byte(rng.Uint32())
+		}
+		if i%2 == 0 && len(g) >= 16 { // valid magic and version, garbage after
+			copy(g, hdr(uint16(rng.IntN(9)), uint32(rng.Uint32())))
+		}
+		c := dialSidecar(t, sock)
+		c.send(g)
+		expectClosed("garbage", c)
+	}
+	for _, m := range []struct {
+		what string
+		b    []byte
+	}{
+		{"half a header", hello[:7]},
+		{"a header alone", hello[:16]},
+		{"a truncated HELLO", hello[:len(hello)-1]},
+		{"HELLO saying 4 GiB", append(hdr(shim.MsgHello, 1<<32-1), hello[16:]...)},
+		{"HELLO with a trailing byte", append(append([]byte(nil), hello...), 0)},
+		{"an oversized packet", append(append([]byte(nil), hello...), make([]byte, 64<<10)...)},
+		{"a REFRESH before HELLO", mustEncode(t, shim.MsgRefresh, shim.Handle{Handle: 1})},
+		{"a reply type", mustEncode(t, shim.MsgRefresh|shim.MsgReply, shim.Status{})},
+		{"HELLO lying about its pid", mustEncode(t, shim.MsgHello, shim.Hello{Pid: int32(os.Getpid() + 1)})},
+		{"an empty packet", nil},
+	} {
+		c := dialSidecar(t, sock)
+		c.send(m.b)
+		expectClosed(m.what, c)
+	}
+
+	// After a good HELLO: a second HELLO, then too many fds for one message.
+	c := dialSidecar(t, sock)
+	if p, err := c.hello(); err != nil {
+		t.Fatal(err)
+	} else {
+		unix.Close(p)
+	}
+	c.send(hello)
+	expectClosed("a second HELLO", c)
+
+	c = dialSidecar(t, sock)
+	if p, err := c.hello(); err != nil {
+		t.Fatal(err)
+	} else {
+		unix.Close(p)
+	}
+	var many []int
+	for range 12 {
+		fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		many = append(many, fd)
+	}
+	reg := shim.Register{Handle: 1, CPU: -1, GroupFd: -1, AttrSize: 64}
+	c.send(mustEncode(t, shim.MsgRegister, reg), many...)
+	expectClosed("a REGISTER with 12 fds", c)
+	for _, fd := range many {
+		unix.Close(fd)
+	}
+
+	// Lies that are errors, not protocol breaks: the connection stays.
+	c = dialSidecar(t, sock)
+	if p, err := c.hello(); err != nil {
+		t.Fatal(err)
+	} else {
+		unix.Close(p)
+	}
+	attr := perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0)
+	pf, err := unix.PerfEventOpen(attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := *attr
+	bad.Read_format = 1 << 40
+	if st, _, err := c.register(1, &bad, 0, pf); err != nil || st != -int32(unix.EINVAL) {
+		t.Errorf("register with unknown read_format bits: status %d %v, want -EINVAL", st, err)
+	}
+	attacks.Add(1)
+	unix.Close(pf)
+
+	runtime.LockOSThread() // the sampling event counts this thread's page faults
+	defer runtime.UnlockOSThread()
+	sa := perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0)
+	sa.Sample = 1
+	sa.Sample_type = unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_ADDR
+	sfd, err := unix.PerfEventOpen(sa, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(sfd)
+	if st, _, err := c.register(2, sa, 0, sfd); err != nil || st != 0 {
+		t.Fatalf("register a sampling event: status %d %v", st, err)
+	}
+	pg := os.Getpagesize()
+	for _, n := range []uint64{0, 1, uint64(pg), uint64(pg) + 1, 4 * uint64(pg), 1 << 40, math.MaxUint64 - uint64(pg) + 1} {
+		if st, fd, err := c.status(shim.MsgMap, shim.Map{Handle: 2, Prot: unix.PROT_READ | unix.PROT_WRITE, Length: n}); err != nil || st != -int32(unix.EINVAL) || fd >= 0 {
+			t.Errorf("map a ring of %d bytes: status %d fd %d %v, want -EINVAL", n, st, fd, err)
+		}
+		attacks.Add(1)
+	}
+	ringLen := 5 * pg
+	st, rfd, err := c.status(shim.MsgMap, shim.Map{Handle: 2, Prot: unix.PROT_READ | unix.PROT_WRITE, Length: uint64(ringLen)})
+	if err != nil || st != 0 || rfd < 0 {
+		t.Fatalf("map a ring: status %d fd %d %v", st, rfd, err)
+	}
+	ring, err := unix.Mmap(rfd, 0, ringLen, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := (*uint64)(unsafe.Pointer(&ring[1024]))
+	tail := (*uint64)(unsafe.Pointer(&ring[1032]))
+	flush := func(what string) {
+		t.Helper()
+		touchAnon(64)
+		if st, _, err := c.status(shim.MsgFlush, shim.Handle{Handle: 0}); err != nil || st != 0 {
+			t.Errorf("flush after %s: status %d %v", what, st, err)
+		}
+		attacks.Add(1)
+	}
+	flush("nothing")
+	if atomic.LoadUint64(head) == 0 {
+		t.Errorf("no record reached the mirror ring of a sampling page-faults event")
+	}
+	for _, lie := range []uint64{atomic.LoadUint64(head) + 1<<40, math.MaxUint64, atomic.LoadUint64(head) + 8, 3} {
+		atomic.StoreUint64(tail, lie)
+		flush("data_tail " + itoa(lie))
+	}
+	for i := pg; i < ringLen; i++ { // scribble over the data pages
+		ring[i] = byte(rng.Uint32())
+	}
+	for i := 0; i < 1024; i++ { // and the header the sidecar wrote
+		ring[i] = byte(rng.Uint32())
+	}
+	flush("scribbling over the ring")
+	if err := unix.Ftruncate(rfd, 0); !errors.Is(err, unix.EPERM) {
+		t.Errorf("truncating the ring memfd: %v, want EPERM", err)
+	}
+	unix.Munmap(ring)
+	unix.Close(rfd)
+	flush("unmapping the ring")
+	if st, _, err := c.status(shim.MsgUnmap, shim.Handle{Handle: 2}); err != nil || st != 0 {
+		t.Errorf("unmap: status %d %v", st, err)
+	}
+	if st, _, err := c.status(shim.MsgUnregister, shim.Handle{Handle: 2}); err != nil || st != 0 {
+		t.Errorf("unregister: status %d %v", st, err)
+	}
+	// A client that goes away with an event and a ring still registered.
+	c2 := dialSidecar(t, sock)
+	if p, err := c2.hello(); err != nil {
+		t.Fatal(err)
+	} else {
+		unix.Close(p)
+	}
+	if st, mfd, err := c2.register(1, sa, 0, sfd); err != nil || st != 0 {
+		t.Errorf("register: status %d %v", st, err)
+	} else {
+		unix.Close(mfd)
+	}
+	if st, rfd, err := c2.status(shim.MsgMap, shim.Map{Handle: 1, Prot: unix.PROT_READ, Length: uint64(ringLen)}); err != nil || st != 0 {
+		t.Errorf("map read-only: status %d %v", st, err)
+	} else {
+		unix.Close(rfd)
+	}
+	c2.conn.Close()
+	c.conn.Close()
+
+	if !alive(pid) {
+		t.Fatal("the sidecar died")
+	}
+	elapsed := time.Since(start)
+	good := dialSidecar(t, sock)
+	if p, err := good.hello(); err != nil {
+		t.Errorf("a well-behaved client after the attacks: %v", err)
+	} else {
+		unix.Close(p)
+	}
+	good.conn.Close()
+	fds, mem := waitFdsStable(t, pid)
+	if fds != baseFds || mem != baseMem {
+		t.Errorf("sidecar fds %d (memfd mappings %d) after the attacks, %d (%d) before", fds, mem, baseFds, baseMem)
+	}
+	err = cmd.Wait()
+	if err != nil {
+		t.Fatalf("bayesperf run -- perf stat: %v\n%s", err, stderr.String())
+	}
+	if w := bayesperfWarnings(stderr.String()); len(w) != 0 {
+		t.Errorf("warnings %q in the well-behaved tool", w)
+	}
+	var faults, intervals float64
+	for _, l := range parseStatCSV(t, stderr.String(), true) {
+		if l.event == "page-faults" && l.value != "<not counted>" {
+			faults += l.num(t)
+			intervals++
+		}
+	}
+	if intervals < 10 || faults < 5000 || faults > 5200 {
+		t.Errorf("%v intervals adding up to %v page faults; want >= 10 and 5000..5200\n%s", intervals, faults, stderr.String())
+	}
+	s := readStats(t, sf)
+	if s.SidecarLost || s.MirrorReads == 0 {
+		t.Errorf("stats %+v: want the sidecar alive to the end and perf's reads served from mirrors", s)
+	}
+	t.Logf("%d hostile requests/connections in %v; sidecar fds %d memfd mappings %d before and after; perf stat: %v intervals, %v page faults, %d mirror reads",
+		attacks.Load(), elapsed.Round(time.Millisecond), baseFds, baseMem, intervals, faults, s.MirrorReads)
+}
+
+func mustEncode(t *testing.T, typ uint16, body any) []byte {
+	t.Helper()
+	b, err := shim.Encode(typ, 1, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func itoa(v uint64) string { return fmt.Sprintf("%#x", v) }
+
+// touchAnon makes n minor page faults in the calling thread.
+func touchAnon(n int) {
+	pg := os.Getpagesize()
+	b, err := unix.Mmap(-1, 0, n*pg, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		return
+	}
+	for i := range n {
+		b[i*pg] = 1
+	}
+	unix.Munmap(b)
+}
+
+// waitFdsStable returns pid's fd and memfd mapping counts once they have not changed for 200 ms
+// (connections being dropped close their fds asynchronously), or after 3 s.
+func waitFdsStable(t *testing.T, pid int) (int, int) {
+	t.Helper()
+	var lf, lm int
+	stable := time.Now()
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		f, _, err := procFds(pid)
+		m, merr := procMemfdMaps(pid)
+		if err != nil || merr != nil {
+			t.Fatalf("count the sidecar's fds: %v", err)
+		}
+		if f != lf || m != lm {
+			lf, lm, stable = f, m, time.Now()
+		} else if time.Since(stable) >= 200*time.Millisecond {
+			break
+		}
+	}
+	return lf, lm
+}
