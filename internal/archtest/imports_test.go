@@ -22,8 +22,14 @@ var rules = []rule{
 	{"inference", []string{"inference", "gonum.org/v1/gonum"}},
 	// The perf ring ABI: knows nothing about inference or BPF.
 	{"ringbuf", []string{"ringbuf", "golang.org/x/sys"}},
-	// The shim's Go side (ABI mirror, messages): below the sidecar.
-	{"shim", []string{"shim", "ringbuf", "internal/perf", "golang.org/x/sys"}},
+	// The shim's Go side (ABI mirror, messages): below the sidecar, knows only the ABI.
+	{"shim", []string{"shim", "golang.org/x/sys"}},
+	// The server knows the ABI and the ring; correction plugs in through its Stage.
+	{"internal/sidecar", []string{"internal/sidecar", "shim", "ringbuf", "internal/perf", "golang.org/x/sys"}},
+	// The virtual PMU: real events plus schedules, no knowledge of the sidecar.
+	{"internal/vpmu", []string{"internal/vpmu", "internal/sidecar", "shim", "internal/perf", "inference", "golang.org/x/sys"}},
+	// End-to-end tests use the binaries, as a user would.
+	{"test", []string{"test", "golang.org/x/sys", "github.com/stretchr/testify"}},
 	// BPF collection: owns the BPF objects; produces perf.Snapshots.
 	{"bpf", []string{"bpf", "internal/perf", "github.com/cilium/ebpf", "golang.org/x/sys"}},
 	// perf_event_open and event names: the bottom of the system side.
