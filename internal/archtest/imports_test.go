@@ -26,7 +26,7 @@ var rules = []rule{
 	{"shim", []string{"shim", "golang.org/x/sys"}},
 	// The server knows the ABI and the ring; correction plugs in through its Stage.
 	{"internal/sidecar", []string{"internal/sidecar", "shim", "ringbuf", "internal/perf", "golang.org/x/sys"}},
-	// The virtual PMU: real events plus schedules, no knowledge of the sidecar.
+	// The virtual PMU over real events and schedules; vstage plugs it into the sidecar.
 	{"internal/vpmu", []string{"internal/vpmu", "internal/sidecar", "shim", "internal/perf", "inference", "golang.org/x/sys"}},
 	// End-to-end tests use the binaries, as a user would.
 	{"test", []string{"test", "golang.org/x/sys", "github.com/stretchr/testify"}},
