@@ -524,10 +524,11 @@ func TestStatMatchesPerfStat(t *testing.T) {
 // Under multiplexing, bayesperf's totals are closer to the truth than the kernel's
 // scaling. The deterministic C workload faults exactly PAGES + SPIN_MS pages plus its
 // startup's, so perf stat of an unmultiplexed run is the truth; bayesperf stat runs it
-// with 6 events on 2 virtual counters. Measured on the 2-core VM (5 runs): page-faults
-// total error 0.3-4.2% for bayesperf, 4-22% for Linux's scaling, and the truth inside
-// bayesperf's 95% interval every time. Asserted: summed over 3 runs, bayesperf's error is
-// below Linux's.
+// with 6 events on 2 virtual counters. Measured on the 2-core VM (26 runs, 800 ms
+// spin): page-faults total error 0-8% for bayesperf, 0-50% for Linux's scaling (median
+// 2% and 11%), the truth inside bayesperf's 95% interval in 16 of 18 logged runs.
+// Asserted: summed over 5 runs (one lucky Linux run can beat it; five rarely do),
+// bayesperf's error is below Linux's.
 func TestStatVirtualTotalsBeatLinux(t *testing.T) {
 	if _, err := exec.LookPath("perf"); err != nil {
 		t.Fatalf("the perf binary is required (apt-get install linux-perf): %v", err)
@@ -536,7 +537,7 @@ func TestStatVirtualTotalsBeatLinux(t *testing.T) {
 	if out, err := exec.Command("gcc", "-O2", "-o", wl, "c/workload.c").CombinedOutput(); err != nil {
 		t.Fatalf("compile c/workload.c (gcc is required): %v\n%s", err, out)
 	}
-	args := []string{wl, "2000", "20", "0", "800"}
+	args := []string{wl, "2000", "20", "0", "600"}
 	perf := exec.Command("perf", append([]string{"stat", "-x,", "-e", "page-faults"}, args...)...)
 	var pe bytes.Buffer
 	perf.Stderr = &pe
@@ -544,12 +545,13 @@ func TestStatVirtualTotalsBeatLinux(t *testing.T) {
 		t.Fatalf("perf stat: %v\n%s", err, pe.String())
 	}
 	truth, err := strconv.ParseFloat(strings.Split(strings.TrimSpace(pe.String()), ",")[0], 64)
-	if err != nil || truth < 2800 {
-		t.Fatalf("perf stat page-faults %q: %v (want about 2800 and more)", pe.String(), err)
+	if err != nil || truth < 2600 {
+		t.Fatalf("perf stat page-faults %q: %v (want 2600 and more)", pe.String(), err)
 	}
 	var bpErr, lxErr float64
 	inside := 0
-	for range 3 {
+	const runs = 5
+	for range runs {
 		_, errOut, code := runBin(t, append([]string{"stat", "-x,", "--virtual-counters", "2",
 			"-e", "page-faults,minor-faults,major-faults,context-switches,sched:sched_switch,raw_syscalls:sys_enter", "--"}, args...)...)
 		if code != 0 {
@@ -570,7 +572,7 @@ func TestStatVirtualTotalsBeatLinux(t *testing.T) {
 			t.Logf("page-faults truth %v: bayesperf %v [%v, %v], linux %v (running %.2f%%)", truth, l.value, l.lo, l.hi, l.lnx, l.pct)
 		}
 	}
-	t.Logf("summed absolute error over 3 runs: bayesperf %.0f, linux %.0f; truth inside the interval %d/3", bpErr, lxErr, inside)
+	t.Logf("summed absolute error over %d runs: bayesperf %.0f, linux %.0f; truth inside the interval %d/%d", runs, bpErr, lxErr, inside, runs)
 	if bpErr >= lxErr {
 		t.Errorf("bayesperf's page-faults totals are off by %.0f in all, Linux scaling's by %.0f", bpErr, lxErr)
 	}
