@@ -24,8 +24,9 @@
 // for part of a slice gives count/running with a noise that grows with the uncounted
 // share. Inequalities (misses <= accesses; counts >= 0) are imposed by assumed-density
 // filtering, the one-pass form of Expectation Propagation: when the posterior mean
-// violates a constraint, the posterior is replaced by the Gaussian with the moments of
-// its truncation. Non-linear relations are linearised at the current mean every slice
+// clearly violates a constraint (by more than one standard deviation: applied at the
+// bound, repeated truncation ratchets a count that sits at its bound upwards), the
+// posterior is replaced by the Gaussian with the moments of its truncation. Non-linear relations are linearised at the current mean every slice
 // (a Gaussian site, first-order EP). The rest is the exact Kalman filter (Observe) and
 // Rauch-Tung-Striebel smoother (Estimate: given everything observed so far, for live
 // reads and final values alike), with cross-slice covariances carried into the
