@@ -18,9 +18,9 @@ const (
 func (r *Result) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "read of one counting event: %s\n%d batches of %d reads per method, interleaved\n\n", r.Event, r.Batches, r.BatchReads)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "method\tns/read p50\tp10\tp90\tx shim\t")
+	fmt.Fprintf(tw, "%-36s\tns/read p50\tp10\tp90\tvs shim\t\n", "method")
 	row := func(name string, s *Spread) {
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.2f\t\n", name, s.P50, s.P10, s.P90, s.P50/r.ShimReadNs)
+		fmt.Fprintf(tw, "%-36s\t%.1f\t%.1f\t%.1f\t%.3gx\t\n", name, s.P50, s.P10, s.P90, s.P50/r.ShimReadNs)
 	}
 	row("native read(2)", r.Native)
 	row("shim mirror read()", r.Shim)
@@ -31,7 +31,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if r.Rdpmc != nil {
 		row("rdpmc (user page)", r.Rdpmc)
 	} else {
-		fmt.Fprintf(tw, "rdpmc (user page)\t-\t-\t-\t-\t\n")
+		fmt.Fprintf(tw, "%-36s\t-\t-\t-\t-\t\n", "rdpmc (user page)")
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
