@@ -159,12 +159,13 @@ func checkEstimates(t *testing.T, ls []csvLine) {
 		if l.lo > l.value+eps || l.value > l.hi+eps {
 			t.Errorf("%s at %.3f: value %v outside its interval [%v, %v]", l.event, l.ts, l.value, l.lo, l.hi)
 		}
-		// Where the event was seen firing, its interval must admit it, and a busy event
-		// (kernel-scaled >= 100) must have a positive value. A handful of counts seen in
-		// part of an interval may legitimately be estimated below 0.5, which prints as
-		// 0: the model weighs them against the event's quiet history and relations.
-		if l.lnx > 0 && l.run > 0 && !(l.hi > 0) {
-			t.Errorf("%s at %.3f: counted %v (kernel scaling) but bayesperf's interval is [%v, %v]", l.event, l.ts, l.lnx, l.lo, l.hi)
+		// The truth is at least what was counted (the raw count, kernel-scaled value
+		// times the running share): the interval must reach it, up to the printed
+		// rounding. And a busy event (kernel-scaled >= 100) must have a positive value;
+		// a handful of counts seen in part of an interval may legitimately be estimated
+		// below 0.5, which prints as 0.
+		if raw := l.lnx * l.pct / 100; l.run > 0 && l.hi < raw*0.999-1 {
+			t.Errorf("%s at %.3f: %.0f counted but bayesperf's interval is [%v, %v]", l.event, l.ts, raw, l.lo, l.hi)
 		}
 		if l.lnx >= 100 && l.run > 0 && !(l.value > 0) {
 			t.Errorf("%s at %.3f: counted %v (kernel scaling) but bayesperf says %v", l.event, l.ts, l.lnx, l.value)
@@ -195,8 +196,9 @@ func TestStatVirtualCountersIntervals(t *testing.T) {
 			ivs[len(ivs)-1] = append(ivs[len(ivs)-1], l)
 		}
 	}
-	// A 1 s run at -I 100: 10 intervals, the last one possibly split around the exit.
-	if len(ivs) < 8 || len(ivs) > 12 {
+	// A 1 s run at -I 100: about 10 intervals, more when a loaded machine slows the
+	// workload's start or its phases overrun.
+	if len(ivs) < 8 || len(ivs) > 30 {
 		t.Fatalf("%d interval blocks, want about 10", len(ivs))
 	}
 	for k, iv := range ivs {
