@@ -213,7 +213,8 @@ func TestStatVirtualCountersIntervals(t *testing.T) {
 		if k > 0 && iv[0].ts <= ivs[k-1][0].ts {
 			t.Errorf("timestamps not increasing: %v then %v", ivs[k-1][0].ts, iv[0].ts)
 		}
-		if want := 0.1 * float64(k+1); k < len(ivs)-1 && (iv[0].ts < want-0.001 || iv[0].ts > want+0.05) {
+		// Never early; late only by how long a loaded machine keeps us from running.
+		if want := 0.1 * float64(k+1); k < len(ivs)-1 && (iv[0].ts < want-0.001 || iv[0].ts > want+0.25) {
 			t.Errorf("interval %d ends at %.3f s, want %.1f s", k, iv[0].ts, want)
 		}
 	}
