@@ -190,6 +190,7 @@ struct bp_event {
 	uint64_t synced_gen;                  /* sync_gen at the last refresh */
 	int self;                             /* the event counts the reading process itself */
 	int backward;                         /* attr.write_backward */
+	int member;                           /* opened into a group (group_fd >= 0) */
 };
 
 #define BP_MAX_FD 65536
@@ -489,6 +490,11 @@ static void release_locked(struct bp_event *ev)
 {
 	if (--ev->refs > 0)
 		return;
+	/* A member leaving its group changes the leader's group read at once (the kernel
+	 * detaches it when the last fd goes, right after this): every mirror refreshes
+	 * before it is served again, as after an ioctl. */
+	if (ev->member)
+		__atomic_add_fetch(&sync_gen, 1, __ATOMIC_RELEASE);
 	if (ev->epoch == conn_epoch) {
 		pthread_mutex_lock(&conn_lock);
 		if (conn_state == CONN_UP) {
@@ -623,6 +629,7 @@ static void register_event(int fd, const struct perf_event_attr *attr, long pid,
 	ev->synced_gen = __atomic_load_n(&sync_gen, __ATOMIC_RELAXED);
 	ev->self = counts_self(pid);
 	ev->backward = attr->write_backward;
+	ev->member = group_fd >= 0;
 	pthread_mutex_lock(&tab_lock);
 	if (fdtab[fd] != NULL) /* cannot happen: the kernel just gave us this number */
 		release_locked(fdtab[fd]);
@@ -644,6 +651,10 @@ static long bp_perf_event_open(struct perf_event_attr *attr, long pid, long cpu,
 	 * syscall()'s varargs leaves the upper halves of the registers undefined. */
 	if (__atomic_load_n(&conn_state, __ATOMIC_ACQUIRE) != CONN_DOWN)
 		register_event((int)fd, attr, (int)pid, (int)cpu, (int)group_fd, flags);
+	/* A new member changes its leader's group read at once, and the leader's mirror
+	 * may be younger than the staleness bound: refresh every mirror before serving it. */
+	if ((int)group_fd >= 0)
+		__atomic_add_fetch(&sync_gen, 1, __ATOMIC_RELEASE);
 	guard--;
 	errno = saved;
 	return fd;
