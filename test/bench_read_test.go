@@ -46,7 +46,7 @@ func TestBenchReadJSON(t *testing.T) {
 	dir := readbenchBins(t)
 	const batches, iters = 30, 500
 	r := run(t, nil, filepath.Join(dir, "bayesperf"), "bench", "read", "--json",
-		"--batches", "30", "--iterations", "500", "--age-samples", "300", "--seed", "3")
+		"--batches", "30", "--iterations", "15000", "--age-samples", "300", "--seed", "3")
 	if r.status != 0 {
 		t.Fatalf("bench read: status %d\n%s%s", r.status, r.stdout, r.stderr)
 	}
@@ -93,6 +93,9 @@ func TestBenchReadJSON(t *testing.T) {
 	if !(p50 >= 0 && p50 <= p99 && p99 <= mx) {
 		t.Errorf("ages: want 0 <= p50 <= p99 <= max, got %v, %v, %v us", p50, p99, mx)
 	}
+	if num("batches") != batches || num("batch_reads") != iters {
+		t.Errorf("batches %v of %v reads, want %d of %d", m["batches"], m["batch_reads"], batches, iters)
+	}
 	if num("age_samples") != 300 {
 		t.Errorf("age_samples = %v, want 300", m["age_samples"])
 	}
@@ -106,7 +109,7 @@ func TestBenchReadJSON(t *testing.T) {
 func TestBenchReadTableAndUsage(t *testing.T) {
 	dir := readbenchBins(t)
 	bp := filepath.Join(dir, "bayesperf")
-	r := run(t, nil, bp, "bench", "read", "--batches", "5", "--iterations", "200", "--age-samples", "20")
+	r := run(t, nil, bp, "bench", "read", "--batches", "5", "--iterations", "1000", "--age-samples", "20")
 	if r.status != 0 {
 		t.Fatalf("bench read: status %d\n%s%s", r.status, r.stdout, r.stderr)
 	}
@@ -119,7 +122,7 @@ func TestBenchReadTableAndUsage(t *testing.T) {
 		t.Errorf("bench --help: status %d\n%s", r.status, r.stdout)
 	}
 	for _, args := range [][]string{{"bench"}, {"bench", "write"}, {"bench", "read", "--iterations", "0"},
-		{"bench", "read", "--age-samples", "-1"}, {"bench", "read", "extra"}, {"bench", "read", "--bogus"}} {
+		{"bench", "read", "--age-samples", "-1"}, {"bench", "read", "--iterations", "10", "--batches", "20"}, {"bench", "read", "extra"}, {"bench", "read", "--bogus"}} {
 		if r := run(t, nil, append([]string{bp}, args...)...); r.status != 2 || r.stderr == "" {
 			t.Errorf("%q: status %d, stderr %q; want 2 with a message", args, r.status, r.stderr)
 		}

@@ -64,8 +64,10 @@ OPTIONS
                     native_over_shim, shim_over_floor, *_spread {p10,p50,p90,n},
                     age_max_us, age_samples, age_ambiguous, batches, batch_reads,
                     mirror_reads, passthrough_reads, sync_refreshes.
-    --iterations N  Reads per method per batch (default 1000).
-    --batches K     Timed batches per method (default 200).
+    --iterations N  Timed reads per method (default 200000), in K batches of
+                    N/K reads each.
+    --batches K     Timed batches per method, the unit of the spreads
+                    (default 200).
     --age-samples N Shim reads sampled for the data age (default 2000; 0: none).
     --seed S        Seed of the spacing of age samples (default 1).
     --readbench PATH
@@ -75,7 +77,7 @@ OPTIONS
 
 EXAMPLES
     bayesperf bench read
-    bayesperf bench read --json --iterations 2000 --batches 100
+    bayesperf bench read --json --iterations 100000 --batches 100
 
 EXIT STATUS
     0 when the run completed (whether or not the bounds hold); 1 when it
@@ -99,7 +101,7 @@ func benchMain(args []string) int {
 	fs := flag.NewFlagSet("bench read", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "")
-	iters := fs.Int("iterations", 1000, "")
+	iters := fs.Int("iterations", 200000, "")
 	batches := fs.Int("batches", 200, "")
 	ages := fs.Int("age-samples", 2000, "")
 	seed := fs.Uint64("seed", 1, "")
@@ -120,6 +122,9 @@ func benchMain(args []string) int {
 	case *iters <= 0 || *batches <= 0 || *ages < 0:
 		fmt.Fprint(os.Stderr, "bayesperf bench read: --iterations and --batches must be positive, --age-samples not negative\n")
 		return 2
+	case *iters < *batches:
+		fmt.Fprintf(os.Stderr, "bayesperf bench read: --iterations %d is fewer than one read per batch of --batches %d\n", *iters, *batches)
+		return 2
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -137,7 +142,7 @@ func benchMain(args []string) int {
 	defer stop()
 	res, _, err := bench.RunRead(ctx, bench.Options{
 		Bayesperf: self, Readbench: *readbench, Shim: *shimPath,
-		Batches: *batches, BatchReads: *iters, AgeSamples: *ages, Seed: *seed,
+		Batches: *batches, BatchReads: *iters / *batches, AgeSamples: *ages, Seed: *seed,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bayesperf bench read: %v\n", err)

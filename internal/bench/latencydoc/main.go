@@ -22,7 +22,7 @@ func main() {
 	bin := flag.String("bin", "bin", "directory with bayesperf, libbayesperf.so and bayesperf-readbench")
 	out := flag.String("out", "docs", "directory for latency.md and its chart")
 	batches := flag.Int("batches", 200, "timed batches per method")
-	iters := flag.Int("iterations", 1000, "reads per batch")
+	iters := flag.Int("batch-reads", 1000, "reads per batch")
 	ages := flag.Int("age-samples", 2000, "shim reads sampled for the data age")
 	flag.Parse()
 	if err := run(*bin, *out, bench.Options{Batches: *batches, BatchReads: *iters, AgeSamples: *ages, Seed: 1}); err != nil {
