@@ -320,6 +320,19 @@ static int send_msg(uint16_t type, const void *body, size_t len, int fd, uint32_
 	}
 }
 
+static uint64_t now_ns(void);
+
+/* reply_timeout_ms is how long the shim waits for a reply in all (set_timeout). */
+static long reply_timeout_ms = 2000;
+
+static void set_rcvtimeo(int fd, uint64_t ns)
+{
+	struct timeval tv = {.tv_sec = (time_t)(ns / 1000000000u), .tv_usec = (suseconds_t)(ns % 1000000000u / 1000u)};
+	if (tv.tv_sec == 0 && tv.tv_usec == 0)
+		tv.tv_usec = 1; /* 0 would mean no timeout */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
 /* recv_reply receives the reply to request seq of type, with an optional fd. */
 static int recv_reply(uint16_t type, uint32_t seq, void *body, size_t len, int *fd)
 {
@@ -333,9 +346,26 @@ static int recv_reply(uint16_t type, uint32_t seq, void *body, size_t len, int *
 	long r;
 	if (fd)
 		*fd = -1;
-	do
+	/* A signal interrupts recvmsg, and a restarted recvmsg waits a whole SO_RCVTIMEO
+	 * again: a tool that gets signals more often than that (SIGCHLD, a timer, a
+	 * profiler's SIGPROF) would wait forever on a stalled sidecar. Retry with what is
+	 * left of the timeout, so it bounds the whole wait. */
+	uint64_t limit = (uint64_t)reply_timeout_ms * 1000000u, start = now_ns();
+	int shortened = 0;
+	for (;;) {
 		r = raw_syscall6(SYS_recvmsg, conn_fd, (long)&m, MSG_CMSG_CLOEXEC, 0, 0, 0);
-	while (r == -EINTR);
+		if (r != -EINTR)
+			break;
+		uint64_t spent = now_ns() - start;
+		if (spent >= limit) {
+			r = -EAGAIN;
+			break;
+		}
+		set_rcvtimeo(conn_fd, limit - spent);
+		shortened = 1;
+	}
+	if (shortened)
+		set_rcvtimeo(conn_fd, limit);
 	if (r < 0)
 		return (int)-r;
 	if (r == 0)
@@ -377,6 +407,7 @@ static void set_timeout(int fd)
 	const char *t = getenv("BAYESPERF_TIMEOUT_MS");
 	if (t != NULL && atol(t) > 0)
 		ms = atol(t);
+	reply_timeout_ms = ms;
 	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
