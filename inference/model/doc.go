@@ -32,7 +32,9 @@
 // reads and final values alike), with cross-slice covariances carried into the
 // variance of interval sums.
 //
-// Intervals: the smoothed standard deviation times 1.96, scaled per event by a factor
+// Intervals: the smoothed standard deviation, widened by the error of the level that
+// uncounted slices revert to (the same in every slice of a gap, so it adds up linearly
+// over an interval), times 1.96, scaled per event by a factor
 // calibrated online from how far counted rates fall from their prediction after a gap
 // (the situation every inferred interval is in). An event counted for the whole of a
 // reporting interval is reported exactly as counted (StatusExact); one that nothing

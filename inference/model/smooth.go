@@ -324,7 +324,8 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 		}
 		val := mean[e]
 		q := q0 * md.lrn.intervalScale(e)
-		est := inference.Estimate{Value: val, Lo: val - q*sd[e], Hi: val + q*sd[e], HasInterval: true, Status: inference.StatusInferred}
+		s := math.Hypot(sd[e], md.levelError(e, from, to))
+		est := inference.Estimate{Value: val, Lo: val - q*s, Hi: val + q*s, HasInterval: true, Status: inference.StatusInferred}
 		if !md.opt.AllowNegative {
 			est.Value = math.Max(est.Value, 0)
 			est.Lo = math.Max(est.Lo, 0)
@@ -336,6 +337,56 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 		out[e] = est
 	}
 	return out
+}
+
+// levelError is the standard deviation that the uncertainty of event e's level adds to
+// its count over slices [from, to). The walk reverts uncounted rates to a level that
+// is only an average of a few counts; the state treats the level as known, so the
+// posterior leaves out an error that is the same in every slice of a gap and so adds
+// up linearly over an interval, not in quadrature. The interval calibration already
+// counts it (learner.calibrate standardises by it); here it enters the intervals the
+// same way: per slice the level's weight 1 − a^g at g slices from the nearest count.
+func (md *Model) levelError(e, from, to int) float64 {
+	h := &md.hist
+	l := &md.lrn
+	const reach = 256 // farther than this, a counted slice no longer matters
+	n := md.n
+	counted := func(t int) bool { return !math.IsNaN(h.exact[t*n+e]) }
+	last := -1 << 30
+	for t := max(from-reach, 0); t < from; t++ {
+		if counted(t) {
+			last = t
+		}
+	}
+	next := make([]int, to-from)
+	nx := 1 << 30
+	for t := min(to+reach, h.t) - 1; t >= from; t-- {
+		if counted(t) {
+			nx = t
+		}
+		if t < to {
+			next[t-from] = nx
+		}
+	}
+	sum := 0.0
+	for t := from; t < to; t++ {
+		if counted(t) {
+			last = t
+			continue
+		}
+		g := min(t-last, next[t-from]-t)
+		d := h.d[t]
+		lv := 0.0
+		for _, a := range md.rows[e] {
+			if l.levelN[a.i] == 0 {
+				continue
+			}
+			w := 1 - math.Pow(l.a[a.i], float64(g))
+			lv += a.c * a.c * w * w * l.levelVar(a.i, d)
+		}
+		sum += d * math.Sqrt(lv)
+	}
+	return sum
 }
 
 // informed reports whether anything observed bears on event e: one of its state
