@@ -46,6 +46,12 @@ func newMirrorRing(e *event, m shim.Map) (*mirrorRing, int, error) {
 	switch {
 	case e.info.Attr.Bits&shim.AttrWriteBackward != 0 && m.Prot&unix.PROT_WRITE != 0:
 		return nil, -1, fmt.Errorf("mirror a writable backward ring: %w", unix.EOPNOTSUPP)
+	case e.info.Attr.Bits&shim.AttrWriteBackward == 0 && m.Prot&unix.PROT_WRITE == 0:
+		// A forward ring mapped read-only is in overwrite mode: it has no data_tail to
+		// give space back with (the Reader's Commit would store into a read-only
+		// mapping and kill the sidecar), and the kernel may overwrite records while
+		// they are copied. The shim maps the kernel's ring, which is exact.
+		return nil, -1, fmt.Errorf("mirror a read-only forward ring: %w", unix.EOPNOTSUPP)
 	case m.Length%page != 0 || n < 2 || (n-1)&(n-2) != 0 || m.Length > 1<<30:
 		return nil, -1, fmt.Errorf("mirror a ring of %d bytes: not a header page plus 2^n data pages: %w", m.Length, unix.EINVAL)
 	}
