@@ -321,3 +321,93 @@ func waitFdsStable(t *testing.T, pid int) (int, int) {
 	}
 	return lf, lm
 }
+
+// TestHardeningAttrLies: a client registers real sampling and counting events with
+// attrs that do not match them (another sample_type, read_format, sample_id_all,
+// write_backward, watermark), maps their rings and makes the kernel write records. The
+// sidecar parses kernel records and reads with the attr it was told: it must not crash
+// or stop serving, whatever the mismatch.
+func TestHardeningAttrLies(t *testing.T) {
+	pid, sock := startSidecar(t)
+	runtime.LockOSThread() // the events sample this thread
+	defer runtime.UnlockOSThread()
+	c := dialSidecar(t, sock)
+	if p, err := c.hello(); err != nil {
+		t.Fatal(err)
+	} else {
+		unix.Close(p)
+	}
+	real := perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, unix.PERF_FORMAT_ID)
+	real.Sample = 1
+	real.Sample_type = unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_ADDR | unix.PERF_SAMPLE_READ
+	real.Bits = unix.PerfBitSampleIDAll
+	const all = unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_ADDR |
+		unix.PERF_SAMPLE_READ | unix.PERF_SAMPLE_CALLCHAIN | unix.PERF_SAMPLE_ID | unix.PERF_SAMPLE_CPU |
+		unix.PERF_SAMPLE_PERIOD | unix.PERF_SAMPLE_STREAM_ID | unix.PERF_SAMPLE_RAW | unix.PERF_SAMPLE_BRANCH_STACK |
+		unix.PERF_SAMPLE_REGS_USER | unix.PERF_SAMPLE_STACK_USER | unix.PERF_SAMPLE_WEIGHT | unix.PERF_SAMPLE_DATA_SRC |
+		unix.PERF_SAMPLE_IDENTIFIER | unix.PERF_SAMPLE_TRANSACTION | unix.PERF_SAMPLE_REGS_INTR
+	lies := []struct {
+		name string
+		edit func(a *unix.PerfEventAttr)
+		prot int
+	}{
+		{"every sample_type bit", func(a *unix.PerfEventAttr) { a.Sample_type = all }, unix.PROT_READ | unix.PROT_WRITE},
+		{"no sample_type", func(a *unix.PerfEventAttr) { a.Sample_type = 0 }, unix.PROT_READ | unix.PROT_WRITE},
+		{"group read_format", func(a *unix.PerfEventAttr) { a.Read_format = unix.PERF_FORMAT_GROUP | 0xf }, unix.PROT_READ | unix.PROT_WRITE},
+		{"no sample_id_all", func(a *unix.PerfEventAttr) { a.Bits = 0 }, unix.PROT_READ | unix.PROT_WRITE},
+		{"write_backward", func(a *unix.PerfEventAttr) { a.Bits |= unix.PerfBitWriteBackward }, unix.PROT_READ},
+		{"watermark 0", func(a *unix.PerfEventAttr) { a.Bits |= unix.PerfBitWatermark; a.Wakeup = 0 }, unix.PROT_READ | unix.PROT_WRITE},
+		{"watermark 4 GiB", func(a *unix.PerfEventAttr) { a.Bits |= unix.PerfBitWatermark; a.Wakeup = 1<<32 - 1 }, unix.PROT_READ | unix.PROT_WRITE},
+	}
+	pg := os.Getpagesize()
+	var summary []string
+	for i, lie := range lies {
+		fd, err := unix.PerfEventOpen(real, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			t.Fatalf("perf_event_open: %v", err)
+		}
+		told := *real
+		lie.edit(&told)
+		h := uint32(i + 1)
+		st, mfd, err := c.register(h, &told, 0, fd)
+		if err != nil {
+			t.Fatalf("%s: register: %v (the sidecar is alive: %v)", lie.name, err, alive(pid))
+		}
+		if mfd >= 0 {
+			unix.Close(mfd)
+		}
+		mapped := int32(1)
+		if st == 0 {
+			mst, rfd, err := c.status(shim.MsgMap, shim.Map{Handle: h, Prot: int32(lie.prot), Length: uint64(5 * pg)})
+			if err != nil {
+				t.Fatalf("%s: map: %v (the sidecar is alive: %v)", lie.name, err, alive(pid))
+			}
+			mapped = mst
+			if rfd >= 0 {
+				unix.Close(rfd)
+			}
+			for range 3 {
+				touchAnon(200)
+				if _, _, err := c.status(shim.MsgFlush, shim.Handle{Handle: h, Flags: shim.FlushPaused}); err != nil {
+					t.Fatalf("%s: flush: %v (the sidecar is alive: %v)", lie.name, err, alive(pid))
+				}
+				if _, _, err := c.status(shim.MsgRefresh, shim.Handle{Handle: h}); err != nil {
+					t.Fatalf("%s: refresh: %v", lie.name, err)
+				}
+			}
+			if mst == 0 {
+				c.status(shim.MsgUnmap, shim.Handle{Handle: h})
+			}
+		}
+		c.status(shim.MsgUnregister, shim.Handle{Handle: h})
+		unix.Close(fd)
+		summary = append(summary, fmt.Sprintf("%s: register %d map %d", lie.name, st, mapped))
+	}
+	if !alive(pid) {
+		t.Fatal("the sidecar died")
+	}
+	if _, err := dialSidecar(t, sock).hello(); err != nil {
+		t.Errorf("a new client after the lies: %v", err)
+	}
+	t.Logf("sidecar up after %d lying attrs, 3 x 200 sampled page faults each (%s)", len(lies), strings.Join(summary, ", "))
+}
