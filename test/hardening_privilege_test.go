@@ -7,12 +7,14 @@ package test
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -353,6 +355,89 @@ func TestHardeningBadFds(t *testing.T) {
 		if st, fd, err := c.status(q.typ, q.body); err != nil || st != -int32(unix.ENOENT) || fd >= 0 {
 			t.Errorf("request %#x %+v about a closed handle: status %d fd %d %v, want -ENOENT", q.typ, q.body, st, fd, err)
 		}
+	}
+	if !alive(pid) {
+		t.Fatal("the sidecar died")
+	}
+}
+
+// TestHardeningHandlesPerClient: handles name events only within the connection that
+// registered them. Another client asking to refresh, map, unmap, flush or unregister the
+// same handle numbers gets -ENOENT (or, for FLUSH of everything, touches nothing of the
+// first client's), and the first client's event stays registered and served.
+func TestHardeningHandlesPerClient(t *testing.T) {
+	pid, sock := startSidecar(t)
+	a := dialSidecar(t, sock)
+	if p, err := a.hello(); err != nil {
+		t.Fatal(err)
+	} else {
+		unix.Close(p)
+	}
+	runtime.LockOSThread() // the event counts this thread
+	defer runtime.UnlockOSThread()
+	attr := perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0)
+	attr.Bits = unix.PerfBitDisabled // its count stays 0 until a enables it
+	pf, err := unix.PerfEventOpen(attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pf)
+	st, mfd, err := a.register(1, attr, 0, pf)
+	if err != nil || st != 0 {
+		t.Fatalf("register: %d %v", st, err)
+	}
+	mem, err := unix.Mmap(mfd, 0, shim.PageSize, unix.PROT_READ, unix.MAP_SHARED)
+	unix.Close(mfd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	mirror, err := shim.NewMirror(mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	b := dialSidecar(t, sock)
+	if p, err := b.hello(); err != nil {
+		t.Fatal(err)
+	} else {
+		unix.Close(p)
+	}
+	for _, q := range []struct {
+		typ  uint16
+		body any
+	}{
+		{shim.MsgRefresh, shim.Handle{Handle: 1}},
+		{shim.MsgMap, shim.Map{Handle: 1, Prot: unix.PROT_READ | unix.PROT_WRITE, Length: 3 * 4096}},
+		{shim.MsgUnmap, shim.Handle{Handle: 1}},
+		{shim.MsgUnregister, shim.Handle{Handle: 1}},
+	} {
+		if st, fd, err := b.status(q.typ, q.body); err != nil || st != -int32(unix.ENOENT) || fd >= 0 {
+			t.Errorf("another client's request %#x for handle 1: status %d fd %d %v, want -ENOENT", q.typ, st, fd, err)
+		}
+	}
+	if st, _, err := b.status(shim.MsgFlush, shim.Handle{}); err != nil || st != 0 {
+		t.Errorf("another client's FLUSH of all its rings: %d %v", st, err)
+	}
+	// a's event is still there: enabling it and refreshing shows its count move.
+	if err := unix.IoctlSetInt(pf, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+		t.Fatal(err)
+	}
+	touchAnon(100)
+	if err := unix.IoctlSetInt(pf, unix.PERF_EVENT_IOC_DISABLE, 0); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, err := a.status(shim.MsgRefresh, shim.Handle{Handle: 1}); err != nil || st != 0 {
+		t.Fatalf("the owner's refresh: %d %v", st, err)
+	}
+	_, v, ok := mirror.Snapshot()
+	var k [8]byte
+	if n, err := unix.Read(pf, k[:]); err != nil || n != 8 {
+		t.Fatal(err)
+	}
+	kernel := binary.NativeEndian.Uint64(k[:])
+	if !ok || len(v.Members) != 1 || v.Members[0].Value != kernel || kernel < 100 {
+		t.Errorf("owner's mirror %+v ok %v, kernel %d: want the kernel's count (>= 100)", v, ok, kernel)
 	}
 	if !alive(pid) {
 		t.Fatal("the sidecar died")
