@@ -1,8 +1,8 @@
 # hardening (issue 8): privilege, hostile clients, leaks, fault injection and concurrency
 # of the drop-in path: test/hardening_*_test.go with the C programs test/c/hardening_*.c.
 #
-# They run in `make test` (about a minute on 2 cores: 20 seeded SIGKILL trials, one
-# SIGSTOP, 3 x 1000 open/close cycles, 8 threads x 64 events). They need root (the
+# They run in `make test` (about 80 s on 2 cores: 20 seeded SIGKILLs during perf stat -I,
+# 6 during perf record, one SIGSTOP, 3 x 1000 open/close cycles, 8 threads x 64 events). They need root (the
 # privilege test creates a second user, bpuser, with useradd from passwd, and removes
 # it), the perf binary, gcc and perf_event_open for software events.
 
@@ -10,31 +10,37 @@ APT_PKGS += passwd
 TEST_PREREQS += $(BIN)/libbayesperf.so
 
 FAULT_TRIALS ?= 200
+RECORD_FAULT_TRIALS ?= 50
 FAULT_SEED ?= 1
 LEAK_CYCLES ?= 10000
 RELIABILITY_TRIALS ?= 50
+RELIABILITY_RECORD_TRIALS ?= 20
 RELIABILITY_CYCLES ?= 1000
 RELIABILITY_FUZZ := ./shim:FuzzDecode ./shim:FuzzParseAttr ./internal/sidecar:FuzzServeMessages
 RELIABILITY_FUZZTIME ?= 10s
 
 .PHONY: faults leaks reliability
 
-# faults: FAULT_TRIALS seeded SIGKILLs of the sidecar during perf stat -I 50 (and the
-# SIGSTOP test); `make faults FAULT_SEED=7` draws other moments.
+# faults: FAULT_TRIALS seeded SIGKILLs of the sidecar during perf stat -I 50,
+# RECORD_FAULT_TRIALS during perf record, and the SIGSTOP test; `make faults
+# FAULT_SEED=7` draws other moments.
 faults: deps
-	BAYESPERF_FAULT_TRIALS=$(FAULT_TRIALS) BAYESPERF_FAULT_SEED=$(FAULT_SEED) \
-		$(GO) test -count=1 -v -timeout 60m -run '^TestHardeningSidecar(Killed|Stopped)$$' ./test
+	BAYESPERF_FAULT_TRIALS=$(FAULT_TRIALS) BAYESPERF_RECORD_FAULT_TRIALS=$(RECORD_FAULT_TRIALS) \
+		BAYESPERF_FAULT_SEED=$(FAULT_SEED) \
+		$(GO) test -count=1 -v -timeout 60m -run '^TestHardening(Record)?Sidecar(Killed|Stopped)$$' ./test
 
 # leaks: the open/close cycle leak test with LEAK_CYCLES cycles per batch.
 leaks: deps
 	BAYESPERF_LEAK_CYCLES=$(LEAK_CYCLES) $(GO) test -count=1 -v -timeout 60m -run '^TestHardeningNoLeaks$$' ./test
 
-# reliability reruns every hardening test (RELIABILITY_TRIALS kill trials,
-# RELIABILITY_CYCLES cycles per leak batch) and short fuzz runs, then rewrites the
-# figures section of docs/reliability.md from their log (root; about 2 minutes).
+# reliability reruns every hardening test (RELIABILITY_TRIALS and
+# RELIABILITY_RECORD_TRIALS kill trials, RELIABILITY_CYCLES cycles per leak batch) and
+# short fuzz runs, then rewrites the figures section of docs/reliability.md from their
+# log (root; about 3 minutes).
 reliability: deps
 	@set -o pipefail; log=$$(mktemp); trap 'rm -f $$log' EXIT; \
-	BAYESPERF_FAULT_TRIALS=$(RELIABILITY_TRIALS) BAYESPERF_LEAK_CYCLES=$(RELIABILITY_CYCLES) \
+	BAYESPERF_FAULT_TRIALS=$(RELIABILITY_TRIALS) BAYESPERF_RECORD_FAULT_TRIALS=$(RELIABILITY_RECORD_TRIALS) \
+	BAYESPERF_LEAK_CYCLES=$(RELIABILITY_CYCLES) \
 		$(GO) test -count=1 -v -timeout 30m -run '^TestHardening' ./test 2>&1 | tee $$log; status=$$?; \
 	for t in $(RELIABILITY_FUZZ); do \
 		pkg=$${t%%:*}; name=$${t##*:}; echo "fuzz $$pkg $$name ($(RELIABILITY_FUZZTIME))" | tee -a $$log; \
