@@ -8,7 +8,9 @@
 // and every other rate is a fixed linear combination of them, so the identities hold in
 // every posterior mean by construction (Posterior), not approximately. Approximate
 // identities (a relation with a tolerance, such as page-faults = minor-faults +
-// major-faults) are soft linear factors applied every slice.
+// major-faults) are soft linear factors applied every slice, except that an identity
+// with a term never counted yet waits until the others are counted in the same slice:
+// before that, the never-counted term's diffuse prior would absorb the others' errors.
 //
 // Time: each free rate follows an AR(1) walk around its level (a recent average of its
 // counts), persistence 0.95 by default. The walk's steps are learned online, relative to

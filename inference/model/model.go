@@ -127,6 +127,7 @@ type Model struct {
 	init bool
 	big  []float64 // prior standard deviation of a never-observed state component
 	seen []bool    // state component was observed directly at least once
+	now  []bool    // state component is counted whole in the current slice
 
 	lrn learner
 
@@ -328,6 +329,7 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 	md.xs = make([]float64, events)
 	md.big = make([]float64, k)
 	md.seen = make([]bool, k)
+	md.now = make([]bool, k)
 	md.lrn.init(k, events, opt)
 	md.hist.k, md.hist.n = k, events
 	md.hist.limit = opt.History
