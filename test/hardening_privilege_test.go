@@ -180,6 +180,7 @@ func TestHardeningSecondUserRefused(t *testing.T) {
 	if got := peerSays(t, exec.Command(peer, sock)); got != "accepted" {
 		t.Errorf("root connecting after bpuser was refused: %s, want accepted", got)
 	}
+	t.Logf("bpuser (uid %d) vs a root sidecar: 0700 directory: EACCES; directory 0711 and socket 0777: refused by SO_PEERCRED; root: accepted; perf stat as bpuser: %v page faults, kernel fallback with one warning", uid, faults)
 }
 
 // TestHardeningRunSocketDirectory: the directory `bayesperf run` creates for its socket
@@ -293,6 +294,7 @@ func TestHardeningSealedMemfds(t *testing.T) {
 	if !alive(pid) {
 		t.Fatal("the sidecar died")
 	}
+	t.Logf("client page, mirror page and mirror ring sealed (shrink, grow, seal; mirror page also future-write): resizing, resealing, writing and writable mappings all EPERM")
 }
 
 // TestHardeningBadFds: a client that hands over no fd, a pipe, an eventfd, or refers
