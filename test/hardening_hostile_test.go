@@ -27,7 +27,8 @@ import (
 // sidecar, other clients send truncated, oversized, garbage and out-of-order messages,
 // lie about their pid, pass too many fds, send bad attrs and ring sizes, and lie about
 // data_tail in their mirror ring, then scribble over it and unmap it, or map a ring
-// read-only and disconnect with it mapped. Each gets an error
+// read-only and disconnect with it mapped; one client sends requests without reading a
+// reply, 200 connect and stay silent. Each gets an error
 // status or a closed connection; the sidecar stays up, ends with the fds it had, and perf
 // stat prints every interval with the right total and no warning.
 func TestHardeningHostileClients(t *testing.T) {
@@ -236,6 +237,45 @@ func TestHardeningHostileClients(t *testing.T) {
 	touchAnon(64)
 	c2.conn.Close()
 	c.conn.Close()
+
+	// A client that sends requests and never reads the replies: the sidecar's writes to
+	// it block (its send buffer fills), which must hold up nobody else. And 200 idle
+	// connections that never say HELLO.
+	deaf := dialSidecar(t, sock)
+	if p, err := deaf.hello(); err != nil {
+		t.Fatal(err)
+	} else {
+		unix.Close(p)
+	}
+	refresh := mustEncode(t, shim.MsgRefresh, shim.Handle{Handle: 1})
+	raw, _ := deaf.conn.SyscallConn()
+	sent := 0
+	raw.Write(func(fd uintptr) bool {
+		for sent < 100000 {
+			if err := unix.Sendmsg(int(fd), refresh, nil, nil, unix.MSG_DONTWAIT); err != nil {
+				break
+			}
+			sent++
+		}
+		return true
+	})
+	attacks.Add(int64(sent))
+	var idle []*protoClient
+	for range 200 {
+		idle = append(idle, dialSidecar(t, sock))
+	}
+	attacks.Add(200)
+	polite := dialSidecar(t, sock)
+	if p, err := polite.hello(); err != nil {
+		t.Errorf("a well-behaved client next to a deaf one and 200 idle ones: %v", err)
+	} else {
+		unix.Close(p)
+	}
+	polite.conn.Close()
+	deaf.conn.Close()
+	for _, ic := range idle {
+		ic.conn.Close()
+	}
 
 	if !alive(pid) {
 		t.Fatalf("the sidecar died; the tool said:\n%s", stderr.String())
