@@ -284,3 +284,75 @@ func TestHardeningRecordSidecarKilled(t *testing.T) {
 	}
 	t.Logf("seed %d: %d SIGKILLs during perf record, %d survived (%d noticed mid-run); native %d samples", seed, trials, survived, mid, native)
 }
+
+// TestHardeningRecordSidecarStopped: the sidecar stopped with SIGSTOP 300 ms into perf
+// record -e page-faults -c 1 on a 1 s workload, and left stopped. The shim gives up on
+// it within its 2 s timeout of the first request it makes, pumps the kernel's rings
+// itself, and perf record finishes with status 0 and the native number of samples,
+// none lost; bayesperf run kills the stalled sidecar after its 5 s grace.
+func TestHardeningRecordSidecarStopped(t *testing.T) {
+	dir := dropinBins(t)
+	const work = 1000
+	wl := workload(t, "0", "0", "0", strconv.Itoa(work))
+	ndata := filepath.Join(t.TempDir(), "native.data")
+	if r := run(t, nil, append([]string{"perf", "record", "-q", "-o", ndata, "-e", "page-faults", "-c", "1", "--"}, wl...)...); r.status != 0 {
+		t.Fatalf("native perf record: %d\n%s", r.status, r.stderr)
+	}
+	native, _ := recordCount(t, ndata)
+	tmp := t.TempDir()
+	pidfile, data := filepath.Join(tmp, "pid"), filepath.Join(tmp, "perf.data")
+	argv := append([]string{filepath.Join(dir, "bayesperf"), "run", "--pidfile", pidfile, "--",
+		"perf", "record", "-q", "-o", data, "-e", "page-faults", "-c", "1", "--"}, wl...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	lines := make(chan []timedLine, 1)
+	go func() {
+		var ls []timedLine
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			ls = append(ls, timedLine{time.Now(), sc.Text()})
+		}
+		lines <- ls
+	}()
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := waitPidfile(t, cmd, pidfile)
+	time.Sleep(300 * time.Millisecond)
+	stopped := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("perf record hung for 30 s with the sidecar stopped")
+	}
+	elapsed := time.Since(start)
+	pw.Close()
+	ls := <-lines
+	if err != nil {
+		t.Errorf("bayesperf run -- perf record: %v", err)
+	}
+	detect := time.Duration(-1)
+	for _, l := range ls {
+		if strings.Contains(l.text, "lost the sidecar") {
+			detect = l.at.Sub(stopped)
+			break
+		}
+	}
+	n, lost := recordCount(t, data)
+	if detect < 0 || detect > work*time.Millisecond+3*time.Second || lost || !within(float64(n), float64(native), 30, 0.05) {
+		t.Errorf("stall detected after %v (want <= the workload + 3 s), %d samples (native %d), lost reported %v; stderr %v", detect, n, native, lost, ls)
+	}
+	t.Logf("SIGSTOP during perf record: detected after %v, %d samples (native %d), none lost; bayesperf run took %v (with the 5 s grace)",
+		detect.Round(time.Millisecond), n, native, elapsed.Round(time.Millisecond))
+}
