@@ -80,6 +80,9 @@ func TestHardeningNoLeaks(t *testing.T) {
 	if err := cmd.Wait(); err != nil || len(fails) > 0 {
 		t.Fatalf("hardening_leak: %v\n%s\n%s", err, strings.Join(fails, "\n"), stderr.String())
 	}
+	if w := bayesperfWarnings(stderr.String()); len(w) != 0 {
+		t.Errorf("warnings %q: the tool lost the sidecar", w)
+	}
 	if len(marks) != 3 {
 		t.Fatalf("%d marks, want 3", len(marks))
 	}
@@ -103,8 +106,8 @@ func TestHardeningNoLeaks(t *testing.T) {
 	}
 	st := readStats(t, sf)
 	// Every cycle registers 1 event (the dup is the same event), plus 2 every 4th and
-	// 1 every 10th.
-	perCycles := func(k int) int { return k + 2*((k+3)/4) + (k+9)/10 }
+	// 2 every 10th.
+	perCycles := func(k int) int { return k + 2*((k+3)/4) + 2*((k+9)/10) }
 	if want := 3 * perCycles(n); int(st.Events) != want || st.MirrorReads == 0 {
 		t.Errorf("stats %+v: want %d events registered and reads served from mirrors", st, want)
 	}

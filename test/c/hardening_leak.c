@@ -5,9 +5,9 @@
  * Each cycle opens a counting page-faults event on a sleeping child (so reads are served
  * from mirrors), reads it, dup()s and closes the dup, and closes it; every 4th cycle
  * also a group of two read with PERF_FORMAT_GROUP, and read again after the member is
- * closed; every 10th cycle a sampling event
- * whose ring is mapped and unmapped. Every read() is compared with the raw read system
- * call (the kernel). After CYCLES warm-up cycles the program prints
+ * closed; every 10th cycle a sampling event whose ring is mapped read-write (a mirror)
+ * and unmapped, and one mapped read-only (the kernel's ring). Every read() is compared
+ * with the raw read system call (the kernel). After CYCLES warm-up cycles the program prints
  *   mark1 FDS MEMFD_MAPS RSS_KB
  * (its own open fds, mappings of bayesperf memfds, VmRSS) and waits for a line on stdin;
  * after CYCLES more, and again after another CYCLES, it prints mark2 and mark3 with the
@@ -92,6 +92,13 @@ static void cycle(int i)
 		int s = open_ev(PERF_COUNT_SW_PAGE_FAULTS, 0, -1, 1);
 		void *r = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_SHARED, s, 0);
 		CHECK(r != MAP_FAILED, "mmap ring: %s", strerror(errno));
+		if (r != MAP_FAILED)
+			munmap(r, 3 * pg);
+		close(s);
+		/* A forward ring mapped read-only (overwrite mode): the kernel's own ring. */
+		s = open_ev(PERF_COUNT_SW_PAGE_FAULTS, 0, -1, 1);
+		r = mmap(NULL, 3 * pg, PROT_READ, MAP_SHARED, s, 0);
+		CHECK(r != MAP_FAILED, "mmap ring read-only: %s", strerror(errno));
 		if (r != MAP_FAILED)
 			munmap(r, 3 * pg);
 		close(s);
