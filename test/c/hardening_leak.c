@@ -132,6 +132,27 @@ static void mark(const char *name)
 		exit(1);
 }
 
+/* wait_asleep returns once pid is blocked (state S): until then its counts and times
+ * move, and a mirror a millisecond old would differ from the kernel's read. */
+static void wait_asleep(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	for (int i = 0; i < 2000; i++) {
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+		if (f)
+			fclose(f);
+		buf[n] = 0;
+		char *p = strrchr(buf, ')');
+		if (p && p[1] == ' ' && p[2] == 'S')
+			return;
+		usleep(1000);
+	}
+	printf("FAIL the child never went to sleep\n");
+	exit(1);
+}
+
 int main(int argc, char **argv)
 {
 	int cycles = argc > 1 ? atoi(argv[1]) : 1000;
@@ -147,6 +168,7 @@ int main(int argc, char **argv)
 		_exit(0);
 	}
 	close(p[0]);
+	wait_asleep(target);
 	for (int i = 0; i < cycles; i++)
 		cycle(i);
 	mark("mark1");
