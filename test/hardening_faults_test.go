@@ -156,7 +156,9 @@ func TestHardeningSidecarKilled(t *testing.T) {
 			t.Errorf("trial %d (kill after %v): warnings %q, want at most one saying events go to the kernel", i, delay, tr.warnings)
 			ok = false
 		}
-		if tr.interval < 3 || !within(tr.faults, native, 30, 0.05) {
+		// The sum, not the number of intervals: a starved perf prints fewer (2 of ~9 once
+		// in 200 trials on this loaded VM), and the 5% + 30 covers the partial last one.
+		if tr.interval < 1 || !within(tr.faults, native, 30, 0.05) {
 			t.Errorf("trial %d (kill after %v): %d intervals adding up to %v page faults; native %v", i, delay, tr.interval, tr.faults, native)
 			ok = false
 		}
