@@ -20,7 +20,8 @@ import (
 // Backpressure: a record is taken from the kernel's ring only when it fits in the mirror
 // (one record may wait in held), so when the tool does not keep up the kernel's ring
 // fills and the kernel itself drops records and writes PERF_RECORD_LOST, which reaches
-// the tool like any other record. A mirror mapped read-only is in overwrite mode, like
+// the tool like any other record. A mirror mapped read-only (only backward rings are:
+// a read-only forward ring is left to the kernel) is in overwrite mode, like
 // the kernel's.
 //
 // Fields are used under Server.pubMu only.
