@@ -190,7 +190,7 @@ func TestHardeningSidecarKilled(t *testing.T) {
 // workload. The shim notices within its 2 s timeout plus scheduling slack (the
 // workload's SIGCHLD to perf arrives during the wait and must not restart it), falls back to
 // the kernel with one warning, and perf stat finishes with the workload's status and the
-// native total; bayesperf run then kills the stalled sidecar after its 5 s grace.
+// native total; bayesperf run then wakes the stopped sidecar with its SIGTERM and a SIGCONT.
 func TestHardeningSidecarStopped(t *testing.T) {
 	const work = 1500 // SIGCHLD lands 1.3 s into the shim's wait: a restarted wait would end at 3.3 s
 	nstatus, native := native(t, work)
@@ -219,7 +219,7 @@ func TestHardeningSidecarStopped(t *testing.T) {
 	if tr.elapsed > 15*time.Second {
 		t.Errorf("bayesperf run took %v", tr.elapsed)
 	}
-	t.Logf("SIGSTOP detected after %v; tool status %d; bayesperf run took %v (includes the 5 s grace before it kills the stalled sidecar); %d intervals adding up to %v page faults, summary %v (native %v)",
+	t.Logf("SIGSTOP detected after %v; tool status %d; bayesperf run took %v; %d intervals adding up to %v page faults, summary %v (native %v)",
 		detect.Round(time.Millisecond), tr.status, tr.elapsed.Round(time.Millisecond), tr.interval, tr.faults, tr.summary, native)
 }
 
@@ -300,7 +300,7 @@ func TestHardeningRecordSidecarKilled(t *testing.T) {
 // record -e page-faults -c 1 on a 1 s workload, and left stopped. The shim gives up on
 // it within its 2 s timeout of the first request it makes, pumps the kernel's rings
 // itself, and perf record finishes with status 0 and the native number of samples,
-// none lost; bayesperf run kills the stalled sidecar after its 5 s grace.
+// none lost; bayesperf run then wakes the stopped sidecar with its SIGTERM and a SIGCONT.
 func TestHardeningRecordSidecarStopped(t *testing.T) {
 	dir := dropinBins(t)
 	const work = 1000
@@ -364,6 +364,6 @@ func TestHardeningRecordSidecarStopped(t *testing.T) {
 	if detect < 0 || detect > work*time.Millisecond+3*time.Second || lost || !within(float64(n), float64(native), 30, 0.05) {
 		t.Errorf("stall detected after %v (want <= the workload + 3 s), %d samples (native %d), lost reported %v; stderr %v", detect, n, native, lost, ls)
 	}
-	t.Logf("SIGSTOP during perf record: detected after %v, %d samples (native %d), none lost; bayesperf run took %v (with the 5 s grace)",
+	t.Logf("SIGSTOP during perf record: detected after %v, %d samples (native %d), none lost; bayesperf run took %v",
 		detect.Round(time.Millisecond), n, native, elapsed.Round(time.Millisecond))
 }

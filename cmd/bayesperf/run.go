@@ -322,6 +322,10 @@ func (sc *sidecarProc) stop(statsFile string) {
 	default:
 	}
 	sc.cmd.Process.Signal(syscall.SIGTERM)
+	// A stopped sidecar (SIGSTOP, a debugger) would hold SIGTERM pending until the grace
+	// below ran out; its clients went to the kernel long ago, so wake it to exit cleanly
+	// and write its stats. SIGCONT is a no-op for a running sidecar.
+	sc.cmd.Process.Signal(syscall.SIGCONT)
 	select {
 	case <-sc.exited:
 	case <-time.After(5 * time.Second):
