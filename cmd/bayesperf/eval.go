@@ -79,18 +79,9 @@ func runEval(args []string) int {
 	if *counters < 1 {
 		return fail(errors.New("--counters must be at least 1"))
 	}
-	rels := relation.Builtins()
-	if *relFile != "" {
-		f, err := os.Open(*relFile)
-		if err != nil {
-			return fail(fmt.Errorf("open relation file: %w", err))
-		}
-		more, err := relation.ParseFile(*relFile, f)
-		f.Close()
-		if err != nil {
-			return fail(err)
-		}
-		rels = append(rels, more...)
+	rels, err := loadRelations(*relFile, "")
+	if err != nil {
+		return fail(err)
 	}
 	var r perf.Resolver
 	universe := append(perf.SymbolNames(), r.Tracepoints()...)

@@ -17,7 +17,6 @@ import (
 	"github.com/bayesperf/bayesperf/inference"
 	"github.com/bayesperf/bayesperf/inference/baseline"
 	"github.com/bayesperf/bayesperf/inference/model"
-	"github.com/bayesperf/bayesperf/inference/pmuevents"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/schedule"
 	"github.com/bayesperf/bayesperf/internal/eval"
@@ -349,33 +348,6 @@ func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
 	}
 	s.nextIv = s.interval
 	return s, nil
-}
-
-// loadRelations returns the built-in relations plus those of a relation file and of the
-// host's vendor tables.
-func loadRelations(relFile, pmuDir string) ([]relation.Relation, error) {
-	rels := relation.Builtins()
-	if relFile != "" {
-		fh, err := os.Open(relFile)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("open relation file: %w", err)}
-		}
-		more, err := relation.ParseFile(relFile, fh)
-		fh.Close()
-		if err != nil {
-			return nil, usageError{err}
-		}
-		rels = append(rels, more...)
-	}
-	if pmuDir != "" {
-		t, err := pmuevents.Host(pmuDir)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("--pmu-events %s: %w", pmuDir, err)}
-		}
-		more, _ := t.Relations(pmuevents.HostEnv("/"))
-		rels = append(rels, more...)
-	}
-	return rels, nil
 }
 
 // vpmuConfig is the virtual PMU for the session: one view (the schedule), no truth.
