@@ -48,6 +48,23 @@ type timedLine struct {
 	text string
 }
 
+// collectTimedLines reads r line by line, stamping each line with its arrival time, and
+// sends them all once r ends. It drains r after a too-long line, so the writer never
+// blocks on the pipe.
+func collectTimedLines(r io.Reader) <-chan []timedLine {
+	lines := make(chan []timedLine, 1)
+	go func() {
+		var ls []timedLine
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			ls = append(ls, timedLine{time.Now(), sc.Text()})
+		}
+		io.Copy(io.Discard, r)
+		lines <- ls
+	}()
+	return lines
+}
+
 // runFaultTrial runs the tool, sends sig to the sidecar delay after it is ready, and
 // collects stderr lines with the time each arrived.
 func runFaultTrial(t *testing.T, sig syscall.Signal, delay time.Duration, workMs int) faultTrial {
@@ -60,16 +77,7 @@ func runFaultTrial(t *testing.T, sig syscall.Signal, delay time.Duration, workMs
 	cmd := exec.Command(argv[0], argv[1:]...)
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
-	lines := make(chan []timedLine, 1)
-	go func() {
-		var ls []timedLine
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			ls = append(ls, timedLine{time.Now(), sc.Text()})
-		}
-		io.Copy(io.Discard, pr)
-		lines <- ls
-	}()
+	lines := collectTimedLines(pr)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -317,15 +325,7 @@ func TestHardeningRecordSidecarStopped(t *testing.T) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
-	lines := make(chan []timedLine, 1)
-	go func() {
-		var ls []timedLine
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			ls = append(ls, timedLine{time.Now(), sc.Text()})
-		}
-		lines <- ls
-	}()
+	lines := collectTimedLines(pr)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
