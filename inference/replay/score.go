@@ -102,10 +102,10 @@ func Baselines(events int, s *schedule.Schedule) []Contender {
 // Score replays the trace to every contender and scores their estimates per reporting
 // interval against the truth.
 //
-// Observations are simulated once per distinct schedule and fed slice by slice, in lock
-// step, to every contender on that schedule; each contender receives its own deep copy
-// of every slice, so an estimator that modifies what it is given cannot change what the
-// others see. Names must be distinct. An Observe error aborts the scoring.
+// Observations are simulated once per distinct schedule and fed with Feed to every
+// contender on that schedule; each contender receives its own deep copy of every slice,
+// so an estimator that modifies what it is given cannot change what the others see.
+// Names must be distinct. An Observe error aborts the scoring.
 func Score(tr *Trace, cs []Contender, opt Options) (*Result, error) {
 	if len(cs) == 0 {
 		return nil, fmt.Errorf("score trace: no estimators")
@@ -154,26 +154,13 @@ func Score(tr *Trace, cs []Contender, opt Options) (*Result, error) {
 	for _, name := range names {
 		res.Estimates[name] = make([][]inference.Estimate, len(bounds))
 	}
-	next := 0 // next interval to estimate online
-	for t := range n {
-		for i, c := range cs {
-			if err := c.Estimator.Observe(cloneSlice(obs[c.Schedule][t])); err != nil {
-				return nil, fmt.Errorf("score trace: %s: %w", names[i], err)
-			}
-		}
-		if opt.Online && next < len(bounds) && t == bounds[next][1]-1 {
-			for i, c := range cs {
-				res.Estimates[names[i]][next] = fit(c.Estimator.Estimate(bounds[next][0], bounds[next][1]), len(tr.Events))
-			}
-			next++
-		}
-	}
 	for i, c := range cs {
-		c.Estimator.Finish()
-		if !opt.Online {
-			for k, b := range bounds {
-				res.Estimates[names[i]][k] = fit(c.Estimator.Estimate(b[0], b[1]), len(tr.Events))
-			}
+		answers, err := Feed(c.Estimator, obs[c.Schedule], bounds, opt.Online, nil)
+		if err != nil {
+			return nil, fmt.Errorf("score trace: %s: %w", names[i], err)
+		}
+		for k, a := range answers {
+			res.Estimates[names[i]][k] = fit(a, len(tr.Events))
 		}
 	}
 	per := map[string][]metrics.Event{}
@@ -220,6 +207,35 @@ func Score(tr *Trace, cs []Contender, opt Options) (*Result, error) {
 }
 
 func ptr(v float64) *float64 { return &v }
+
+// Feed gives est the slices obs in order, each as its own deep copy (an estimator that
+// modifies its input cannot change what another estimator sees), and returns est's
+// answer for every interval of bounds: taken right after the interval's last slice when
+// online, after Finish otherwise. An Observe error ends the feed unless keep (which may be
+// nil) says it is a status of that one slice, from which the estimator recovers.
+//
+// Score and live evaluation (internal/eval) both score estimators through Feed, so every
+// estimator is fed and asked in exactly the same way.
+func Feed(est inference.Estimator, obs []inference.Slice, bounds [][2]int, online bool, keep func(error) bool) ([][]inference.Estimate, error) {
+	answers := make([][]inference.Estimate, len(bounds))
+	next := 0 // next interval to answer online
+	for t, s := range obs {
+		if err := est.Observe(cloneSlice(s)); err != nil && (keep == nil || !keep(err)) {
+			return nil, fmt.Errorf("observe slice %d: %w", s.Index, err)
+		}
+		if online && next < len(bounds) && t == bounds[next][1]-1 {
+			answers[next] = est.Estimate(bounds[next][0], bounds[next][1])
+			next++
+		}
+	}
+	est.Finish()
+	if !online {
+		for k, b := range bounds {
+			answers[k] = est.Estimate(b[0], b[1])
+		}
+	}
+	return answers, nil
+}
 
 func cloneSlice(s inference.Slice) inference.Slice {
 	s.Readings = slices.Clone(s.Readings)

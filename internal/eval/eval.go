@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/bayesperf/bayesperf/inference"
 	"github.com/bayesperf/bayesperf/inference/baseline"
@@ -103,36 +102,26 @@ type entrant struct {
 	slices []inference.Slice
 }
 
-// cloneSlices deep-copies slices so that each estimator gets its own identical input.
-func cloneSlices(in []inference.Slice) []inference.Slice {
-	out := make([]inference.Slice, len(in))
-	for i, s := range in {
-		out[i] = s
-		out[i].Readings = slices.Clone(s.Readings)
-	}
-	return out
-}
-
 // Estimators builds the entrants for obs: every estimator paired with the observations
 // it is scored on. newModel may be nil for the default model.
 func estimators(obs Observations, opt Options) ([]entrant, []string, error) {
 	n := len(obs.Events)
 	var out []entrant
 	for _, k := range []baseline.Kind{baseline.Linux, baseline.Fixed, baseline.Linear} {
-		out = append(out, entrant{k.String(), baseline.New(k, n), cloneSlices(obs.Kernel)})
+		out = append(out, entrant{k.String(), baseline.New(k, n), obs.Kernel})
 	}
 	rr, err := model.New(obs.Events, opt.Relations, opt.Model)
 	if err != nil {
 		return nil, nil, fmt.Errorf("build bayesperf model: %w", err)
 	}
-	out = append(out, entrant{BayesPerfRR, rr, cloneSlices(obs.Kernel)})
+	out = append(out, entrant{BayesPerfRR, rr, obs.Kernel})
 	dropped := rr.Dropped
 	if obs.Own != nil {
 		own, err := model.New(obs.Events, opt.Relations, opt.Model)
 		if err != nil {
 			return nil, nil, fmt.Errorf("build bayesperf model: %w", err)
 		}
-		out = append(out, entrant{BayesPerf, own, cloneSlices(obs.Own)})
+		out = append(out, entrant{BayesPerf, own, obs.Own})
 	}
 	return out, dropped, nil
 }
@@ -184,35 +173,17 @@ func score(obs Observations, opt Options, ents []entrant, dropped []string) (*Re
 	}
 	perEst := map[string][]metrics.Event{}
 	for _, en := range ents {
+		answers, err := replay.Feed(en.est, en.slices, ivs, opt.Online, isNumerical)
+		if err != nil {
+			return nil, fmt.Errorf("feed %s: %w", en.name, err)
+		}
 		ests := make([][]inference.Estimate, n)
-		collect := func(iv [2]int) error {
-			got := en.est.Estimate(iv[0], iv[1])
+		for _, got := range answers {
 			if len(got) != n {
-				return fmt.Errorf("estimate with %s: %d events, want %d", en.name, len(got), n)
+				return nil, fmt.Errorf("estimate with %s: %d events, want %d", en.name, len(got), n)
 			}
 			for e := range n {
 				ests[e] = append(ests[e], got[e])
-			}
-			return nil
-		}
-		next := 0
-		for t, s := range en.slices {
-			if err := en.est.Observe(s); err != nil && !isNumerical(err) {
-				return nil, fmt.Errorf("feed %s slice %d: %w", en.name, s.Index, err)
-			}
-			if opt.Online && next < len(ivs) && t == ivs[next][1]-1 {
-				if err := collect(ivs[next]); err != nil {
-					return nil, err
-				}
-				next++
-			}
-		}
-		en.est.Finish()
-		if !opt.Online {
-			for _, iv := range ivs {
-				if err := collect(iv); err != nil {
-					return nil, err
-				}
 			}
 		}
 		totals := en.est.Estimate(0, S)

@@ -84,7 +84,7 @@ func TestIdenticalObservations(t *testing.T) {
 	for _, name := range []string{Linux, Fixed, Linear, BayesPerfRR} {
 		r := &recorder{name: name, n: n}
 		recs = append(recs, r)
-		ents = append(ents, entrant{name, r, cloneSlices(obs.Kernel)})
+		ents = append(ents, entrant{name, r, obs.Kernel}) // shared: Feed copies every slice
 	}
 	if _, err := score(obs, Options{Counters: 4}, ents, nil); err != nil {
 		t.Fatal(err)
