@@ -3,27 +3,21 @@ package bench
 import (
 	"fmt"
 	"image/color"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
+	"github.com/bayesperf/bayesperf/internal/plotfile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // PlotRead draws a run: the ns per read of every batch of each method as box plots on a
 // log scale, and the distribution (CDF) of the age of the values shim reads returned.
 // The format follows the file's extension: .png or .svg.
 func PlotRead(raw *Raw, file string) error {
-	ext := strings.ToLower(filepath.Ext(file))
-	if ext != ".png" && ext != ".svg" {
-		return fmt.Errorf("plot to %s: want a .png or .svg file", file)
+	if err := plotfile.Check(file); err != nil {
+		return err
 	}
 	cost, err := costPlot(raw)
 	if err != nil {
@@ -38,35 +32,9 @@ func PlotRead(raw *Raw, file string) error {
 		plots = append(plots, age)
 	}
 	w, h := vg.Length(len(plots))*13*vg.Centimeter, 10*vg.Centimeter
-	var (
-		c  draw.Canvas
-		wt io.WriterTo
-	)
-	if ext == ".svg" {
-		sc := vgsvg.New(w, h)
-		c, wt = draw.New(sc), sc
-	} else {
-		ic := vgimg.New(w, h)
-		c, wt = draw.New(ic), vgimg.PngCanvas{Canvas: ic}
-	}
-	tiles := draw.Tiles{Rows: 1, Cols: len(plots), PadX: vg.Centimeter,
+	tiles := draw.Tiles{PadX: vg.Centimeter,
 		PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
-	canvases := plot.Align([][]*plot.Plot{plots}, tiles, c)
-	for j, p := range plots {
-		p.Draw(canvases[0][j])
-	}
-	f, err := os.Create(file)
-	if err != nil {
-		return fmt.Errorf("create plot file: %w", err)
-	}
-	if _, err := wt.WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write plot %s: %w", file, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write plot %s: %w", file, err)
-	}
-	return nil
+	return plotfile.Save(file, [][]*plot.Plot{plots}, w, h, tiles)
 }
 
 var labels = map[string]string{

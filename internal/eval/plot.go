@@ -3,18 +3,13 @@ package eval
 import (
 	"fmt"
 	"image/color"
-	"io"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 
+	"github.com/bayesperf/bayesperf/internal/plotfile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // worstEvents is how many events the plot shows over time.
@@ -33,9 +28,8 @@ var palette = map[string]color.Color{
 // estimator per reporting interval, and a bar chart of each estimator's mean and median
 // WAPE. The format follows the file's extension: .png or .svg.
 func Plot(r *Result, file string) error {
-	ext := strings.ToLower(filepath.Ext(file))
-	if ext != ".png" && ext != ".svg" {
-		return fmt.Errorf("plot to %s: want a .png or .svg file", file)
+	if err := plotfile.Check(file); err != nil {
+		return err
 	}
 	var evs []int
 	for i, pe := range r.PerEvent {
@@ -70,39 +64,9 @@ func Plot(r *Result, file string) error {
 		grid[i/cols][i%cols] = p
 	}
 	w, h := 28*vg.Centimeter, vg.Length(rows)*9*vg.Centimeter
-	var (
-		c  draw.Canvas
-		wt io.WriterTo
-	)
-	if ext == ".svg" {
-		sc := vgsvg.New(w, h)
-		c, wt = draw.New(sc), sc
-	} else {
-		ic := vgimg.New(w, h)
-		c, wt = draw.New(ic), vgimg.PngCanvas{Canvas: ic}
-	}
-	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Centimeter, PadY: vg.Centimeter,
+	tiles := draw.Tiles{PadX: vg.Centimeter, PadY: vg.Centimeter,
 		PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(4)}
-	canvases := plot.Align(grid, tiles, c)
-	for i := range grid {
-		for j, p := range grid[i] {
-			if p != nil {
-				p.Draw(canvases[i][j])
-			}
-		}
-	}
-	f, err := os.Create(file)
-	if err != nil {
-		return fmt.Errorf("create plot file: %w", err)
-	}
-	if _, err := wt.WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write plot %s: %w", file, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write plot %s: %w", file, err)
-	}
-	return nil
+	return plotfile.Save(file, grid, w, h, tiles)
 }
 
 func line(name string, ys []float64) (*plotter.Line, error) {
