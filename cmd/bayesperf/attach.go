@@ -74,14 +74,7 @@ func runAttach(args []string) int {
 	if code, stop := parseCmdLine("attach", attachHelp, fs, args); stop {
 		return code
 	}
-	fail := func(err error) int {
-		fmt.Fprintln(os.Stderr, "bayesperf attach:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			return 2
-		}
-		return 1
-	}
+	fail := func(err error) int { return exitWith("attach", err) }
 	if fs.NArg() > 0 {
 		return fail(usageErr("unexpected arguments %q: attach counts a running process (-p PID); to start a command use bayesperf stat", fs.Args()))
 	}

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -85,9 +83,9 @@ EXIT STATUS
 `
 
 func benchMain(args []string) int {
+	fail := func(err error) int { return exitWith("bench read", err) }
 	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, "bayesperf bench: no benchmark given; usage: bayesperf bench read [flags]\n")
-		return 2
+		return exitWith("bench", usageErr("no benchmark given; usage: bayesperf bench read [flags] (see 'bayesperf bench --help')"))
 	}
 	switch args[0] {
 	case "-h", "--help", "-help", "help":
@@ -95,11 +93,9 @@ func benchMain(args []string) int {
 		return 0
 	case "read":
 	default:
-		fmt.Fprintf(os.Stderr, "bayesperf bench: unknown benchmark %q; known: read\n", args[0])
-		return 2
+		return exitWith("bench", usageErr("unknown benchmark %q; known: read (see 'bayesperf bench --help')", args[0]))
 	}
 	fs := flag.NewFlagSet("bench read", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "")
 	iters := fs.Int("iterations", 200000, "")
 	batches := fs.Int("batches", 200, "")
@@ -107,36 +103,26 @@ func benchMain(args []string) int {
 	seed := fs.Uint64("seed", 1, "")
 	readbench := fs.String("readbench", os.Getenv("BAYESPERF_READBENCH"), "")
 	shimPath := fs.String("shim", "", "")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Print(benchHelp)
-			return 0
-		}
-		fmt.Fprintf(os.Stderr, "bayesperf bench read: %v\nrun 'bayesperf bench --help' for usage\n", err)
-		return 2
+	if code, stop := parseCmdLine("bench", benchHelp, fs, args[1:]); stop {
+		return code
 	}
 	switch {
 	case fs.NArg() != 0:
-		fmt.Fprintf(os.Stderr, "bayesperf bench read: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return fail(usageErr("unexpected argument %q (see 'bayesperf bench --help')", fs.Arg(0)))
 	case *iters <= 0 || *batches <= 0 || *ages < 0:
-		fmt.Fprint(os.Stderr, "bayesperf bench read: --iterations and --batches must be positive, --age-samples not negative\n")
-		return 2
+		return fail(usageErr("--iterations and --batches must be positive, --age-samples not negative"))
 	case *iters < *batches:
-		fmt.Fprintf(os.Stderr, "bayesperf bench read: --iterations %d is fewer than one read per batch of --batches %d\n", *iters, *batches)
-		return 2
+		return fail(usageErr("--iterations %d is fewer than one read per batch of --batches %d; raise --iterations or lower --batches", *iters, *batches))
 	}
 	self, err := os.Executable()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "bayesperf bench read: find this binary: %v\n", err)
-		return 1
+		return fail(fmt.Errorf("find this binary: %w", err))
 	}
 	if *readbench == "" {
 		*readbench = filepath.Join(filepath.Dir(self), "bayesperf-readbench")
 	}
 	if st, err := os.Stat(*readbench); err != nil || !st.Mode().IsRegular() {
-		fmt.Fprintf(os.Stderr, "bayesperf bench read: no readbench program at %s (build it with 'make build', or pass --readbench)\n", *readbench)
-		return 2
+		return fail(usageErr("no readbench program at %s; build it with 'make build', or pass --readbench PATH", *readbench))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -145,21 +131,18 @@ func benchMain(args []string) int {
 		Batches: *batches, BatchReads: *iters / *batches, AgeSamples: *ages, Seed: *seed,
 	})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "bayesperf bench read: %v\n", err)
-		return 1
+		return fail(err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res); err != nil {
-			fmt.Fprintf(os.Stderr, "bayesperf bench read: write JSON: %v\n", err)
-			return 1
+			return fail(fmt.Errorf("write JSON: %w", err))
 		}
 		return 0
 	}
 	if err := res.WriteTable(os.Stdout); err != nil {
-		fmt.Fprintf(os.Stderr, "bayesperf bench read: %v\n", err)
-		return 1
+		return fail(err)
 	}
 	return 0
 }

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -25,6 +23,9 @@ type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+// traceFormat says what a trace must look like, for the errors of a malformed one.
+const traceFormat = "a trace is a CSV file: a header naming the events, then one row of exact counts per slice ('bayesperf eval --save-trace FILE' writes one)"
 
 const evalUsage = `usage:
   bayesperf eval -e EVENTS --counters N [--fixed EVENTS] [-I MS] [--relations FILE]
@@ -62,22 +63,12 @@ func runEval(args []string) int {
 	asJSON := fs.Bool("json", false, "print exactly one JSON object instead of the table")
 	saveTrace := fs.String("save-trace", "", "live: also write the run's exact per-slice counts as a trace CSV (replay it with --trace FILE --time-column time_ns)")
 	plotFile := fs.String("plot", "", "draw truth and estimates of the worst events and the errors to FILE.png or FILE.svg")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), evalUsage)
-		fs.PrintDefaults()
+	if code, stop := parseCmdLine("eval", flagHelp(fs, evalUsage), fs, args); stop {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	fail := func(err error) int {
-		fmt.Fprintln(os.Stderr, "bayesperf eval:", err)
-		return 1
-	}
+	fail := func(err error) int { return exitWith("eval", err) }
 	if *counters < 1 {
-		return fail(errors.New("--counters must be at least 1"))
+		return fail(usageErr("--counters %d: a PMU has at least 1 counter", *counters))
 	}
 	rels, err := loadRelations(*relFile, "")
 	if err != nil {
@@ -93,29 +84,39 @@ func runEval(args []string) int {
 	switch {
 	case *trace != "":
 		if len(events) > 0 || fs.NArg() > 0 {
-			return fail(errors.New("--trace replays a file: do not give -e or a command"))
+			return fail(usageErr("--trace replays a file: do not give -e or a command"))
+		}
+		if *window < 1 {
+			return fail(usageErr("--window %d: an interval has at least 1 slice", *window))
 		}
 		tr, err := replay.ReadFile(*trace, replay.ReadOptions{TimeColumn: *timeCol})
 		if err != nil {
-			return fail(err)
+			return fail(usageError{fmt.Errorf("%w; %s", err, traceFormat)})
 		}
 		opt.Relations = relation.BindUniverse(rels, tr.Events, universe)
 		opt.Window = *window
 		if obs, err = eval.FromTrace(tr, *counters, splitList(fixed), opt.Relations); err != nil {
-			return fail(err)
+			return fail(usageError{err})
 		}
 		title = "trace " + *trace
 	default:
-		if len(events) == 0 || fs.NArg() == 0 {
-			fs.Usage()
-			return 2
+		switch {
+		case len(events) == 0 && fs.NArg() == 0:
+			return fail(usageErr("nothing to evaluate; usage: bayesperf eval -e EVENTS [flags] -- CMD [ARGS...] or bayesperf eval --trace FILE.csv (see 'bayesperf eval --help')"))
+		case len(events) == 0:
+			return fail(usageErr("no events given; add -e EVENTS before the command (e.g. -e task-clock,page-faults)"))
+		case fs.NArg() == 0:
+			return fail(usageErr("no command given; usage: bayesperf eval -e EVENTS [flags] -- CMD [ARGS...]"))
 		}
 		if *collector != "read" && *collector != "bpf" {
-			return fail(fmt.Errorf("--collector %s: want read or bpf", *collector))
+			return fail(usageErr("--collector %s: want read or bpf", *collector))
+		}
+		if *interval < 1 {
+			return fail(usageErr("-I %d: the reporting interval must be at least 1 ms", *interval))
 		}
 		evs, err := perf.ParseEvents(strings.Join(events, ","))
 		if err != nil {
-			return fail(err)
+			return fail(eventListErr(err))
 		}
 		var fixedIdx []int
 		for _, f := range splitList(fixed) {
@@ -128,7 +129,7 @@ func runEval(args []string) int {
 			if idx < 0 {
 				more, err := perf.ParseEvents(f)
 				if err != nil {
-					return fail(err)
+					return fail(eventListErr(fmt.Errorf("--fixed: %w", err)))
 				}
 				for _, m := range more {
 					m.Group = len(evs) + 1000
@@ -149,9 +150,9 @@ func runEval(args []string) int {
 			muxIv = vpmu.MuxInterval()
 		}
 		opt.Window = max(1, int((time.Duration(*interval)*time.Millisecond+muxIv/2)/muxIv))
-		cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
-		if p, err := exec.LookPath(fs.Arg(0)); err == nil {
-			cmd.Path = p
+		cmd, err := lookCommand(fs.Args())
+		if err != nil {
+			return fail(err)
 		}
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 		if *asJSON {

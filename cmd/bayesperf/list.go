@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 	"path"
 
 	"github.com/bayesperf/bayesperf/inference/relation"
@@ -17,20 +16,20 @@ func init() {
 func runList(args []string) int {
 	fs := flag.NewFlagSet("list", flag.ContinueOnError)
 	rels := fs.Bool("relations", false, "list the built-in relations instead of events")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: bayesperf list [--relations] [GLOB]\n\nGLOB filters names, e.g. 'syscalls:sys_enter_*'.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
+	help := flagHelp(fs, "usage: bayesperf list [--relations] [GLOB]\n\nGLOB filters names, e.g. 'syscalls:sys_enter_*'.\n\n")
+	if code, stop := parseCmdLine("list", help, fs, args); stop {
+		return code
 	}
 	glob := "*"
-	if fs.NArg() > 0 {
+	switch fs.NArg() {
+	case 0:
+	case 1:
 		glob = fs.Arg(0)
+	default:
+		return exitWith("list", usageErr("one GLOB at most, got %d arguments; quote a glob so the shell leaves it alone", fs.NArg()))
 	}
 	if _, err := path.Match(glob, ""); err != nil {
-		fmt.Fprintln(os.Stderr, "bayesperf list: bad glob:", err)
-		return 2
+		return exitWith("list", usageErr("bad glob %q: %v; use * ? and [...] as in 'syscalls:sys_enter_*'", glob, err))
 	}
 	if *rels {
 		for _, r := range relation.Builtins() {

@@ -52,8 +52,8 @@ Commands:
 
 func main() {
 	if len(os.Args) < 2 {
-		usage(os.Stderr)
-		os.Exit(2)
+		fmt.Fprintln(os.Stderr, "bayesperf: no command given; run 'bayesperf --help' for the commands")
+		os.Exit(exitUsage)
 	}
 	name := os.Args[1]
 	switch name {
@@ -63,8 +63,8 @@ func main() {
 	}
 	c, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "bayesperf: unknown command %q; known: %s\n", name, strings.Join(sortedNames(), ", "))
-		os.Exit(2)
+		fmt.Fprintf(os.Stderr, "bayesperf: unknown command %q; known: %s (run 'bayesperf --help')\n", name, strings.Join(sortedNames(), ", "))
+		os.Exit(exitUsage)
 	}
 	os.Exit(c.run(os.Args[2:]))
 }

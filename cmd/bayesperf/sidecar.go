@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -36,7 +35,7 @@ PMU of N counters (multiplexed as the kernel rotates flexible groups);
 
 func sidecarMain(args []string) int {
 	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fail := func(err error) int { return exitWith("sidecar", err) }
 	sock := fs.String("socket", "", "")
 	statsFile := fs.String("stats", "", "")
 	period := fs.Duration("period", time.Millisecond, "")
@@ -44,17 +43,16 @@ func sidecarMain(args []string) int {
 	verbose := fs.Bool("v", false, "")
 	vcounters := fs.Int("virtual-counters", 0, "")
 	fixed := fs.String("fixed-counters", "", "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Print(sidecarHelp)
-			return 0
-		}
-		fmt.Fprintf(os.Stderr, "bayesperf sidecar: %v\n%s", err, sidecarHelp)
-		return 2
+	if code, stop := parseCmdLine("sidecar", sidecarHelp, fs, args); stop {
+		return code
 	}
-	if *sock == "" {
-		fmt.Fprintf(os.Stderr, "bayesperf sidecar: --socket is required\n%s", sidecarHelp)
-		return 2
+	switch {
+	case fs.NArg() > 0:
+		return fail(usageErr("unexpected arguments %q; the sidecar runs no command ('bayesperf run' does)", fs.Args()))
+	case *sock == "":
+		return fail(usageErr("--socket PATH is required; 'bayesperf run' starts a sidecar for you"))
+	case *vcounters < 0:
+		return fail(usageErr("--virtual-counters %d: want a positive number of counters", *vcounters))
 	}
 	cfg := sidecar.Config{SocketPath: *sock, Period: *period, StaleBound: *stale}
 	if *verbose {
@@ -65,20 +63,15 @@ func sidecarMain(args []string) int {
 	if *vcounters > 0 {
 		fx, err := vstage.FixedEvents(*fixed)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "bayesperf sidecar: --fixed-counters: %v\n", err)
-			return 2
+			return fail(usageError{fmt.Errorf("--fixed-counters: %w", err)})
 		}
 		st := &vstage.Stage{Counters: *vcounters, Fixed: fx, Logf: cfg.Logf}
 		defer st.Close()
 		cfg.Stage = st
-	} else if *vcounters < 0 {
-		fmt.Fprintf(os.Stderr, "bayesperf sidecar: --virtual-counters %d: want a positive number of counters\n", *vcounters)
-		return 2
 	}
 	srv, err := sidecar.New(cfg)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "bayesperf sidecar: %v\n", err)
-		return 1
+		return fail(fmt.Errorf("%w; give --socket a path in a directory of your own with mode 0700 (mkdir -m 700 DIR), or let 'bayesperf run' start the sidecar", err))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -103,8 +96,7 @@ func sidecarMain(args []string) int {
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "bayesperf sidecar: %v\n", err)
-		return 1
+		return fail(err)
 	}
 	return 0
 }

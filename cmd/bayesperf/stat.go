@@ -157,29 +157,6 @@ func (f *statFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.output, "o", "", "")
 }
 
-// usageError is a bad command line: exit status 2.
-type usageError struct{ err error }
-
-func (u usageError) Error() string { return u.err.Error() }
-func (u usageError) Unwrap() error { return u.err }
-
-func usageErr(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
-
-// parseCmdLine parses args with fs, printing help for -h. It returns (exit, true) when the
-// command must end now.
-func parseCmdLine(name, help string, fs *flag.FlagSet, args []string) (int, bool) {
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(splitShortValues(fs, args)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Print(help)
-			return 0, true
-		}
-		fmt.Fprintf(os.Stderr, "bayesperf %s: %v (see 'bayesperf %s --help')\n", name, err, name)
-		return 2, true
-	}
-	return 0, false
-}
-
 // splitShortValues lets perf's spellings through the flag package: a one-letter flag
 // with its value attached (-x, -I100 -etask-clock -p1234) becomes two arguments. It stops
 // at "--" or at the first argument that is neither a flag nor a flag's value (the
@@ -266,7 +243,7 @@ func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
 	}
 	evs, err := perf.ParseEvents(list)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, eventListErr(err)
 	}
 	var fixedIdx []int
 	for _, name := range splitList(f.fixed) {
@@ -277,7 +254,7 @@ func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
 		}
 		more, err := perf.ParseEvents(name)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("--fixed-counters: %w", err)}
+			return nil, eventListErr(fmt.Errorf("--fixed-counters: %w", err))
 		}
 		for _, m := range more {
 			m.Group = len(evs) + 1000 // its own group, never with the user's
@@ -335,7 +312,7 @@ func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
 	if f.output != "" {
 		of, err := os.Create(f.output)
 		if err != nil {
-			return nil, fmt.Errorf("create output file: %w", err)
+			return nil, usageErr("-o %s: %v; give a file in a directory you can write", f.output, errors.Unwrap(err))
 		}
 		s.out, s.closer = of, of
 	}
@@ -520,14 +497,7 @@ func runStat(args []string) int {
 	if code, stop := parseCmdLine("stat", statHelp, fs, args); stop {
 		return code
 	}
-	fail := func(err error) int {
-		fmt.Fprintln(os.Stderr, "bayesperf stat:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			return 2
-		}
-		return 1
-	}
+	fail := func(err error) int { return exitWith("stat", err) }
 	argv := fs.Args()
 	if len(argv) == 0 {
 		return fail(usageErr("no command given; usage: bayesperf stat -e EVENTS [flags] -- CMD [ARGS...]"))
@@ -536,12 +506,9 @@ func runStat(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	if p, err := exec.LookPath(argv[0]); err == nil {
-		cmd.Path = p
-	} else {
-		fmt.Fprintf(os.Stderr, "bayesperf stat: cannot run %s: %v\n", argv[0], err)
-		return 127
+	cmd, err := lookCommand(argv)
+	if err != nil {
+		return fail(err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	var p stepper

@@ -6,7 +6,10 @@ import (
 )
 
 func init() {
-	register(command{name: "version", summary: "print the version of bayesperf", run: func([]string) int {
+	register(command{name: "version", summary: "print the version of bayesperf", run: func(args []string) int {
+		if len(args) > 0 {
+			return exitWith("version", usageErr("unexpected arguments %q: version takes none", args))
+		}
 		v := "devel"
 		if bi, ok := debug.ReadBuildInfo(); ok {
 			for _, s := range bi.Settings {

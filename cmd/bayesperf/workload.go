@@ -20,17 +20,14 @@ func runWorkload(args []string) int {
 	dur := fs.Duration("duration", 3*time.Second, "how long to run")
 	seed := fs.Uint64("seed", 1, "seed of the phase sequence (same seed, same phases)")
 	list := fs.Bool("list", false, "list the workloads and exit")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: bayesperf workload NAME [--duration D] [--seed N]\n       bayesperf workload --list\n\n")
-		fs.PrintDefaults()
-	}
+	help := flagHelp(fs, "usage: bayesperf workload NAME [--duration D] [--seed N]\n       bayesperf workload --list\n\n")
 	// Accept the name before or after the flags.
 	var name string
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		name, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, stop := parseCmdLine("workload", help, fs, args); stop {
+		return code
 	}
 	if *list {
 		for _, n := range workload.Names() {
@@ -39,23 +36,27 @@ func runWorkload(args []string) int {
 		}
 		return 0
 	}
-	if name == "" && fs.NArg() > 0 {
-		name = fs.Arg(0)
+	rest := fs.Args()
+	if name == "" && len(rest) > 0 {
+		name, rest = rest[0], rest[1:]
+	}
+	if len(rest) > 0 {
+		return exitWith("workload", usageErr("unexpected arguments %q; usage: bayesperf workload NAME [--duration D] [--seed N]", rest))
 	}
 	if name == "" {
-		fs.Usage()
-		return 2
+		return exitWith("workload", usageErr("no workload given; usage: bayesperf workload NAME [--duration D] ('bayesperf workload --list' shows the names)"))
+	}
+	if *dur < 0 {
+		return exitWith("workload", usageErr("--duration %v: want a duration such as 3s, not a negative one", *dur))
 	}
 	w, err := workload.Lookup(name)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bayesperf workload:", err)
-		return 2
+		return exitWith("workload", usageErr("%v ('bayesperf workload --list' describes them)", err))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := w.Run(ctx, *dur, *seed); err != nil {
-		fmt.Fprintln(os.Stderr, "bayesperf workload:", err)
-		return 1
+		return exitWith("workload", err)
 	}
 	return 0
 }

@@ -4,7 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -44,7 +47,7 @@ func Open(attr Attr, pid, cpu int, leader *Event) (*Event, error) {
 		uintptr(pid), uintptr(cpu), uintptr(gfd), uintptr(unix.PERF_FLAG_FD_CLOEXEC), 0)
 	runtime.KeepAlive(buf)
 	if errno != 0 {
-		return nil, fmt.Errorf("perf_event_open type=%d config=%#x pid=%d cpu=%d: %w", attr.Type, attr.Config, pid, cpu, explainOpenErr(errno))
+		return nil, fmt.Errorf("perf_event_open type=%d config=%#x pid=%d cpu=%d: %w", attr.Type, attr.Config, pid, cpu, explainOpenErr(attr, pid, errno))
 	}
 	e := &Event{fd: int(fd), Attr: attr, leader: leader}
 	if leader != nil {
@@ -56,14 +59,80 @@ func Open(attr Attr, pid, cpu int, leader *Event) (*Event, error) {
 // ErrNotSupported says the kernel or the machine lacks the event (no hardware PMU here).
 var ErrNotSupported = errors.New("event not supported by this kernel or machine")
 
-func explainOpenErr(errno unix.Errno) error {
+// explainOpenErr says why perf_event_open refused attr for pid and what to do about it.
+// The errno stays wrapped for errors.Is.
+func explainOpenErr(attr Attr, pid int, errno unix.Errno) error {
 	switch errno {
 	case unix.ENOENT, unix.EOPNOTSUPP, unix.ENODEV:
-		return fmt.Errorf("%w (%w)", ErrNotSupported, errno)
+		if hardwareType(attr.Type) && !hasCPUPMU(sysfsPMUDir) {
+			return fmt.Errorf("%w (%w): this machine has no hardware PMU (a virtual machine?); count software events or tracepoints instead ('bayesperf list' shows them)", ErrNotSupported, errno)
+		}
+		return fmt.Errorf("%w (%w); 'bayesperf list' shows the events this machine has", ErrNotSupported, errno)
 	case unix.EACCES, unix.EPERM:
-		return fmt.Errorf("%w: run as root or lower /proc/sys/kernel/perf_event_paranoid", errno)
+		return fmt.Errorf("%w: %s", errno, permissionAdvice(attr, pid, os.Geteuid(), paranoid()))
+	case unix.ESRCH:
+		return fmt.Errorf("%w: process %d is gone; give the pid of a running process", errno, pid)
+	case unix.EMFILE, unix.ENFILE:
+		return fmt.Errorf("%w: one fd per event and thread; raise the limit (ulimit -n) or count fewer events", errno)
 	}
 	return errno
+}
+
+// hardwareType says the event type needs a hardware PMU (generic hardware, cache, raw).
+func hardwareType(t uint32) bool {
+	return t == TypeHardware || t == TypeHWCache || t == TypeRaw
+}
+
+const sysfsPMUDir = "/sys/bus/event_source/devices"
+
+// hasCPUPMU says the kernel registered a core PMU (cpu, or cpu_core/cpu_atom on hybrid
+// CPUs, armv8_* on arm64) under dir.
+func hasCPUPMU(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return true // unknown: do not blame the machine
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if n == "cpu" || strings.HasPrefix(n, "cpu_") || strings.HasPrefix(n, "armv") {
+			return true
+		}
+	}
+	return false
+}
+
+// paranoid is /proc/sys/kernel/perf_event_paranoid, or 99 when unreadable.
+func paranoid() int {
+	b, err := os.ReadFile("/proc/sys/kernel/perf_event_paranoid")
+	if err != nil {
+		return 99
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 99
+	}
+	return v
+}
+
+// permissionAdvice says what to do about a refused open, from who asks (euid), what (the
+// attr's exclude bits) and the system's perf_event_paranoid level, as the kernel decides:
+// another user's process needs ptrace rights; above level 1 an unprivileged user may not
+// count kernel activity; above level 2 (Debian's 3, 4) not even its own user space.
+func permissionAdvice(attr Attr, pid, euid, level int) string {
+	const lower = "as root: sysctl kernel.perf_event_paranoid=1"
+	if pid > 0 && euid != 0 {
+		var st unix.Stat_t
+		if unix.Stat(fmt.Sprintf("/proc/%d", pid), &st) == nil && int(st.Uid) != euid {
+			return fmt.Sprintf("process %d belongs to another user; run as root or as its owner", pid)
+		}
+	}
+	switch {
+	case level > 2:
+		return fmt.Sprintf("perf_event_paranoid is %d, which forbids unprivileged users every perf event; run as root or lower it (%s)", level, lower)
+	case level > 1 && attr.Flags&FlagExcludeKern == 0:
+		return fmt.Sprintf("perf_event_paranoid is %d, which forbids unprivileged users to count kernel activity; count user space only with the :u modifier (task-clock:u), run as root, or lower it (%s)", level, lower)
+	}
+	return fmt.Sprintf("perf_event_paranoid is %d; run as root or lower it (%s)", level, lower)
 }
 
 // FD is the event's file descriptor, for polling, BPF maps or handing to another process.

@@ -54,8 +54,20 @@ func isModifiers(s string) bool {
 // ParseList splits an event list as perf's -e accepts it: comma-separated items, {a,b}
 // groups with optional :modifiers after the brace, pmu/terms/ items whose terms contain
 // commas, and -e given several times (join them with commas). It only checks syntax;
-// Resolve finds the events. It never panics, whatever the input.
+// Resolve finds the events. It never panics, whatever the input. An error says what is
+// wrong and how events are written.
 func ParseList(s string) ([]Spec, error) {
+	specs, err := parseList(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w; %s", err, syntaxHint)
+	}
+	return specs, nil
+}
+
+// syntaxHint ends every syntax error: how an event list is written.
+const syntaxHint = "write events as perf does: name[:mods], {a,b} for a group, subsys:event, pmu/term=value/, rHEX"
+
+func parseList(s string) ([]Spec, error) {
 	var specs []Spec
 	group := 0
 	i := 0

@@ -165,20 +165,38 @@ func applyModifiers(a *Attr, mods string) error {
 // root, it mounts tracefs on /sys/kernel/tracing as perf does; otherwise the error says
 // what to run.
 func FindTracefs(mount bool) (string, error) {
+	var denied string
 	for _, d := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
-		if st, err := os.Stat(filepath.Join(d, "events")); err == nil && st.IsDir() {
+		st, err := os.Stat(filepath.Join(d, "events"))
+		if err == nil && st.IsDir() {
 			return d, nil
 		}
+		if errors.Is(err, os.ErrPermission) && denied == "" {
+			denied = d
+		}
+	}
+	if denied != "" {
+		// Mounted, but mode 0700 (the default): tracepoints are root's.
+		return "", tracefsError{fmt.Sprintf("find tracefs: %s is readable by root only; run as root to count tracepoints", denied)}
 	}
 	const dir = "/sys/kernel/tracing"
 	if mount && os.Geteuid() == 0 {
 		if err := unix.Mount("nodev", dir, "tracefs", 0, ""); err != nil {
-			return "", fmt.Errorf("mount tracefs on %s: %w", dir, err)
+			return "", tracefsError{fmt.Sprintf("mount tracefs on %s: %v; mount it yourself: mount -t tracefs nodev %s", dir, err, dir)}
 		}
 		return dir, nil
 	}
-	return "", errors.New("find tracefs: not mounted; run as root: mount -t tracefs nodev /sys/kernel/tracing")
+	return "", tracefsError{"find tracefs: not mounted; run as root (bayesperf mounts it then), or mount it: mount -t tracefs nodev " + dir}
 }
+
+// ErrTracefs matches (errors.Is) the errors of a tracefs that is not mounted, not
+// readable or cannot be mounted: the state of the system, not a fault of the event list.
+var ErrTracefs = errors.New("tracefs unavailable")
+
+type tracefsError struct{ msg string }
+
+func (e tracefsError) Error() string        { return e.msg }
+func (e tracefsError) Is(target error) bool { return target == ErrTracefs }
 
 func (r *Resolver) tracefs() (string, error) {
 	if r.TracefsDir != "" {
@@ -252,6 +270,9 @@ func (r *Resolver) pmuEvent(pmu string, terms []Term) (Attr, error) {
 	}
 	tb, err := os.ReadFile(filepath.Join(dir, "type"))
 	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return Attr{}, fmt.Errorf("unknown PMU %q%s: no %s here; 'bayesperf list' shows the PMUs of this machine", pmu, closeMatches(pmu, r.pmuNames()), dir)
+		}
 		return Attr{}, fmt.Errorf("unknown PMU %q%s: %w", pmu, closeMatches(pmu, r.pmuNames()), err)
 	}
 	typ, err := strconv.ParseUint(strings.TrimSpace(string(tb)), 10, 32)
@@ -451,7 +472,12 @@ func (r *Resolver) unknown(sp Spec) error {
 		cands = append(SymbolNames(), CacheEventNames()...)
 		cands = append(cands, r.Tracepoints()...)
 	}
-	return fmt.Errorf("unknown event %q%s; run 'bayesperf list' or 'perf list' for the names", sp.Text, closeMatches(sp.Name, cands))
+	hint := ""
+	if sub, mods, ok := strings.Cut(sp.Name, ":"); ok && sp.Kind == KindTracepoint && !looksLikeTracepointSubsys(sub) {
+		// "task-clock:zz": not a tracepoint, and zz is not a modifier.
+		hint = fmt.Sprintf(" (%q is not a modifier of %s: modifiers are letters of %s)", mods, sub, modifierChars)
+	}
+	return fmt.Errorf("unknown event %q%s%s; run 'bayesperf list' or 'perf list' for the names", sp.Text, hint, closeMatches(sp.Name, cands))
 }
 
 // closeMatches formats up to three candidates within a small edit distance of name.
