@@ -163,30 +163,9 @@ func Score(tr *Trace, cs []Contender, opt Options) (*Result, error) {
 			res.Estimates[names[i]][k] = fit(a, len(tr.Events))
 		}
 	}
-	per := map[string][]metrics.Event{}
-	for _, name := range names {
-		per[name] = make([]metrics.Event, len(tr.Events))
-		for e := range tr.Events {
-			truth := make([]float64, len(bounds))
-			est := make([]inference.Estimate, len(bounds))
-			for k := range bounds {
-				truth[k] = res.Truth[k][e]
-				est[k] = res.Estimates[name][k][e]
-			}
-			per[name][e] = metrics.ForEvent(truth, est)
-		}
-		res.Estimators[name] = metrics.Summarize(per[name])
-	}
-	if lin, ok := per[base]; ok {
-		for _, name := range names {
-			if name == base {
-				continue
-			}
-			if r, ok := metrics.ErrorReduction(lin, per[name]); ok {
-				res.ErrorReduction[name] = r
-			}
-		}
-	}
+	sum := Summarize(res.Truth, res.Estimates, names, base, len(tr.Events))
+	per := sum.PerEvent
+	res.Estimators, res.ErrorReduction = sum.Estimators, sum.ErrorReduction
 	for e, ev := range tr.Events {
 		er := EventResult{Event: ev, Scores: map[string]Scores{}, Metrics: map[string]metrics.Event{}}
 		for _, name := range names {
@@ -207,6 +186,59 @@ func Score(tr *Trace, cs []Contender, opt Options) (*Result, error) {
 }
 
 func ptr(v float64) *float64 { return &v }
+
+// Summary is the scoring of several estimators on the same events and intervals.
+type Summary struct {
+	// PerEvent[name][e] are estimator name's scores on event e (metrics.ForEvent).
+	PerEvent map[string][]metrics.Event
+	// Estimators[name] aggregates PerEvent[name] over the events (metrics.Summarize).
+	Estimators map[string]metrics.Summary
+	// ErrorReduction[name] is name's error reduction relative to the baseline
+	// (metrics.ErrorReduction), for every estimator but the baseline where it is defined.
+	ErrorReduction map[string]float64
+}
+
+// Summarize scores the answers of the estimators names against the truth, per event and
+// per estimator: truth[k][e] is event e's true count in reporting interval k, and
+// answers[name][k][e] estimator name's estimate of it; an estimate missing from a short
+// answer counts as a not-counted zero. base names the estimator the error reductions are
+// relative to; when it is not among names there are none.
+//
+// Score and live evaluation (internal/eval) both summarize through it, so the same
+// answers always give the same figures.
+func Summarize(truth [][]float64, answers map[string][][]inference.Estimate, names []string, base string, events int) Summary {
+	sum := Summary{PerEvent: map[string][]metrics.Event{}, Estimators: map[string]metrics.Summary{},
+		ErrorReduction: map[string]float64{}}
+	for _, name := range names {
+		per := make([]metrics.Event, events)
+		for e := range events {
+			tr := make([]float64, len(truth))
+			est := make([]inference.Estimate, len(truth))
+			for k := range truth {
+				if e < len(truth[k]) {
+					tr[k] = truth[k][e]
+				}
+				if a := answers[name]; k < len(a) && e < len(a[k]) {
+					est[k] = a[k][e]
+				}
+			}
+			per[e] = metrics.ForEvent(tr, est)
+		}
+		sum.PerEvent[name] = per
+		sum.Estimators[name] = metrics.Summarize(per)
+	}
+	if lin, ok := sum.PerEvent[base]; ok {
+		for _, name := range names {
+			if name == base {
+				continue
+			}
+			if r, ok := metrics.ErrorReduction(lin, sum.PerEvent[name]); ok {
+				sum.ErrorReduction[name] = r
+			}
+		}
+	}
+	return sum
+}
 
 // Feed gives est the slices obs in order, each as its own deep copy (an estimator that
 // modifies its input cannot change what another estimator sees), and returns est's

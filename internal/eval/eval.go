@@ -148,20 +148,25 @@ func score(obs Observations, opt Options, ents []entrant, dropped []string) (*Re
 		window = 25
 	}
 	ivs := replay.Intervals(S, window)
-	// truth per event per interval
+	// truth per interval per event (as replay.Summarize takes it), and per event per
+	// interval (each event's series)
+	byIv := make([][]float64, len(ivs))
 	truth := make([][]float64, n)
 	for e := range truth {
 		truth[e] = make([]float64, len(ivs))
 	}
 	for k, iv := range ivs {
+		byIv[k] = make([]float64, n)
 		for t := iv[0]; t < iv[1]; t++ {
 			for e := 0; e < n && e < len(obs.Truth[t]); e++ {
-				truth[e][k] += float64(obs.Truth[t][e])
+				byIv[k][e] += float64(obs.Truth[t][e])
 			}
 		}
+		for e := range n {
+			truth[e][k] = byIv[k][e]
+		}
 	}
-	res := &Result{Counters: opt.Counters, Events: n, Slices: S, Intervals: len(ivs),
-		Estimators: map[string]metrics.Summary{}, ErrorReduction: map[string]float64{}, Dropped: dropped}
+	res := &Result{Counters: opt.Counters, Events: n, Slices: S, Intervals: len(ivs), Dropped: dropped}
 	res.PerEvent = make([]PerEvent, n)
 	for e := range res.PerEvent {
 		tot := 0.0
@@ -171,26 +176,36 @@ func score(obs Observations, opt Options, ents []entrant, dropped []string) (*Re
 		res.PerEvent[e] = PerEvent{Event: obs.Events[e], Truth: tot, Defined: tot > 0, Metrics: map[string]Metric{},
 			Totals: map[string]inference.Estimate{}, Series: map[string][]float64{}, Truths: truth[e]}
 	}
-	perEst := map[string][]metrics.Event{}
+	answers := map[string][][]inference.Estimate{}
 	for _, en := range ents {
-		answers, err := replay.Feed(en.est, en.slices, ivs, opt.Online, isNumerical)
+		got, err := replay.Feed(en.est, en.slices, ivs, opt.Online, isNumerical)
 		if err != nil {
 			return nil, fmt.Errorf("feed %s: %w", en.name, err)
 		}
+		answers[en.name] = got
 		ests := make([][]inference.Estimate, n)
-		for _, got := range answers {
-			if len(got) != n {
-				return nil, fmt.Errorf("estimate with %s: %d events, want %d", en.name, len(got), n)
+		for _, a := range got {
+			if len(a) != n {
+				return nil, fmt.Errorf("estimate with %s: %d events, want %d", en.name, len(a), n)
 			}
 			for e := range n {
-				ests[e] = append(ests[e], got[e])
+				ests[e] = append(ests[e], a[e])
 			}
 		}
 		totals := en.est.Estimate(0, S)
-		evs := make([]metrics.Event, n)
 		for e := range n {
-			m := metrics.ForEvent(truth[e], ests[e])
-			evs[e] = m
+			pe := &res.PerEvent[e]
+			if e < len(totals) {
+				pe.Totals[en.name] = totals[e]
+			}
+			pe.Series[en.name] = metrics.Values(ests[e])
+		}
+		res.Names = append(res.Names, en.name)
+	}
+	sum := replay.Summarize(byIv, answers, res.Names, Linux, n)
+	res.Estimators, res.ErrorReduction = sum.Estimators, sum.ErrorReduction
+	for _, name := range res.Names {
+		for e, m := range sum.PerEvent[name] {
 			pm := Metric{WAPE: m.WAPE, TotalError: m.TotalError, RA: m.RA, DTW: m.DTW}
 			if !m.Defined {
 				// The event never occurred: its ratios do not exist (null in JSON).
@@ -200,23 +215,7 @@ func score(obs Observations, opt Options, ents []entrant, dropped []string) (*Re
 			if c, ok := m.Coverage95(); ok {
 				pm.Coverage95 = &c
 			}
-			pe := &res.PerEvent[e]
-			pe.Metrics[en.name] = pm
-			if e < len(totals) {
-				pe.Totals[en.name] = totals[e]
-			}
-			pe.Series[en.name] = metrics.Values(ests[e])
-		}
-		perEst[en.name] = evs
-		res.Estimators[en.name] = metrics.Summarize(evs)
-		res.Names = append(res.Names, en.name)
-	}
-	for _, name := range res.Names {
-		if name == Linux {
-			continue
-		}
-		if r, ok := metrics.ErrorReduction(perEst[Linux], perEst[name]); ok {
-			res.ErrorReduction[name] = r
+			res.PerEvent[e].Metrics[name] = pm
 		}
 	}
 	return res, nil
