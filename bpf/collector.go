@@ -35,6 +35,13 @@ type Options struct {
 	// inherited events from BPF) and read_format set to (value, enabled, running). An event
 	// with the disabled bit starts disabled; see SetEnabled.
 	Events []unix.PerfEventAttr
+	// HoldProcesses (with Threads) stops every new child process before its first user
+	// instruction until its events are open, so that a short-lived one (a shell loop's cat)
+	// is counted from its start, as inherited events count it: a program in the child's
+	// first moment on a CPU sends it SIGSTOP, and the collector sends SIGCONT once its
+	// events are open (see the package doc for what its parent can notice). New threads are
+	// never held.
+	HoldProcesses bool
 	// Slice is the snapshot period in wall-clock time; 0 means 4ms, the kernel's default
 	// multiplexing interval.
 	Slice time.Duration
@@ -55,6 +62,7 @@ type Stats struct {
 	BadRecords  uint64 // records Next could not use (malformed or for an unknown slot)
 	Threads     int    // threads (or CPUs) that have had events opened
 	LostThreads int    // new threads that could not be followed
+	Held        uint64 // new processes held (stopped) until their events were open
 	// MaxFollowLatency is the longest time from a thread's creation (the fork tracepoint)
 	// to its events being in the BPF map: what the thread counted meanwhile is not seen.
 	MaxFollowLatency time.Duration
@@ -71,16 +79,17 @@ type slot struct {
 
 // Collector snapshots events through BPF. It implements perf.Collector.
 type Collector struct {
-	opts   Options
-	nr     int
-	slice  time.Duration
-	coll   *ebpf.Collection
-	array  *ebpf.Map // the PERF_EVENT_ARRAY, owned here
-	thrMap *ebpf.Map
-	stats  *ebpf.Map
-	rd     *cringbuf.Reader
-	timers []int
-	links  []link.Link
+	opts    Options
+	nr      int
+	slice   time.Duration
+	coll    *ebpf.Collection
+	array   *ebpf.Map // the PERF_EVENT_ARRAY, owned here
+	thrMap  *ebpf.Map
+	heldMap *ebpf.Map
+	stats   *ebpf.Map
+	rd      *cringbuf.Reader
+	timers  []int
+	links   []link.Link
 
 	togMu     sync.Mutex   // serialises SetEnabled calls
 	fdMu      sync.RWMutex // read-held while fds are used without mu; write-held to close them
@@ -97,6 +106,7 @@ type Collector struct {
 	alive     int
 	lost      int
 	lostTid   int // the last thread that could not be followed
+	held      uint64
 	followLat time.Duration
 	bad       uint64
 	lastNs    int64
@@ -126,6 +136,9 @@ func NewCollector(opts Options) (*Collector, error) {
 	}
 	if opts.Slice < 10*time.Microsecond {
 		return nil, fmt.Errorf("new bpf collector: slice %v is too short (at least 10µs)", opts.Slice)
+	}
+	if opts.HoldProcesses && (!opts.Threads || opts.Pid == -1) {
+		return nil, errors.New("new bpf collector: HoldProcesses needs Threads and a task target (pid > 0)")
 	}
 	if opts.MaxThreads <= 0 {
 		opts.MaxThreads = 1024
@@ -197,6 +210,14 @@ func (c *Collector) load(nslots int, systemWide bool) error {
 		}
 	}
 	spec.Maps[snapshotMapThreads].MaxEntries = uint32(2 * max(nslots, 1))
+	spec.Maps[snapshotMapHeld].MaxEntries = uint32(2 * max(nslots, 1))
+	// One of the two fork programs: on_fork_hold needs the kernel's BTF and a 6.13+ kfunc,
+	// so it is loaded only when asked for.
+	if c.opts.HoldProcesses {
+		delete(spec.Programs, snapshotProgOnFork)
+	} else {
+		delete(spec.Programs, snapshotProgOnForkHold)
+	}
 	spec.Maps[snapshotMapRecords].MaxEntries = uint32(c.opts.RingBytes)
 	forkOff := uint32(0)
 	if c.opts.Threads && !systemWide {
@@ -205,10 +226,11 @@ func (c *Collector) load(nslots int, systemWide bool) error {
 		}
 	}
 	set := map[string]uint32{
-		snapshotVarNrEvents:     uint32(c.nr),
-		snapshotVarSystemWide:   b2u(systemWide),
-		snapshotVarFollowForks:  b2u(c.opts.Threads && !systemWide),
-		snapshotVarForkChildOff: forkOff,
+		snapshotVarNrEvents:      uint32(c.nr),
+		snapshotVarSystemWide:    b2u(systemWide),
+		snapshotVarFollowForks:   b2u(c.opts.Threads && !systemWide),
+		snapshotVarForkChildOff:  forkOff,
+		snapshotVarHoldProcesses: b2u(c.opts.HoldProcesses),
 	}
 	for name, v := range set {
 		if err := spec.Variables[name].Set(v); err != nil {
@@ -221,6 +243,7 @@ func (c *Collector) load(nslots int, systemWide bool) error {
 	}
 	c.coll = coll
 	c.thrMap = coll.Maps[snapshotMapThreads]
+	c.heldMap = coll.Maps[snapshotMapHeld]
 	c.stats = coll.Maps[snapshotMapStats]
 	if c.rd, err = cringbuf.NewReader(coll.Maps[snapshotMapRecords]); err != nil {
 		return classify("open bpf ring buffer", err)
@@ -262,9 +285,19 @@ func (c *Collector) start(cpus []int, systemWide bool) error {
 			{"sched_process_exit", snapshotProgOnExit},
 			{"sched_process_fork", snapshotProgOnFork},
 		} {
+			if c.opts.HoldProcesses && tp.prog == snapshotProgOnFork {
+				continue
+			}
 			l, err := link.Tracepoint("sched", tp.name, c.coll.Programs[tp.prog], nil)
 			if err != nil {
 				return classify("attach "+tp.name, err)
+			}
+			c.links = append(c.links, l)
+		}
+		if c.opts.HoldProcesses {
+			l, err := link.AttachTracing(link.TracingOptions{Program: c.coll.Programs[snapshotProgOnForkHold]})
+			if err != nil {
+				return classify("attach sched_process_fork (BTF, to hold new processes)", err)
 			}
 			c.links = append(c.links, l)
 		}
@@ -673,8 +706,15 @@ func (c *Collector) handle(r record) {
 		if r.Kind == kindExit {
 			c.exit(int(r.Slot))
 		}
-	case kindFork:
+	case kindFork, kindHeld:
 		tid := int(r.Tid)
+		if r.Kind == kindHeld {
+			// Stopped before its first instruction: let it run once its events are open
+			// (or it is known lost). The program made the SIGSTOP pending before this
+			// record could be read, so the SIGCONT cannot come first.
+			defer c.cont(tid)
+			c.held++
+		}
 		if _, ok := c.byTid[tid]; ok {
 			return // already found by listing /proc
 		}
@@ -691,6 +731,26 @@ func (c *Collector) handle(r record) {
 		if int(r.Tid) != c.lostTid && !slices.Contains(c.followed[max(0, len(c.followed)-64):], int(r.Tid)) {
 			c.lost++
 		}
+	}
+}
+
+// cont continues held process tid and forgets it.
+func (c *Collector) cont(tid int) {
+	_ = unix.Kill(tid, unix.SIGCONT) // ESRCH: killed meanwhile
+	_ = c.heldMap.Delete(uint32(tid))
+}
+
+// contAllHeld continues every process still held: those whose notice was not consumed.
+// Called after the hold program is detached.
+func (c *Collector) contAllHeld() {
+	var tid, v uint32
+	var tids []int
+	it := c.heldMap.Iterate()
+	for it.Next(&tid, &v) {
+		tids = append(tids, int(tid))
+	}
+	for _, t := range tids {
+		c.cont(t)
 	}
 }
 
@@ -855,7 +915,7 @@ func (c *Collector) Threads() []int {
 func (c *Collector) Stats() (Stats, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := Stats{Threads: max(len(c.followed), len(c.slots)), LostThreads: c.lost, BadRecords: c.bad, MaxFollowLatency: c.followLat}
+	st := Stats{Threads: max(len(c.followed), len(c.slots)), LostThreads: c.lost, BadRecords: c.bad, MaxFollowLatency: c.followLat, Held: c.held}
 	if c.closed {
 		return st, ErrClosed
 	}
@@ -927,6 +987,9 @@ func (c *Collector) release() error {
 		errs = append(errs, l.Close())
 	}
 	c.links = nil
+	if c.heldMap != nil {
+		c.contAllHeld()
+	}
 	if c.rd != nil {
 		c.rd.Close() // may already be closed by Close; nothing to report either way
 	}

@@ -24,17 +24,22 @@ static __u32 (*bpf_get_smp_processor_id)(void) = (void *)BPF_FUNC_get_smp_proces
 static long (*bpf_perf_event_read_value)(void *map, __u64 flags, struct bpf_perf_event_value *buf, __u32 size) = (void *)BPF_FUNC_perf_event_read_value;
 static long (*bpf_ringbuf_output)(void *ringbuf, void *data, __u64 size, __u64 flags) = (void *)BPF_FUNC_ringbuf_output;
 static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *src) = (void *)BPF_FUNC_probe_read_kernel;
+static void *(*bpf_ringbuf_reserve)(void *ringbuf, __u64 size, __u64 flags) = (void *)BPF_FUNC_ringbuf_reserve;
+static void (*bpf_ringbuf_submit)(void *data, __u64 flags) = (void *)BPF_FUNC_ringbuf_submit;
 
 // MAX_EVENTS bounds the events per thread (or CPU); the Go side refuses more.
 #define MAX_EVENTS 128
 // SLOT_PENDING marks a thread seen forking but whose events user space has not opened yet.
 #define SLOT_PENDING 0xffffffffu
+// SIGSTOP is 19 on every architecture this builds for (x86, arm64, riscv).
+#define SIGSTOP 19
 
 enum kind {
 	KIND_TICK = 1, // periodic snapshot of a running thread (or CPU)
 	KIND_EXIT = 2, // last snapshot of a thread, taken in its exit path
 	KIND_FORK = 3, // a tracked thread created a task: user space must open its events
 	KIND_GONE = 4, // a thread exited before user space opened its events
+	KIND_HELD = 5, // as KIND_FORK, for a new process stopped until user space continues it
 };
 
 enum stat {
@@ -68,6 +73,7 @@ const volatile __u32 nr_events = 1;
 const volatile __u32 system_wide = 0;    // slots are CPUs, every tick is a snapshot
 const volatile __u32 follow_forks = 0;   // report tasks created by tracked threads
 const volatile __u32 fork_child_off = 0; // offset of child_pid in the sched_process_fork record
+const volatile __u32 hold_processes = 0; // stop new processes until their events are open
 
 // events holds the per-thread (or per-CPU) counters at index slot*nr_events+i. User space
 // creates it with the real size: libbpf-style loaders clamp max_entries to the CPUs.
@@ -85,6 +91,15 @@ struct {
 	__type(value, __u32);
 	__uint(max_entries, 1);
 } threads SEC(".maps");
+
+// held holds the new processes on_fork_hold stopped and user space has not continued yet,
+// so that closing the collector can continue them whatever records it did not consume.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} held SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -201,6 +216,7 @@ int on_exit(void *ctx)
 	else
 		snapshot(tid, *slot, KIND_EXIT);
 	bpf_map_delete_elem(&threads, &tid);
+	bpf_map_delete_elem(&held, &tid);
 	return 0;
 }
 
@@ -220,6 +236,70 @@ int on_fork(void *ctx)
 	__u32 key = (__u32)child, pending = SLOT_PENDING;
 	bpf_map_update_elem(&threads, &key, &pending, BPF_NOEXIST);
 	notice(key, parent, KIND_FORK);
+	return 0;
+}
+
+// The two fields of the kernel's task_struct that on_fork_hold reads, relocated to the
+// running kernel's layout by the loader (CO-RE, from the kernel's BTF).
+struct task_struct {
+	int pid;
+	int tgid;
+} __attribute__((preserve_access_index));
+
+enum pid_type { PIDTYPE_PID, PIDTYPE_TGID };
+
+// A kfunc (kernel 6.13+): sends sig to task, not only to the current one.
+extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type, __u64 value) __attribute__((section(".ksyms")));
+
+// on_fork_hold replaces on_fork when new processes are held: it does what on_fork does and,
+// for a new process (not a thread), sends it SIGSTOP before it has ever run: the stop takes
+// effect on its way to user space, before its first instruction, and user space continues
+// it once its events are open. Threads are not held: SIGSTOP stops a whole process, the
+// creating thread too.
+SEC("tp_btf/sched_process_fork")
+int on_fork_hold(__u64 *ctx)
+{
+	if (system_wide || !follow_forks)
+		return 0;
+	__u32 parent = (__u32)bpf_get_current_pid_tgid();
+	if (!bpf_map_lookup_elem(&threads, &parent))
+		return 0;
+	struct task_struct *child = (struct task_struct *)ctx[1];
+	__s32 pid = child->pid, tgid = child->tgid;
+	if (pid <= 0)
+		return 0;
+	__u32 key = (__u32)pid, pending = SLOT_PENDING;
+	bpf_map_update_elem(&threads, &key, &pending, BPF_NOEXIST);
+	if (pid != tgid || !hold_processes) {
+		notice(key, parent, KIND_FORK);
+		return 0;
+	}
+	// The notice is reserved first and published only after the signal is sent, so that
+	// user space can never send SIGCONT before the SIGSTOP is pending (the kernel would
+	// discard it, and the process would stay stopped). No room in the ring: no notice
+	// either, as for on_fork.
+	struct header *r = bpf_ringbuf_reserve(&records, sizeof(struct header), 0);
+	if (!r) {
+		count(STAT_DROPS);
+		return 0;
+	}
+	__u32 one = 1;
+	__u16 kind = KIND_HELD;
+	if (bpf_map_update_elem(&held, &key, &one, BPF_ANY)) {
+		kind = KIND_FORK;
+	} else if (bpf_send_signal_task(child, SIGSTOP, PIDTYPE_TGID, 0)) {
+		bpf_map_delete_elem(&held, &key);
+		kind = KIND_FORK;
+	}
+	r->time_ns = bpf_ktime_get_ns();
+	r->tid = key;
+	r->slot = parent;
+	r->kind = kind;
+	r->nr = 0;
+	r->cpu = bpf_get_smp_processor_id();
+	r->errs = 0;
+	r->err = 0;
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 

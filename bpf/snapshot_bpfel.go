@@ -38,18 +38,21 @@ type snapshotRecord struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	snapshotMapEvents       = "events"
-	snapshotMapRecords      = "records"
-	snapshotMapScratch      = "scratch"
-	snapshotMapStats        = "stats"
-	snapshotMapThreads      = "threads"
-	snapshotProgOnExit      = "on_exit"
-	snapshotProgOnFork      = "on_fork"
-	snapshotProgOnTick      = "on_tick"
-	snapshotVarFollowForks  = "follow_forks"
-	snapshotVarForkChildOff = "fork_child_off"
-	snapshotVarNrEvents     = "nr_events"
-	snapshotVarSystemWide   = "system_wide"
+	snapshotMapEvents        = "events"
+	snapshotMapHeld          = "held"
+	snapshotMapRecords       = "records"
+	snapshotMapScratch       = "scratch"
+	snapshotMapStats         = "stats"
+	snapshotMapThreads       = "threads"
+	snapshotProgOnExit       = "on_exit"
+	snapshotProgOnFork       = "on_fork"
+	snapshotProgOnForkHold   = "on_fork_hold"
+	snapshotProgOnTick       = "on_tick"
+	snapshotVarFollowForks   = "follow_forks"
+	snapshotVarForkChildOff  = "fork_child_off"
+	snapshotVarHoldProcesses = "hold_processes"
+	snapshotVarNrEvents      = "nr_events"
+	snapshotVarSystemWide    = "system_wide"
 )
 
 // loadSnapshot returns the embedded CollectionSpec for snapshot.
@@ -94,9 +97,10 @@ type snapshotSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type snapshotProgramSpecs struct {
-	OnExit *ebpf.ProgramSpec `ebpf:"on_exit"`
-	OnFork *ebpf.ProgramSpec `ebpf:"on_fork"`
-	OnTick *ebpf.ProgramSpec `ebpf:"on_tick"`
+	OnExit     *ebpf.ProgramSpec `ebpf:"on_exit"`
+	OnFork     *ebpf.ProgramSpec `ebpf:"on_fork"`
+	OnForkHold *ebpf.ProgramSpec `ebpf:"on_fork_hold"`
+	OnTick     *ebpf.ProgramSpec `ebpf:"on_tick"`
 }
 
 // snapshotMapSpecs contains maps before they are loaded into the kernel.
@@ -104,6 +108,7 @@ type snapshotProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type snapshotMapSpecs struct {
 	Events  *ebpf.MapSpec `ebpf:"events"`
+	Held    *ebpf.MapSpec `ebpf:"held"`
 	Records *ebpf.MapSpec `ebpf:"records"`
 	Scratch *ebpf.MapSpec `ebpf:"scratch"`
 	Stats   *ebpf.MapSpec `ebpf:"stats"`
@@ -114,10 +119,11 @@ type snapshotMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type snapshotVariableSpecs struct {
-	FollowForks  *ebpf.VariableSpec `ebpf:"follow_forks"`
-	ForkChildOff *ebpf.VariableSpec `ebpf:"fork_child_off"`
-	NrEvents     *ebpf.VariableSpec `ebpf:"nr_events"`
-	SystemWide   *ebpf.VariableSpec `ebpf:"system_wide"`
+	FollowForks   *ebpf.VariableSpec `ebpf:"follow_forks"`
+	ForkChildOff  *ebpf.VariableSpec `ebpf:"fork_child_off"`
+	HoldProcesses *ebpf.VariableSpec `ebpf:"hold_processes"`
+	NrEvents      *ebpf.VariableSpec `ebpf:"nr_events"`
+	SystemWide    *ebpf.VariableSpec `ebpf:"system_wide"`
 }
 
 // snapshotObjects contains all objects after they have been loaded into the kernel.
@@ -141,6 +147,7 @@ func (o *snapshotObjects) Close() error {
 // It can be passed to loadSnapshotObjects or ebpf.CollectionSpec.LoadAndAssign.
 type snapshotMaps struct {
 	Events  *ebpf.Map `ebpf:"events"`
+	Held    *ebpf.Map `ebpf:"held"`
 	Records *ebpf.Map `ebpf:"records"`
 	Scratch *ebpf.Map `ebpf:"scratch"`
 	Stats   *ebpf.Map `ebpf:"stats"`
@@ -150,6 +157,7 @@ type snapshotMaps struct {
 func (m *snapshotMaps) Close() error {
 	return _SnapshotClose(
 		m.Events,
+		m.Held,
 		m.Records,
 		m.Scratch,
 		m.Stats,
@@ -161,25 +169,28 @@ func (m *snapshotMaps) Close() error {
 //
 // It can be passed to loadSnapshotObjects or ebpf.CollectionSpec.LoadAndAssign.
 type snapshotVariables struct {
-	FollowForks  *ebpf.Variable `ebpf:"follow_forks"`
-	ForkChildOff *ebpf.Variable `ebpf:"fork_child_off"`
-	NrEvents     *ebpf.Variable `ebpf:"nr_events"`
-	SystemWide   *ebpf.Variable `ebpf:"system_wide"`
+	FollowForks   *ebpf.Variable `ebpf:"follow_forks"`
+	ForkChildOff  *ebpf.Variable `ebpf:"fork_child_off"`
+	HoldProcesses *ebpf.Variable `ebpf:"hold_processes"`
+	NrEvents      *ebpf.Variable `ebpf:"nr_events"`
+	SystemWide    *ebpf.Variable `ebpf:"system_wide"`
 }
 
 // snapshotPrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to loadSnapshotObjects or ebpf.CollectionSpec.LoadAndAssign.
 type snapshotPrograms struct {
-	OnExit *ebpf.Program `ebpf:"on_exit"`
-	OnFork *ebpf.Program `ebpf:"on_fork"`
-	OnTick *ebpf.Program `ebpf:"on_tick"`
+	OnExit     *ebpf.Program `ebpf:"on_exit"`
+	OnFork     *ebpf.Program `ebpf:"on_fork"`
+	OnForkHold *ebpf.Program `ebpf:"on_fork_hold"`
+	OnTick     *ebpf.Program `ebpf:"on_tick"`
 }
 
 func (p *snapshotPrograms) Close() error {
 	return _SnapshotClose(
 		p.OnExit,
 		p.OnFork,
+		p.OnForkHold,
 		p.OnTick,
 	)
 }

@@ -1,0 +1,117 @@
+package bpf
+
+import (
+	"fmt"
+	"io"
+	"os/exec"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/bayesperf/bayesperf/internal/perf"
+)
+
+// shellLoopChildren is how many short commands the shell loop of TestHoldsNewProcesses
+// runs: each is a process that lives about a millisecond.
+const shellLoopChildren = 150
+
+// Events of TestHoldsNewProcesses, in order.
+const (
+	holdEvExecve = iota // syscalls:sys_enter_execve: exactly one per command
+	holdEvFaults        // page-faults
+	holdEvSwitches      // context-switches
+	holdEvents
+)
+
+// TestHoldsNewProcesses runs a shell loop of short commands and counts it twice in the same
+// run: with the collector (HoldProcesses) and with inherited events read with read(2),
+// which the kernel copies into every child at fork. The collector must see every command
+// from its start: every execve, and the page faults up to the few the kernel takes for a
+// child before it first runs (schedule_tail's write of the child's tid, counted by the
+// inherited copies from the fork on).
+func TestHoldsNewProcesses(t *testing.T) {
+	script := fmt.Sprintf("read go; i=0; while [ $i -lt %d ]; do cat /proc/self/stat >/dev/null; i=$((i+1)); done", shellLoopChildren)
+	cmd := exec.Command("/bin/sh", "-c", script)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start shell loop: %v", err)
+	}
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	attrs := []unix.PerfEventAttr{
+		tracepointAttr(t, "syscalls", "sys_enter_execve"),
+		softwareAttr(unix.PERF_COUNT_SW_PAGE_FAULTS),
+		softwareAttr(unix.PERF_COUNT_SW_CONTEXT_SWITCHES),
+	}
+	var inherited []int
+	for _, a := range attrs {
+		a.Bits |= unix.PerfBitInherit
+		fd, err := unix.PerfEventOpen(&a, cmd.Process.Pid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			t.Fatalf("open inherited event (type %d config %d): %v", a.Type, a.Config, err)
+		}
+		inherited = append(inherited, fd)
+	}
+	defer closeAll(inherited)
+	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, HoldProcesses: true, Events: attrs, Slice: 4 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("NewCollector (requires root): %v", err)
+	}
+	defer c.Close()
+	in.Write([]byte("go\n"))
+	var last perf.Snapshot
+	for {
+		s, err := c.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = s
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("shell loop: %v", err)
+	}
+	st, err := c.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read after the wait: the kernel folds an exited child's inherited counts into its
+	// parent's copy, so the shell's copies now hold every command's.
+	want := make([]uint64, holdEvents)
+	for i, fd := range inherited {
+		var buf [8]byte
+		if _, err := unix.Read(fd, buf[:]); err != nil {
+			t.Fatalf("read inherited event %d: %v", i, err)
+		}
+		want[i] = *(*uint64)(unsafe.Pointer(&buf[0]))
+	}
+	got := make([]uint64, holdEvents)
+	for i := range got {
+		got[i] = last.Counts[i].Value
+	}
+	t.Logf("collector %v, inherited %v; %d processes held, %d lost, longest follow %v", got, want, st.Held, st.LostThreads, st.MaxFollowLatency)
+	if want[holdEvExecve] != shellLoopChildren {
+		t.Fatalf("inherited events saw %d execve, want %d: the reference itself is wrong", want[holdEvExecve], shellLoopChildren)
+	}
+	if got[holdEvExecve] != want[holdEvExecve] {
+		t.Errorf("execve: collector %d, inherited %d: commands were missed", got[holdEvExecve], want[holdEvExecve])
+	}
+	// At most one fault per command that the inherited copies see and the collector
+	// cannot: the child's first write to its memory, made by the kernel before it runs.
+	if got[holdEvFaults] > want[holdEvFaults] || want[holdEvFaults]-got[holdEvFaults] > shellLoopChildren {
+		t.Errorf("page faults: collector %d, inherited %d: want at most %d fewer", got[holdEvFaults], want[holdEvFaults], shellLoopChildren)
+	}
+	if st.LostThreads != 0 {
+		t.Errorf("%d processes lost", st.LostThreads)
+	}
+}
