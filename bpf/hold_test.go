@@ -19,9 +19,9 @@ const shellLoopChildren = 150
 
 // Events of TestHoldsNewProcesses, in order.
 const (
-	holdEvExecve = iota // syscalls:sys_enter_execve: exactly one per command
-	holdEvFaults        // page-faults
-	holdEvSwitches      // context-switches
+	holdEvExecve   = iota // syscalls:sys_enter_execve: exactly one per command
+	holdEvFaults          // page-faults
+	holdEvSwitches        // context-switches
 	holdEvents
 )
 
