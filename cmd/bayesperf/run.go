@@ -28,7 +28,9 @@ const runHelp = `NAME
 
 SYNOPSIS
     bayesperf run [--stats FILE] [--pidfile FILE] [-v] [--shim PATH]
-                  [--virtual-counters N [--fixed-counters EVENTS]] -- CMD [ARGS...]
+                  [--virtual-counters N [--fixed-counters EVENTS]
+                   [--correct none|bayesperf] [--schedule kernel|bayesperf]
+                   [--report FILE.json]] -- CMD [ARGS...]
 
 DESCRIPTION
     Starts the bayesperf sidecar, then runs CMD with libbayesperf.so preloaded
@@ -56,7 +58,9 @@ OPTIONS
                     events: perf events registered; mirror_reads: read()s served
                     from mirrors; passthrough_reads: read()s of registered events
                     that went to the kernel; sync_refreshes: mirror reads that
-                    first asked the sidecar for fresh values.
+                    first asked the sidecar for fresh values. With
+                    --virtual-counters also "truth": {"EVENT": n, ...}, the
+                    count of a hidden copy of each event that always counts.
     --pidfile FILE  Write the sidecar's pid to FILE once it is ready.
     -v              Log the sidecar's and the shim's decisions on stderr.
     --shim PATH     libbayesperf.so to preload (default: next to this binary,
@@ -70,6 +74,32 @@ OPTIONS
     --fixed-counters EVENTS
                     With --virtual-counters: events (perf syntax, comma
                     separated) that sit on fixed counters and always count.
+    --correct none|bayesperf
+                    With --virtual-counters: what CMD reads. bayesperf (the
+                    default): the posterior mean of each event's running total
+                    as inferred by bayesperf's model from the multiplexed
+                    slices, with time_running equal to time_enabled, so that
+                    the tool's own scaling leaves it unchanged; after the
+                    measured program exits, the smoother's final totals. Each
+                    read asks the sidecar for values as of that instant (a
+                    round trip instead of a shared-memory read): the first
+                    read of a round of reads (perf stat -I) ends the current
+                    multiplexing slice there. Events never scheduled keep the
+                    virtual PMU's view (<not counted>). none: the virtual
+                    PMU's multiplexed view, as on a real CPU.
+    --schedule kernel|bayesperf
+                    With --virtual-counters: which events count together. kernel:
+                    the kernel's round robin of flexible groups; bayesperf (the
+                    default): BayesPerf's overlap schedule over the relations
+                    between the events (the kernel's when none links them).
+    --report FILE.json
+                    With --virtual-counters: at exit, write per event the
+                    corrected value with its 95% interval ("lo", "hi"), the
+                    kernel's scaled value ("linux"), the truth and the status
+                    (exact, scaled, inferred, not-counted), for the whole run
+                    ("totals") and for each interval between two rounds of
+                    reads by the tool ("intervals": with perf stat -I, the
+                    intervals it prints; "tool" is the value it printed).
 
 ENVIRONMENT
     BAYESPERF_SHIM        default for --shim.
@@ -79,6 +109,9 @@ ENVIRONMENT
 EXAMPLES
     bayesperf run -- perf stat -e task-clock,page-faults -- ./app
     bayesperf run --stats /tmp/s.json -- perf stat -I 100 -x, -p 1234
+    bayesperf run --virtual-counters 4 --report /tmp/r.json -- \
+        perf stat -I 100 -e 'page-faults,minor-faults,syscalls:sys_enter_*' -- \
+        bayesperf workload syscalls
 
 EXIT STATUS
     CMD's status; 2 for a usage error; 127 if CMD cannot be started.
@@ -93,6 +126,9 @@ func runMain(args []string) int {
 	shimPath := fs.String("shim", os.Getenv("BAYESPERF_SHIM"), "")
 	vcounters := fs.Int("virtual-counters", 0, "")
 	fixed := fs.String("fixed-counters", "", "")
+	correct := fs.String("correct", "bayesperf", "")
+	sched := fs.String("schedule", "bayesperf", "")
+	reportFile := fs.String("report", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Print(runHelp)
@@ -104,6 +140,18 @@ func runMain(args []string) int {
 	cmdArgs := fs.Args()
 	if len(cmdArgs) == 0 {
 		fmt.Fprint(os.Stderr, "bayesperf run: no command given; usage: bayesperf run [flags] -- CMD [ARGS...]\n")
+		return 2
+	}
+	if *correct != "none" && *correct != "bayesperf" {
+		fmt.Fprintf(os.Stderr, "bayesperf run: --correct %s: want none or bayesperf\n", *correct)
+		return 2
+	}
+	if *sched != "kernel" && *sched != "bayesperf" {
+		fmt.Fprintf(os.Stderr, "bayesperf run: --schedule %s: want kernel or bayesperf\n", *sched)
+		return 2
+	}
+	if *reportFile != "" && *vcounters == 0 {
+		fmt.Fprint(os.Stderr, "bayesperf run: --report needs --virtual-counters N (without it the values are the kernel's, exact)\n")
 		return 2
 	}
 	lib, err := findShim(*shimPath)
@@ -121,7 +169,16 @@ func runMain(args []string) int {
 
 	var extra []string
 	if *vcounters != 0 {
-		extra = append(extra, "--virtual-counters", strconv.Itoa(*vcounters), "--fixed-counters", *fixed)
+		extra = append(extra, "--virtual-counters", strconv.Itoa(*vcounters), "--fixed-counters", *fixed,
+			"--correct", *correct, "--schedule", *sched)
+		if *reportFile != "" {
+			abs, err := filepath.Abs(*reportFile)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "bayesperf run: --report %s: %v\n", *reportFile, err)
+				return 2
+			}
+			extra = append(extra, "--report", abs)
+		}
 	}
 	sc, err := startSidecar(sock, *statsFile, *verbose, extra)
 	if err != nil {

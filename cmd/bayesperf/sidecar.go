@@ -21,7 +21,9 @@ func init() {
 }
 
 const sidecarHelp = `usage: bayesperf sidecar --socket PATH [--stats FILE] [--period D] [--stale D]
-                         [--virtual-counters N [--fixed-counters EVENTS]] [-v]
+                         [--virtual-counters N [--fixed-counters EVENTS]
+                          [--correct none|bayesperf] [--schedule kernel|bayesperf]
+                          [--report FILE]] [-v]
 
 Serves libbayesperf.so clients on the Unix socket PATH, whose directory must be
 mode 0700. Prints "ready" on stdout once listening. Stops on SIGTERM or SIGINT,
@@ -30,7 +32,11 @@ its counters as JSON to --stats FILE. 'bayesperf run' starts it for you.
 
 --virtual-counters N presents each client's counting events through a virtual
 PMU of N counters (multiplexed as the kernel rotates flexible groups);
---fixed-counters lists events (perf syntax) that sit on fixed counters.
+--fixed-counters lists events (perf syntax) that sit on fixed counters;
+--correct and --schedule are those of 'bayesperf run' (defaults: bayesperf), and
+--report FILE writes run's report at exit. With --correct bayesperf or --report
+the stale bound defaults to 1ns: every read asks for values at the instant it
+reads (the report's intervals are the tool's rounds of reads).
 `
 
 func sidecarMain(args []string) int {
@@ -43,6 +49,9 @@ func sidecarMain(args []string) int {
 	verbose := fs.Bool("v", false, "")
 	vcounters := fs.Int("virtual-counters", 0, "")
 	fixed := fs.String("fixed-counters", "", "")
+	correct := fs.String("correct", "bayesperf", "")
+	sched := fs.String("schedule", "bayesperf", "")
+	reportFile := fs.String("report", "", "")
 	if code, stop := parseCmdLine("sidecar", sidecarHelp, fs, args); stop {
 		return code
 	}
@@ -54,6 +63,9 @@ func sidecarMain(args []string) int {
 	case *vcounters < 0:
 		return fail(usageErr("--virtual-counters %d: want a positive number of counters", *vcounters))
 	}
+	staleSet := false
+	fs.Visit(func(f *flag.Flag) { staleSet = staleSet || f.Name == "stale" })
+	var vst *vstage.Stage
 	cfg := sidecar.Config{SocketPath: *sock, Period: *period, StaleBound: *stale}
 	if *verbose {
 		cfg.Logf = func(format string, a ...any) {
@@ -65,9 +77,16 @@ func sidecarMain(args []string) int {
 		if err != nil {
 			return fail(usageError{fmt.Errorf("--fixed-counters: %w", err)})
 		}
-		st := &vstage.Stage{Counters: *vcounters, Fixed: fx, Logf: cfg.Logf}
+		st, err := correctionStage(*vcounters, fx, *correct, *sched, *statsFile != "" || *reportFile != "", cfg.Logf)
+		if err != nil {
+			return fail(err)
+		}
 		defer st.Close()
 		cfg.Stage = st
+		if (st.Infer || *reportFile != "") && !staleSet {
+			cfg.StaleBound = time.Nanosecond
+		}
+		vst = st
 	}
 	srv, err := sidecar.New(cfg)
 	if err != nil {
@@ -90,10 +109,8 @@ func sidecarMain(args []string) int {
 	fmt.Println("ready")
 	os.Stdout.Close()
 	err = srv.Serve(ctx)
-	if *statsFile != "" {
-		if werr := writeStats(*statsFile, srv.Stats()); werr != nil {
-			fmt.Fprintf(os.Stderr, "bayesperf sidecar: %v\n", werr)
-		}
+	if werr := writeStageFiles(*statsFile, *reportFile, srv.Stats(), vst); werr != nil {
+		fmt.Fprintf(os.Stderr, "bayesperf sidecar: %v\n", werr)
 	}
 	if err != nil {
 		return fail(err)
@@ -101,7 +118,7 @@ func sidecarMain(args []string) int {
 	return 0
 }
 
-func writeStats(path string, st sidecar.Stats) error {
+func writeStats(path string, st any) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode stats: %w", err)

@@ -69,7 +69,48 @@ func (r *Runner) Virtual(view, i int) (perf.Count, error) {
 	return r.p.Virtual(view, i)
 }
 
-// Stop ends the stepping, takes the last slice (Flush), and returns the kept steps and
+// StepNow ends the current slice now, between two ticks (for a reader that wants a slice
+// boundary at the instant it reads), and keeps the step as the ticker's are. An idle
+// step (the target did not run since the last one) records nothing.
+func (r *Runner) StepNow() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return r.err
+	}
+	st, err := r.p.Step()
+	if err != nil {
+		r.err = err
+		return err
+	}
+	if r.keep && !st.Idle {
+		r.steps = append(r.steps, st)
+	}
+	return nil
+}
+
+// Drain returns the steps kept since the last Drain (keep must be set) and forgets them,
+// so that a long run does not keep every step.
+func (r *Runner) Drain() []Step {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.steps
+	r.steps = nil
+	return out
+}
+
+// TruthNow is PMU.TruthNow, safe while the runner steps.
+func (r *Runner) TruthNow(i int) (uint64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return 0, r.err
+	}
+	return r.p.TruthNow(i)
+}
+
+// Stop ends the stepping, takes the last slice (Flush), and returns the kept steps (those
+// not drained yet) and
 // the first stepping error. It does not close the PMU.
 func (r *Runner) Stop() ([]Step, error) {
 	select {

@@ -513,6 +513,20 @@ func (p *PMU) Virtual(v, i int) (perf.Count, error) {
 	return c, nil
 }
 
+// TruthNow returns the truth copy of event i's cumulative count now (Truth must be set;
+// read(2) backend only), for a reader that wants the truth at the instant it read
+// Virtual.
+func (p *PMU) TruthNow(i int) (uint64, error) {
+	if !p.cfg.Truth || p.bc != nil || i < 0 || i >= len(p.truth) {
+		return 0, fmt.Errorf("read truth of event %d: no truth copy (Truth unset, snapshot backend or out of range)", i)
+	}
+	c, err := p.readOne(p.truth[i])
+	if err != nil {
+		return 0, err
+	}
+	return c.Value, nil
+}
+
 // readOne reads one non-group event without allocating.
 func (p *PMU) readOne(e *perf.Event) (perf.Count, error) {
 	if err := e.ReadInto(p.sbuf[:], &p.srd); err != nil {

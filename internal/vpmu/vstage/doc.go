@@ -14,6 +14,23 @@
 // started rebuilds the client's virtual PMU, and its counts restart from zero: tools open
 // all their events before they start the workload, so this only affects odd clients.
 //
+// Correction (Infer, `bayesperf run --correct bayesperf`): each client's slices feed a
+// bayesperf model (inference/model, relations bound to the events' perf names), and a
+// read gets the posterior mean of the event's running total, with time_running =
+// time_enabled, so that the tool's own scaling leaves it unchanged; a group read is
+// corrected member by member, PERF_FORMAT_LOST stays the kernel's, and an event the
+// model knows nothing about (never scheduled, unrelated) keeps the virtual view. The
+// tool's reads set the instants values refer to: a read by the tool is a synchronous
+// refresh passing one event (the sidecar runs with a 1 ns stale bound, so every read is
+// one), and the first read of a round of reads (perf stat -I reads every event once per
+// interval) ends the current slice there. Once the target has exited, reads get the
+// smoother's final totals. Published values never decrease. Samples carrying
+// PERF_SAMPLE_READ and PERF_RECORD_READ records are not rewritten (they keep the
+// kernel's values). Schedule "bayesperf" enforces the overlap schedule of
+// inference/schedule instead of the kernel's round robin. With Truth, hidden always-on
+// copies give the truth of every event (TruthTotals) and of every interval between the
+// tool's rounds of reads (Report).
+//
 // Wiring: `bayesperf sidecar --virtual-counters N` sets sidecar.Config.Stage to
 // &vstage.Stage{Counters: N}. The mirror must carry non-group reads in the kernel's
 // layout (value, then enabled, running, id, lost), which a stage that changes values

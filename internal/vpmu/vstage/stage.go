@@ -7,6 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bayesperf/bayesperf/inference/graph"
+	"github.com/bayesperf/bayesperf/inference/relation"
+	"github.com/bayesperf/bayesperf/inference/schedule"
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
 	"github.com/bayesperf/bayesperf/internal/vpmu"
@@ -23,9 +26,23 @@ type Stage struct {
 	Fixed []perf.Attr
 	// Logf reports problems (the client keeps the kernel's values); nil discards.
 	Logf func(format string, args ...any)
+	// Infer publishes bayesperf's corrected values instead of the virtual PMU's raw
+	// multiplexed view (see correct.go); `--correct bayesperf`.
+	Infer bool
+	// Schedule is the virtual PMU's schedule: "kernel" (the kernel's round robin, the
+	// default) or "bayesperf" (the overlap schedule over Relations; the kernel's when
+	// no relation links the client's events).
+	Schedule string
+	// Relations known between events (relation.Builtins and more), bound to each
+	// client's events by name: they feed the model and the bayesperf schedule.
+	Relations []relation.Relation
+	// Truth keeps a hidden always-on copy of every event, reported by Truth and Report.
+	Truth bool
 
 	mu      sync.Mutex
 	clients map[int]*client
+	names   namer
+	retired []ClientReport // reports of clients whose PMU was rebuilt
 }
 
 type client struct {
@@ -34,7 +51,8 @@ type client struct {
 	index  map[uint32]int           // handle -> index in the PMU
 	pmu    *vpmu.PMU
 	runner *vpmu.Runner
-	failed bool // building failed for this set of events: do not retry every round
+	failed bool        // building failed for this set of events: do not retry every round
+	corr   *correction // per-PMU correction and report state
 }
 
 var _ sidecar.Stage = (*Stage)(nil)
@@ -71,12 +89,23 @@ func (s *Stage) Correct(_ int64, events []sidecar.Event, values []shim.Values) {
 	for id := range grown {
 		s.rebuild(id, s.clients[id])
 	}
+	// A synchronous refresh passes only the event being read: a read by the tool, the
+	// instant its values must refer to. A periodic round passes every live event.
+	perClient := map[int]int{}
+	for _, e := range events {
+		perClient[e.Client]++
+	}
 	for i, e := range events {
 		c := s.clients[e.Client]
 		if c.runner == nil {
 			continue
 		}
-		s.correctOne(c, e, &values[i])
+		read := perClient[e.Client] == 1 && len(c.index) > 1 && !grown[e.Client]
+		if c.corr == nil {
+			s.correctOne(c, e, &values[i])
+			continue
+		}
+		s.correctInfer(c, e, &values[i], read)
 	}
 }
 
@@ -131,9 +160,9 @@ func (c *client) members(h uint32) []uint32 {
 // rebuild (re)opens the client's virtual PMU over all its task-bound events.
 func (s *Stage) rebuild(id int, c *client) {
 	if c.runner != nil {
-		c.runner.Stop()
+		s.retire(c)
 		c.pmu.Close()
-		c.runner, c.pmu = nil, nil
+		c.runner, c.pmu, c.corr = nil, nil, nil
 	}
 	var hs []uint32
 	for h, e := range c.events {
@@ -188,26 +217,49 @@ func (s *Stage) rebuild(id int, c *client) {
 			}
 		}
 	}
+	attrs := make([]perf.Attr, len(descs))
+	for i, d := range descs {
+		attrs[i] = d.Attr
+	}
+	names := s.names.names(attrs)
+	rels := relation.BindUniverse(s.Relations, names, s.names.universe)
 	// Members of a group follow their leader (handle order), as the schedule needs.
-	ks, err := vpmu.KernelSchedule(descs, s.Counters, fixed)
+	sp := vpmu.Spec(descs, s.Counters, fixed)
+	var ks *schedule.Schedule
+	var err error
+	if s.Schedule == "bayesperf" {
+		if ks, err = schedule.Overlap(sp, graph.FromRelations(names, rels), schedule.OverlapOptions{}); err != nil {
+			s.logf("vstage: bayesperf schedule for client %d: %v; using the kernel's", id, err)
+			ks = nil
+		}
+	}
+	if ks == nil {
+		if ks, err = schedule.Kernel(sp); err != nil {
+			s.logf("vstage: schedule client %d: %v", id, err)
+			return
+		}
+	}
+	corr, err := s.newCorrection(descs, names, rels, target)
 	if err != nil {
-		s.logf("vstage: schedule client %d: %v", id, err)
-		return
+		s.logf("vstage: correction for client %d: %v; publishing the virtual PMU's values", id, err)
 	}
 	cfg := vpmu.Config{Events: descs, Views: []vpmu.View{{Name: "kernel", Schedule: ks}}, Pid: target, CPU: perf.AnyCPU,
-		Inherit: inherit, EnableOnExec: onExec && notExecd(target, int(first.ClientPid))}
+		Inherit: inherit, EnableOnExec: onExec && notExecd(target, int(first.ClientPid)), Truth: s.Truth}
 	p, err := vpmu.Open(cfg)
 	if err != nil {
 		s.logf("vstage: open virtual PMU for client %d: %v", id, err)
 		return
 	}
-	r, err := vpmu.NewRunner(p, s.Interval, false)
+	r, err := vpmu.NewRunner(p, s.Interval, corr != nil)
 	if err != nil {
 		p.Close()
 		s.logf("vstage: start virtual PMU for client %d: %v", id, err)
 		return
 	}
-	c.pmu, c.runner = p, r
+	c.pmu, c.runner, c.corr = p, r, corr
+	if corr != nil {
+		corr.client = id
+	}
 }
 
 // FixedEvents resolves --fixed-counters names (perf syntax) into Stage.Fixed.
@@ -240,7 +292,7 @@ func (s *Stage) Close() error {
 	defer s.mu.Unlock()
 	for id, c := range s.clients {
 		if c.runner != nil {
-			c.runner.Stop()
+			s.retire(c)
 			c.pmu.Close()
 		}
 		delete(s.clients, id)

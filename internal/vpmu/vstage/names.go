@@ -1,0 +1,82 @@
+package vstage
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/bayesperf/bayesperf/internal/perf"
+)
+
+// namer turns the (type, config) a client opened back into perf's event name, the name
+// relations are written in. Tracepoint ids are read from tracefs once.
+type namer struct {
+	once     sync.Once
+	generic  map[[2]uint64]string
+	tp       map[uint64]string
+	universe []string // every generic name and tracepoint, for relation.BindUniverse
+}
+
+func (n *namer) load() {
+	n.generic = map[[2]uint64]string{}
+	n.tp = map[uint64]string{}
+	for _, name := range perf.SymbolNames() {
+		evs, err := perf.ParseEvents(name)
+		if err != nil || len(evs) != 1 {
+			continue
+		}
+		k := [2]uint64{uint64(evs[0].Attr.Type), evs[0].Attr.Config}
+		// Of perf's aliases keep the longest (page-faults, not faults; context-switches,
+		// not cs): the spelling relations use.
+		if old, ok := n.generic[k]; !ok || len(name) > len(old) {
+			n.generic[k] = name
+		}
+		n.universe = append(n.universe, name)
+	}
+	dir, err := perf.FindTracefs(false)
+	if err != nil {
+		return
+	}
+	ids, _ := filepath.Glob(filepath.Join(dir, "events", "*", "*", "id"))
+	for _, m := range ids {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			continue
+		}
+		id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			continue
+		}
+		name := filepath.Base(filepath.Dir(filepath.Dir(m))) + ":" + filepath.Base(filepath.Dir(m))
+		n.tp[id] = name
+		n.universe = append(n.universe, name)
+	}
+}
+
+// names returns one distinct name per attr: perf's name, else type:config; a repeated
+// name gets a #k suffix (the model needs distinct names, and relations then skip it).
+func (n *namer) names(attrs []perf.Attr) []string {
+	n.once.Do(n.load)
+	out := make([]string, len(attrs))
+	seen := map[string]int{}
+	for i, a := range attrs {
+		name, ok := "", false
+		if a.Type == perf.TypeTracepoint {
+			name, ok = n.tp[a.Config]
+		} else {
+			name, ok = n.generic[[2]uint64{uint64(a.Type), a.Config}]
+		}
+		if !ok {
+			name = fmt.Sprintf("%d:%#x", a.Type, a.Config)
+		}
+		seen[name]++
+		if k := seen[name]; k > 1 {
+			name = fmt.Sprintf("%s#%d", name, k)
+		}
+		out[i] = name
+	}
+	return out
+}

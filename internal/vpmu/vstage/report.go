@@ -1,0 +1,210 @@
+package vstage
+
+import (
+	"github.com/bayesperf/bayesperf/inference"
+)
+
+// Report is what `bayesperf run --report` writes: per client, per event, the corrected
+// value with its 95% interval, the kernel's scaled value, the truth and the status, for
+// the whole run and for every round of reads (perf stat -I intervals).
+type Report struct {
+	Clients []ClientReport `json:"clients"`
+}
+
+// ClientReport is one client's virtual PMU (one target).
+type ClientReport struct {
+	Client   int    `json:"client"`
+	Pid      int    `json:"pid"`      // the target task
+	Correct  string `json:"correct"`  // bayesperf or none: what the tool was given
+	Schedule string `json:"schedule"` // kernel or bayesperf
+	Slices   int    `json:"slices"`
+	// Totals are the whole run: the smoother's final totals.
+	Totals []EventReport `json:"totals"`
+	// Intervals are the spans between the tool's rounds of reads, the first from the
+	// start: with perf stat -I, the intervals perf prints.
+	Intervals []IntervalReport `json:"intervals"`
+}
+
+// IntervalReport is the span from the previous round of reads to this one.
+type IntervalReport struct {
+	Index int `json:"index"`
+	// FromSlice and ToSlice delimit the slices of the span (with --correct bayesperf
+	// the rounds end slices; without, reads fall inside slices and the span is only
+	// approximately these slices).
+	FromSlice int           `json:"from_slice"`
+	ToSlice   int           `json:"to_slice"`
+	Events    []EventReport `json:"events"`
+}
+
+// EventReport is one event over a span.
+type EventReport struct {
+	Event string `json:"event"`
+	// Value is bayesperf's estimate (smoothed given the whole run) with its 95%
+	// interval; without the model (--correct none) the kernel's scaled value.
+	Value float64  `json:"value"`
+	Lo    *float64 `json:"lo"`
+	Hi    *float64 `json:"hi"`
+	// Linux is the kernel's scaled value: count * enabled / running over the span.
+	Linux float64 `json:"linux"`
+	// Tool is what the tool computed from the values it was given (its own scaling
+	// of the deltas of its reads): what perf stat -I prints. Absent in totals.
+	Tool *float64 `json:"tool,omitempty"`
+	// Truth is the hidden always-on copy's count over the span (with --stats or
+	// --report), taken at the instants the tool's values refer to.
+	Truth  *uint64 `json:"truth,omitempty"`
+	Status string  `json:"status"`
+}
+
+// retire finishes a client's PMU that is being discarded (rebuilt or closed) and keeps
+// its report.
+func (s *Stage) retire(c *client) {
+	if c.corr == nil {
+		c.runner.Stop()
+		return
+	}
+	s.finish(c)
+	if k := c.corr; k.slices > 0 || len(k.rounds) > 0 {
+		// A PMU rebuilt before its target ran (the tool was still opening events)
+		// has nothing to report.
+		s.retired = append(s.retired, s.clientReport(k))
+	}
+}
+
+// Report finishes every client's PMU (their targets must be gone: the sidecar calls it
+// at exit) and returns the report of every client seen.
+func (s *Stage) Report() Report {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := Report{Clients: append([]ClientReport(nil), s.retired...)}
+	for _, c := range s.clients {
+		if c.corr == nil || c.runner == nil {
+			continue
+		}
+		s.finish(c)
+		out.Clients = append(out.Clients, s.clientReport(c.corr))
+	}
+	return out
+}
+
+// TruthTotals sums the truth of every event over every client, by event name (nil without
+// Truth). It finishes every client's PMU, as Report does.
+func (s *Stage) TruthTotals() map[string]uint64 {
+	if !s.Truth {
+		return nil
+	}
+	out := map[string]uint64{}
+	for _, c := range s.Report().Clients {
+		for _, e := range c.Totals {
+			if e.Truth != nil {
+				out[e.Event] += *e.Truth
+			}
+		}
+	}
+	return out
+}
+
+// clientReport builds the report of a finished correction.
+func (s *Stage) clientReport(k *correction) ClientReport {
+	cr := ClientReport{Client: k.client, Pid: k.target, Correct: "none", Schedule: k.sched, Slices: k.slices}
+	if k.infer {
+		cr.Correct = "bayesperf"
+	}
+	var truth0 []uint64 // truth at the start: zero
+	if s.Truth {
+		truth0 = make([]uint64, len(k.names))
+	}
+	cr.Totals = k.span(0, k.slices, truth0, k.truthAt)
+	prev := map[int]readPoint{}
+	from := 0
+	for i, r := range k.rounds {
+		ir := IntervalReport{Index: i, FromSlice: from, ToSlice: r.slice}
+		if k.infer {
+			ir.Events = k.span(from, r.slice, nil, nil)
+		} else {
+			ir.Events = make([]EventReport, len(k.names))
+			for j := range ir.Events {
+				ir.Events[j] = EventReport{Event: k.names[j], Status: inference.StatusNotCounted.String()}
+			}
+		}
+		keep := ir.Events[:0]
+		for j, e := range ir.Events {
+			p, ok := r.reads[j]
+			if !ok {
+				continue // the tool did not read this event in this round
+			}
+			q := prev[j]
+			dv, de, dr := sub(p.value, q.value), sub(p.enabled, q.enabled), sub(p.running, q.running)
+			tool := 0.0
+			if dr > 0 {
+				tool = float64(dv) * float64(de) / float64(dr)
+			}
+			e.Tool = &tool
+			if !k.infer {
+				// Without the model the tool's scaling is the kernel's, over exactly
+				// the span between its reads.
+				e.Value, e.Linux = tool, tool
+				switch {
+				case dr == 0:
+					e.Status = inference.StatusNotCounted.String()
+				case dr == de:
+					e.Status = inference.StatusExact.String()
+				default:
+					e.Status = inference.StatusScaled.String()
+				}
+			}
+			if p.hasTruth {
+				t := sub(p.truth, q.truth)
+				e.Truth = &t
+			}
+			prev[j] = p
+			keep = append(keep, e)
+		}
+		ir.Events = keep
+		cr.Intervals = append(cr.Intervals, ir)
+		from = r.slice
+	}
+	return cr
+}
+
+// span reports every event over slices [from, to), with the truth t1-t0 when given.
+func (k *correction) span(from, to int, t0, t1 []uint64) []EventReport {
+	out := make([]EventReport, len(k.names))
+	var bp, lx []inference.Estimate
+	if to > from {
+		lx = k.lx.Estimate(from, to)
+		if k.md != nil {
+			bp = k.md.Estimate(from, to)
+		}
+	}
+	for i := range out {
+		e := EventReport{Event: k.names[i], Status: inference.StatusNotCounted.String()}
+		if i < len(lx) {
+			e.Linux = lx[i].Value
+			if k.md == nil {
+				e.Value, e.Status = lx[i].Value, lx[i].Status.String()
+			}
+		}
+		if i < len(bp) {
+			b := bp[i]
+			e.Value, e.Status = b.Value, b.Status.String()
+			lo, hi := b.Value, b.Value
+			if b.HasInterval {
+				lo, hi = b.Lo, b.Hi
+			}
+			e.Lo, e.Hi = &lo, &hi
+		}
+		if t0 != nil && t1 != nil && i < len(t0) && i < len(t1) {
+			t := sub(t1[i], t0[i])
+			e.Truth = &t
+		}
+		out[i] = e
+	}
+	return out
+}
+
+func sub(a, b uint64) uint64 {
+	if a < b {
+		return 0
+	}
+	return a - b
+}
