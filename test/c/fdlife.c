@@ -22,6 +22,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "perf_helpers.h"
+
 static int fails;
 #define CHECK(cond, ...)                                              \
 	do {                                                          \
@@ -41,13 +43,11 @@ static int open_faults(void) { return open_faults_on(target); }
 static int open_faults_on(pid_t pid)
 {
 	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.type = PERF_TYPE_SOFTWARE;
+	sw_attr(&a, PERF_COUNT_SW_PAGE_FAULTS);
 	a.size = 0; /* the 64-byte first version, as PAPI and perf's probes send it */
-	a.config = PERF_COUNT_SW_PAGE_FAULTS;
 	a.read_format = PERF_FORMAT_ID | PERF_FORMAT_TOTAL_TIME_ENABLED;
 	a.disabled = 1;
-	int fd = (int)syscall(SYS_perf_event_open, &a, pid, -1, -1, 0);
+	int fd = perf_open(&a, pid, -1, -1, 0);
 	if (fd < 0) {
 		printf("FAIL perf_event_open: %s\n", strerror(errno));
 		exit(1);

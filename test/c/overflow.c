@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "perf_helpers.h"
+
 static volatile sig_atomic_t signals, badfd, backwards;
 static int fd;
 static uint64_t last;
@@ -42,15 +44,12 @@ static void handler(int sig, siginfo_t *info, void *uc)
 int main(void)
 {
 	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.type = PERF_TYPE_SOFTWARE;
-	a.size = sizeof a;
-	a.config = PERF_COUNT_SW_TASK_CLOCK;
+	sw_attr(&a, PERF_COUNT_SW_TASK_CLOCK);
 	a.sample_period = 2000000; /* 2 ms of CPU */
 	a.sample_type = PERF_SAMPLE_IP;
 	a.disabled = 1;
 	a.wakeup_events = 1;
-	fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+	fd = perf_open(&a, 0, -1, -1, 0);
 	if (fd < 0) {
 		perror("perf_event_open");
 		return 1;

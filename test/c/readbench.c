@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "perf_helpers.h"
+
 static double now_ns(void)
 {
 	struct timespec ts;
@@ -35,12 +37,9 @@ int main(int argc, char **argv)
 			pause();
 	}
 	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.type = PERF_TYPE_SOFTWARE;
-	a.size = sizeof a;
-	a.config = PERF_COUNT_SW_TASK_CLOCK;
+	sw_attr(&a, PERF_COUNT_SW_TASK_CLOCK);
 	a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-	int fd = (int)syscall(SYS_perf_event_open, &a, child, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	int fd = perf_open(&a, child, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0) {
 		perror("perf_event_open");
 		kill(child, SIGKILL);

@@ -27,6 +27,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "perf_helpers.h"
+
 static int fails, reads;
 static pid_t target;
 static int cmd_w, ack_r;
@@ -44,14 +46,10 @@ static int cmd_w, ack_r;
 static int open_event(uint64_t config, uint64_t fmt, int group_fd)
 {
 	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.type = PERF_TYPE_SOFTWARE;
-	a.size = sizeof a;
-	a.config = config;
+	sw_attr(&a, config);
 	a.read_format = fmt;
 	a.disabled = group_fd < 0;
-	a.exclude_kernel = 0;
-	int fd = (int)syscall(SYS_perf_event_open, &a, target, -1, group_fd, PERF_FLAG_FD_CLOEXEC);
+	int fd = perf_open(&a, target, -1, group_fd, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0) {
 		printf("FAIL perf_event_open config %llu format %#llx: %s\n", (unsigned long long)config,
 		       (unsigned long long)fmt, strerror(errno));

@@ -1,0 +1,34 @@
+/* perf_helpers.h: the perf_event_open(2) call the C test programs share.
+ *
+ * glibc has no wrapper, so tools (perf, PAPI) call syscall(SYS_perf_event_open, ...); so
+ * does perf_open, because that is the path libbayesperf.so interposes: a program that
+ * opened its events another way would not test the shim. Header-only (static inline), so
+ * that each program still builds from its one .c file: gcc -o prog prog.c. */
+#ifndef BAYESPERF_TEST_PERF_HELPERS_H
+#define BAYESPERF_TEST_PERF_HELPERS_H
+
+#include <linux/perf_event.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* sw_attr zeroes *a and sets it up for the software event config (a PERF_COUNT_SW_*),
+ * with size = sizeof *a; callers add read_format, disabled, sampling, or size 0 for the
+ * 64-byte first version. */
+static inline void sw_attr(struct perf_event_attr *a, uint64_t config)
+{
+	memset(a, 0, sizeof *a);
+	a->type = PERF_TYPE_SOFTWARE;
+	a->size = sizeof *a;
+	a->config = config;
+}
+
+/* perf_open is perf_event_open(2): the new fd, or -1 with errno set. */
+static inline int perf_open(struct perf_event_attr *a, pid_t pid, int cpu, int group_fd, unsigned long flags)
+{
+	return (int)syscall(SYS_perf_event_open, a, pid, cpu, group_fd, flags);
+}
+
+#endif
