@@ -190,6 +190,12 @@ const (
 )
 
 // ParseAttr decodes the first bytes of a perf_event_attr (at least AttrSizeVer0).
+//
+// It is the sidecar's decoder of the attr bytes a client sends, and reads only the fields
+// of Attr. internal/perf.DecodeAttr decodes the whole attr, with the kernel's size rules,
+// into perf.Attr (to reopen or compare an event). The two cannot share code: this package
+// may import nothing of the module and internal/perf nothing but x/sys (internal/archtest),
+// and each decodes into its own package's type.
 func ParseAttr(b []byte) (Attr, error) {
 	var a Attr
 	if len(b) < AttrSizeVer0 {

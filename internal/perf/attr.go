@@ -199,6 +199,9 @@ func (a *Attr) Encode() []byte {
 // perf_event_open): the declared size, 0 meaning AttrSizeVer0, bounds what is read; fields
 // past it are zero. It fails when b is shorter than the declared size or the size is below
 // VER0; bytes past AttrSize must be zero, as the kernel demands (E2BIG otherwise).
+//
+// shim.ParseAttr is the sidecar's own decoder of the part of an attr it uses, in the shim
+// package, which may not import this one (nor this one it; see internal/archtest).
 func DecodeAttr(b []byte) (Attr, error) {
 	var a Attr
 	if len(b) < 8 {
