@@ -74,6 +74,7 @@ func TestErrorsOneLine(t *testing.T) {
 		{name: "stat missing value", args: []string{"stat", "-e"}, code: 2, re: `^bayesperf stat: flag needs an argument: -e \(see 'bayesperf stat --help'\)$`},
 		{name: "stat bad value", args: []string{"stat", "-I", "abc", "--", "true"}, code: 2, re: `^bayesperf stat: invalid value "abc" for flag -I`},
 		{name: "stat short interval", args: []string{"stat", "-I", "5", "--", "true"}, code: 2, re: `^bayesperf stat: -I 5: the interval must be at least 10 ms$`},
+		{name: "stat tiny mux interval", args: []string{"stat", "--mux-interval", "100us", "--", "true"}, code: 2, re: `^bayesperf stat: --mux-interval 100µs: want at least 1ms`},
 		{name: "attach bad pid", args: []string{"attach", "-p", "abc"}, code: 2, re: `^bayesperf attach: invalid value "abc" for flag -p`},
 		{name: "eval bad flag", args: []string{"eval", "--bogus"}, code: 2, re: `^bayesperf eval: flag provided but not defined: -bogus \(see 'bayesperf eval --help'\)$`},
 		{name: "eval counters", args: []string{"eval", "--counters", "0", "-e", "page-faults", "--", "true"}, code: 2, re: `^bayesperf eval: --counters 0: a PMU has at least 1 counter$`},

@@ -43,6 +43,10 @@ when available) sees the same observations and is scored against the truth.
 
 EVENTS use perf's syntax: task-clock,page-faults,{a,b},sched:sched_switch,syscalls:*...
 
+Exit status: 0 after scoring; 2 for a usage error (bad flag, unknown event, an unreadable
+or malformed --relations or --trace file); 127 when CMD cannot be started; 1 for another
+failure. Each failure is one line on stderr.
+
 Flags:
 `
 
@@ -110,6 +114,9 @@ func runEval(args []string) int {
 		}
 		if *collector != "read" && *collector != "bpf" {
 			return fail(usageErr("--collector %s: want read or bpf", *collector))
+		}
+		if *mux != 0 && *mux < time.Millisecond {
+			return fail(usageErr("--mux-interval %v: want at least 1ms (the kernel's minimum), or leave it out for the kernel's", *mux))
 		}
 		if *interval < 1 {
 			return fail(usageErr("-I %d: the reporting interval must be at least 1 ms", *interval))

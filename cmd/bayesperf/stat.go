@@ -120,7 +120,9 @@ EXAMPLES
 
 EXIT STATUS
     CMD's exit status; 2 for a usage error (unknown event, bad flag, no
-    command); 127 when CMD cannot be started; 1 for another failure.
+    command, an unreadable or malformed --relations file); 127 when CMD
+    cannot be started; 1 for another failure (no permission, an event this
+    machine lacks). Each failure is one line on stderr.
 `
 
 // statFlags are the flags stat and attach share.
@@ -230,6 +232,9 @@ func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
 	}
 	if f.sched != "kernel" && f.sched != "bayesperf" {
 		return nil, usageErr("--schedule %s: want kernel or bayesperf", f.sched)
+	}
+	if f.mux != 0 && f.mux < time.Millisecond {
+		return nil, usageErr("--mux-interval %v: want at least 1ms (the kernel's minimum), or leave it out for the kernel's", f.mux)
 	}
 	if f.sep != "" && f.asJSON {
 		return nil, usageErr("-x and --json exclude each other")
