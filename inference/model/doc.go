@@ -22,6 +22,15 @@
 // each counted rate's step (the variational Student-t filter) absorbs bursts that the
 // Gaussian walk would call impossible.
 //
+// Activity: a rate's level need not be constant. Events that the schedule counts in
+// (nearly) every slice, as fixed counters are, are known in every slice; per free rate
+// the model learns whether it is better predicted as a ratio of one of them (the
+// survey statistician's ratio estimator: page faults per unit of task-clock, data reads
+// per instruction) than as a constant, and if so its level in a slice is that ratio
+// times the always-counted event's rate in that slice (activity.go). The walk is then on
+// the deviation from this moving level. On the real-program traces this took the
+// geometric-mean error reduction on our own schedule from 1.58x to 1.71x.
+//
 // Measurements: an event counted for its whole slice gives its exact rate; one counted
 // for part of a slice gives count/running with a noise that grows with the uncounted
 // share. Inequalities (misses <= accesses; counts >= 0) are imposed by assumed-density

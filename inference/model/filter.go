@@ -143,8 +143,10 @@ func (md *Model) predict(d float64) {
 	l := &md.lrn
 	l.buildQ(md, d)
 	for i := range k {
-		mu := l.level[i]
-		md.m[i] = mu + l.a[i]*(md.m[i]-mu)
+		if l.a[i] == 1 {
+			continue // a random walk: no level to revert to
+		}
+		md.m[i] = l.mu[i] + l.a[i]*(md.m[i]-l.muP[i])
 	}
 	lam := l.lam
 	for i := range lam {

@@ -49,8 +49,16 @@ type learner struct {
 	indep        bool
 	prior        float64
 	rebuildEvery int
+	started      bool
 	us           []int
 	uv           []float64
+
+	// Activity levels (see activity.go).
+	act     activity
+	mu      []float64 // level each component reverts to in the current slice
+	muP     []float64 // the level of the previous slice
+	muE     []float64 // per event: the level of its component when last counted whole
+	actUsed []bool    // the component's level was an activity level last slice
 }
 
 const (
@@ -116,6 +124,11 @@ func (l *learner) init(k, n int, opt Options) {
 	l.rebuildEvery = max(8, k/4)
 	l.us = make([]int, 0, n)
 	l.uv = make([]float64, 0, n)
+	l.mu = make([]float64, k)
+	l.muP = make([]float64, k)
+	l.muE = make([]float64, n)
+	l.actUsed = make([]bool, k)
+	l.act.init(k, n, opt)
 }
 
 // calibrate adapts the interval scales by stochastic approximation from r2, the squared
@@ -202,6 +215,7 @@ func (l *learner) buildQ(md *Model, d float64) {
 			l.a[i] = l.oracleA
 			l.level[i] = l.oracle.level[i]
 			l.scale[i] = l.oracle.sd[i] * math.Sqrt(1-l.oracleA*l.oracleA)
+			l.muP[i], l.mu[i] = l.mu[i], l.level[i]
 		}
 		l.corr = l.oracle.corr
 		l.rvers[l.rid] = l.corr
@@ -218,8 +232,25 @@ func (l *learner) buildQ(md *Model, d float64) {
 			// counted value back unchanged.
 			l.a[i] = 1
 		}
-		l.scale[i] = math.Sqrt(l.vol[i]*(1+l.a[i])/2) * relScale(l.level[i], l.level[i], d)
+		// The walk is on the deviation from the level: x_t − μ_t = a(x_{t−1} − μ_{t−1})
+		// + w. An activity level moves with the program; a constant level only gets
+		// re-estimated, so the previous deviation is taken against the new estimate.
+		if g, ok := l.act.level(md, i); ok {
+			l.muP[i] = l.mu[i]
+			if !l.started || !l.actUsed[i] {
+				l.muP[i] = l.level[i]
+			}
+			l.mu[i] = g
+			l.actUsed[i] = true
+		} else {
+			l.mu[i], l.muP[i] = l.level[i], l.level[i]
+			l.actUsed[i] = false
+		}
+		step := l.vol[i] * (1 + l.a[i]) / 2
+
+		l.scale[i] = math.Sqrt(step) * relScale(l.mu[i], l.level[i], d)
 	}
+	l.started = true
 }
 
 // learn updates the statistics with the rates counted whole in this slice.
@@ -233,16 +264,22 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 			continue
 		}
 		e := o.event
-		prev, pt := l.prevY[e], l.prevT[e]
-		l.prevY[e], l.prevT[e] = o.y, t
+		prev, pt, pmu := l.prevY[e], l.prevT[e], l.muE[e]
 		h := md.rows[e]
+		l.prevY[e], l.prevT[e] = o.y, t
+		if len(h) == 1 {
+			l.muE[e] = l.mu[h[0].i]
+		}
 		if pt != t-1 || len(h) != 1 {
 			continue
 		}
 		i := h[0].i
-		u := (o.y - prev) / relScale(0.5*(o.y+prev), l.level[i], d)
+		// Changes of the deviation from the level: what the level explains (the
+		// program's activity moving) is not a step of the walk.
+		mu := l.mu[i]
+		u := ((o.y - mu) - (prev - pmu)) / relScale(0.5*(o.y+prev), l.level[i], d)
 		// Spread around the level (before this reading moves it), for the persistence.
-		dv := (o.y - l.level[i]) / relScale(l.level[i], l.level[i], d)
+		dv := (o.y - mu) / relScale(mu, l.level[i], d)
 		l.statN[i] = l.gamma*l.statN[i] + 1
 		l.stat[i] += (dv*dv - l.stat[i]) / l.statN[i]
 		l.us = append(l.us, i)
@@ -288,6 +325,7 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 			l.level[i] = math.Max(md.m[i], 0)
 		}
 	}
+	l.act.learn(md)
 }
 
 // rebuild recomputes the correlation matrix from the pair sums and shrinks it until it

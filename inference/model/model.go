@@ -33,6 +33,9 @@ type Options struct {
 	// Independent disables learning correlations between events: each event's walk is
 	// then independent of the others' (relations still couple them).
 	Independent bool
+	// NoActivity disables activity levels (see activity): every rate then reverts to
+	// a constant level.
+	NoActivity bool
 	// AllowNegative drops the non-negativity of counts.
 	AllowNegative bool
 	// History is the number of recent slices whose covariances are kept for smoothing;

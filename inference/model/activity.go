@@ -1,0 +1,139 @@
+package model
+
+import "math"
+
+// activity learns, per state component, whether its rate is better predicted as a
+// multiple of an always-counted event's rate in the same slice (the program's
+// activity: a fixed counter, such as task-clock or instructions, is known in every
+// slice) than as a constant, and by what ratio. The level a rate reverts to between
+// its readings is then ratio·activity: when the program does twice as much, an
+// uncounted event is predicted to do twice as much too. This is the survey
+// statistician's ratio estimator, on the events the schedule always counts.
+//
+// A candidate is an event counted whole in nearly every slice so far (share above
+// alwaysShare). Per (component, candidate) it keeps forgetting sums over the slices where
+// both were counted whole; the ratio is Σx/Σg, its residual Σ(x − ratio·g)². The
+// candidate with the least residual wins if it beats the constant level's (Σ(x − x̄)²)
+// by a clear margin (actGain); otherwise the component keeps its constant level.
+type activity struct {
+	k, n   int
+	off    bool
+	gamma  float64
+	share  []float64 // per event: forgetting share of slices it was counted whole
+	shareN float64
+	cur    []float64 // per event: rate counted whole in this slice, NaN otherwise
+	cand   []int     // candidate events
+	// per component·event sums over slices where both were counted whole
+	w, sx, sg, sxx, sxg, sgg []float64
+	// per component, the constant level's sums
+	cw, cx, cxx []float64
+}
+
+const (
+	alwaysShare = 0.9  // share of slices a candidate must have been counted whole in
+	actWindow   = 16.0 // pairs of readings the ratio is learned over (8 to 32 did as well)
+	actGain     = 0.8  // a ratio must leave at most this share of the constant's residual
+	actMinPairs = 3.0  // pairs needed before a ratio is trusted
+)
+
+func (a *activity) init(k, n int, opt Options) {
+	a.k, a.n = k, n
+	a.off = opt.NoActivity
+	a.gamma = 1 - 1/actWindow
+	a.share = make([]float64, n)
+	a.cur = make([]float64, n)
+	for _, p := range []*[]float64{&a.w, &a.sx, &a.sg, &a.sxx, &a.sxg, &a.sgg} {
+		*p = make([]float64, k*n)
+	}
+	a.cw = make([]float64, k)
+	a.cx = make([]float64, k)
+	a.cxx = make([]float64, k)
+}
+
+// level returns ratio·activity for component i in the current slice (whose readings
+// are in md.obs), or false when the constant level serves better or nothing is known.
+func (a *activity) level(md *Model, i int) (float64, bool) {
+	if a.off {
+		return 0, false
+	}
+	if i == 0 {
+		a.current(md)
+	}
+	if a.cw[i] < actMinPairs {
+		return 0, false
+	}
+	base := a.cxx[i] - a.cx[i]*a.cx[i]/a.cw[i]
+	best, bestRes := -1, actGain*base/a.cw[i]
+	var bestRatio float64
+	self := md.free[i]
+	for _, c := range a.cand {
+		p := i*a.n + c
+		if c == self || a.w[p] < actMinPairs || math.IsNaN(a.cur[c]) || !(a.sg[p] > 0) {
+			continue
+		}
+		r := a.sx[p] / a.sg[p]
+		res := (a.sxx[p] - 2*r*a.sxg[p] + r*r*a.sgg[p]) / a.w[p]
+		if res < bestRes {
+			best, bestRes, bestRatio = c, res, r
+		}
+	}
+	if best < 0 {
+		return 0, false
+	}
+	return bestRatio * a.cur[best], true
+}
+
+// current gathers the rates counted whole in this slice.
+func (a *activity) current(md *Model) {
+	for e := range a.cur {
+		a.cur[e] = math.NaN()
+	}
+	for _, o := range md.obs {
+		if o.full {
+			a.cur[o.event] = o.y
+		}
+	}
+}
+
+// learn updates the sums with this slice's readings (md.obs, counted whole).
+func (a *activity) learn(md *Model) {
+	if a.off {
+		return
+	}
+	a.current(md)
+	a.shareN = math.Min(a.shareN+1, 256)
+	a.cand = a.cand[:0]
+	for e := range a.share {
+		x := 0.0
+		if !math.IsNaN(a.cur[e]) {
+			x = 1
+		}
+		a.share[e] += (x - a.share[e]) / a.shareN
+		if a.shareN >= 8 && a.share[e] >= alwaysShare {
+			a.cand = append(a.cand, e)
+		}
+	}
+	for i, e := range md.free {
+		x := a.cur[e]
+		if math.IsNaN(x) || len(md.rows[e]) != 1 {
+			continue
+		}
+		g := a.gamma
+		a.cw[i] = g*a.cw[i] + 1
+		a.cx[i] = g*a.cx[i] + x
+		a.cxx[i] = g*a.cxx[i] + x*x
+		for _, c := range a.cand {
+			y := a.cur[c]
+			if c == e || math.IsNaN(y) {
+				continue
+			}
+			p := i*a.n + c
+			a.w[p] = g*a.w[p] + 1
+			a.sx[p] = g*a.sx[p] + x
+			a.sg[p] = g*a.sg[p] + y
+			a.sxx[p] = g*a.sxx[p] + x*x
+			a.sxg[p] = g*a.sxg[p] + x*y
+			a.sgg[p] = g*a.sgg[p] + y*y
+		}
+	}
+}
