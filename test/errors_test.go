@@ -200,7 +200,7 @@ func TestErrorsHelpOnlyWhenAsked(t *testing.T) {
 	bp := filepath.Join(dropinBins(t), "bayesperf")
 	for _, args := range [][]string{{"--help"}, {"stat", "--help"}, {"attach", "--help"}, {"eval", "--help"},
 		{"run", "--help"}, {"sidecar", "--help"}, {"list", "--help"}, {"workload", "--help"}, {"bench", "--help"},
-		{"bench", "read", "--help"}, {"eval", "-h"}} {
+		{"bench", "read", "--help"}, {"eval", "-h"}, {"version", "--help"}} {
 		r := runCmd(t, nil, append([]string{bp}, args...)...)
 		if r.status != 0 || r.stderr != "" || !strings.Contains(strings.ToLower(r.stdout), "usage") && !strings.Contains(r.stdout, "SYNOPSIS") {
 			t.Errorf("bayesperf %s: exit %d, stderr %q, stdout %d bytes without a usage", strings.Join(args, " "), r.status, r.stderr, len(r.stdout))

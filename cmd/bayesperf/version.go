@@ -7,6 +7,10 @@ import (
 
 func init() {
 	register(command{name: "version", summary: "print the version of bayesperf", run: func(args []string) int {
+		if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+			fmt.Print("usage: bayesperf version\n\nPrints the version of bayesperf (its VCS revision, or devel).\n")
+			return 0
+		}
 		if len(args) > 0 {
 			return exitWith("version", usageErr("unexpected arguments %q: version takes none", args))
 		}
