@@ -189,10 +189,14 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 		}
 	}
 	if read {
-		if !k.finished && targetGone(k.target) {
-			s.finish(c)
-		}
 		if len(k.readSet) == 0 || k.readSet[idx] {
+			// The end of the target is looked for at the start of a round only, so
+			// that every read of a round refers to the same boundary: a tool reads
+			// once more after its command exits (perf stat does), and that round
+			// gets the final totals.
+			if !k.finished && targetGone(k.target) {
+				s.finish(c)
+			}
 			if !k.finished {
 				if k.infer {
 					if err := c.runner.StepNow(); err != nil {
