@@ -57,9 +57,13 @@ func exitCode(err error) int {
 // status. A message that spans lines (a wrapped error that carried a newline) is folded
 // onto one, so that a script reading our stderr sees one line per failure.
 func exitWith(name string, err error) int {
-	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ; ")), " ")
-	fmt.Fprintf(os.Stderr, "bayesperf %s: %s\n", name, msg)
+	fmt.Fprintf(os.Stderr, "bayesperf %s: %s\n", name, oneLine(err.Error()))
 	return exitCode(err)
+}
+
+// oneLine folds a message onto one line: the lines of an errors.Join become "a ; b".
+func oneLine(msg string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", " ; ")), " ")
 }
 
 // eventListErr classifies an error of perf.ParseEvents: the event list's fault (exit 2),

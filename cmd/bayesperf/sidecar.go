@@ -110,7 +110,7 @@ func sidecarMain(args []string) int {
 	os.Stdout.Close()
 	err = srv.Serve(ctx)
 	if werr := writeStageFiles(*statsFile, *reportFile, srv.Stats(), vst); werr != nil {
-		fmt.Fprintf(os.Stderr, "bayesperf sidecar: %v\n", werr)
+		fmt.Fprintf(os.Stderr, "bayesperf sidecar: %s\n", oneLine(werr.Error()))
 	}
 	if err != nil {
 		return fail(err)
