@@ -1,8 +1,9 @@
 # hardening (issue 8): privilege, hostile clients, leaks, fault injection and concurrency
 # of the drop-in path: test/hardening_*_test.go with the C programs test/c/hardening_*.c.
 #
-# They run in `make test` (about 80 s on 2 cores: 20 seeded SIGKILLs during perf stat -I,
-# 6 during perf record, one SIGSTOP, 3 x 1000 open/close cycles, 8 threads x 64 events). They need root (the
+# They run in `make test` (about 2 min on 2 cores: 20 seeded SIGKILLs during perf stat -I,
+# 6 during perf record, one SIGSTOP, 3 x 1000 open/close cycles, 8 threads x 64 events,
+# an 8 s no-loss soak, which `make soak` runs for SOAK_DURATION). They need root (the
 # privilege test creates a second user, bpuser, with useradd from passwd, and removes
 # it), the perf binary, gcc and perf_event_open for software events.
 
@@ -18,8 +19,9 @@ RELIABILITY_RECORD_TRIALS ?= 20
 RELIABILITY_CYCLES ?= 1000
 RELIABILITY_FUZZ := ./shim:FuzzDecode ./shim:FuzzParseAttr ./internal/sidecar:FuzzServeMessages
 RELIABILITY_FUZZTIME ?= 10s
+SOAK_DURATION ?= 10m
 
-.PHONY: faults leaks reliability
+.PHONY: faults leaks reliability soak
 
 # faults: FAULT_TRIALS seeded SIGKILLs of the sidecar during perf stat -I 50,
 # RECORD_FAULT_TRIALS during perf record, and the SIGSTOP test; `make faults
@@ -32,6 +34,11 @@ faults: deps
 # leaks: the open/close cycle leak test with LEAK_CYCLES cycles per batch.
 leaks: deps
 	BAYESPERF_LEAK_CYCLES=$(LEAK_CYCLES) $(GO) test -count=1 -v -timeout 60m -run '^TestHardeningNoLeaks$$' ./test
+
+# soak: the no-loss soak (a slow reader of two period-1 sampling events, and perf
+# record -c 1 -m 2 beside it) for SOAK_DURATION; its figures are in the log.
+soak: deps
+	BAYESPERF_SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -v -timeout 60m -run '^TestHardeningSoak$$' ./test
 
 # reliability reruns every hardening test (RELIABILITY_TRIALS and
 # RELIABILITY_RECORD_TRIALS kill trials, RELIABILITY_CYCLES cycles per leak batch) and

@@ -1,0 +1,406 @@
+package test
+
+// The no-loss soak of issue 8: sampling at one sample per page fault through mirror
+// rings, with a reader slow enough for the mirrors to fill, must account for every
+// sample the kernel produced, per event:
+//
+//	samples produced = samples the tool received + samples reported in PERF_RECORD_LOST
+//
+// exactly. Two tools run side by side for $BAYESPERF_SOAK_DURATION (8 s in `make test`,
+// 10 minutes in `make soak`), each under its own `bayesperf run`:
+//
+//   - soak_reader (test/c/soak_reader.c): our own slow reader of two sampling events
+//     (page-faults and minor-faults, period 1) on a child that faults as fast as it can.
+//     The independent count is the kernel's: a period-1 software event counts one and
+//     overflows once per fault, never throttled, and each overflow is either written as
+//     a SAMPLE or counted as lost; the reader reads each event's count with the raw read
+//     system call (not through the shim), reads PERF_FORMAT_LOST (the kernel's own count
+//     of dropped samples), and a hidden counting event in the same group witnesses the
+//     page-fault count. soak_reader's comment says how it drains the rings completely.
+//   - perf record -p on soak_faulter (test/c/soak_faulter.c) with 2-page rings, enabled
+//     and disabled through perf's control fifo while the faulter is blocked; the
+//     independent count is a page-fault counter the test opens on the faulter itself
+//     (not through the shim) before the enable and reads after the disable. perf's
+//     perf.data must hold count - lost SAMPLEs of the event, with lost equal both to
+//     the sum of the PERF_RECORD_LOST records and to the LOST_SAMPLES perf read from
+//     the kernel at the end (PERF_FORMAT_LOST). soak_faulter's slow tail makes the
+//     kernel write the loss report it still holds at the end (it writes one before the
+//     next sample that fits).
+//
+// The sidecar's own counters (--stats) must agree too: every record it took from a
+// kernel ring reached the tool (records_mirrored = SAMPLE + LOST records the reader got,
+// records_lost = their lost sum). Needs perf, gcc and perf_event_open for software
+// events (perf_event_paranoid <= 2 is enough: the events count a child of the caller).
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// soakDuration is $BAYESPERF_SOAK_DURATION (a Go duration), 8 s by default.
+func soakDuration(t *testing.T) time.Duration {
+	s := os.Getenv("BAYESPERF_SOAK_DURATION")
+	if s == "" {
+		return 8 * time.Second
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Second {
+		t.Fatalf("BAYESPERF_SOAK_DURATION=%q: want a duration of at least 1s, such as 10m", s)
+	}
+	return d
+}
+
+// soakEvent is one event's line of soak_reader.
+type soakEvent struct {
+	name                                                       string
+	count, samples, lost, lostRecords, formatLost, foreignRecs uint64
+}
+
+type readerResult struct {
+	events  []soakEvent
+	witness uint64
+	bursts  uint64
+	st      sidecarStats
+	err     error
+}
+
+// sidecarStats are the sidecar's counters the soak checks (bayesperf run --stats).
+type sidecarStats struct {
+	RecordsMirrored uint64 `json:"records_mirrored"`
+	RecordsLost     uint64 `json:"records_lost"`
+	Rings           uint64 `json:"rings"`
+}
+
+func soakStats(path string) (sidecarStats, error) {
+	var s sidecarStats
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return s, fmt.Errorf("read stats: %w", err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("parse stats %q: %w", b, err)
+	}
+	return s, nil
+}
+
+var soakLineRe = regexp.MustCompile(`^event (\S+) count (\d+) samples (\d+) lost (\d+) lost_records (\d+) format_lost (\d+) foreign (\d+)$`)
+
+// runSoakReader runs soak_reader under bayesperf run for d.
+func runSoakReader(dir string, d time.Duration, seed int) readerResult {
+	sf := filepath.Join(os.TempDir(), fmt.Sprintf("bayesperf-soak-%d-%d.json", os.Getpid(), seed))
+	defer os.Remove(sf)
+	ctx, cancel := context.WithTimeout(context.Background(), d+2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "bayesperf"), "run", "--stats", sf, "--",
+		filepath.Join(dir, "soak_reader"), strconv.FormatInt(d.Milliseconds(), 10), strconv.Itoa(seed))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return readerResult{err: fmt.Errorf("soak_reader: %v\n%s%s", err, out, stderr.String())}
+	}
+	if w := bayesperfWarnings(stderr.String()); len(w) > 0 {
+		return readerResult{err: fmt.Errorf("soak_reader: bayesperf warnings %q", w)}
+	}
+	var r readerResult
+	for line := range strings.Lines(string(out)) {
+		line = strings.TrimSpace(line)
+		if m := soakLineRe.FindStringSubmatch(line); m != nil {
+			e := soakEvent{name: m[1]}
+			for i, p := range []*uint64{&e.count, &e.samples, &e.lost, &e.lostRecords, &e.formatLost, &e.foreignRecs} {
+				*p, _ = strconv.ParseUint(m[i+2], 10, 64)
+			}
+			r.events = append(r.events, e)
+		}
+		fmt.Sscanf(line, "witness %d", &r.witness)
+		fmt.Sscanf(line, "bursts %d", &r.bursts)
+	}
+	if len(r.events) != 2 {
+		return readerResult{err: fmt.Errorf("soak_reader printed %d event lines, want 2:\n%s", len(r.events), out)}
+	}
+	st, err := soakStats(sf)
+	if err != nil {
+		return readerResult{err: err}
+	}
+	r.st = st
+	return r
+}
+
+type recordResult struct {
+	count, samples, lostRecordsSum, lostSamples, lostRecords uint64
+	st                                                       sidecarStats
+	err                                                      error
+}
+
+// runSoakRecord runs perf record -p on soak_faulter through bayesperf run for d.
+func runSoakRecord(dir string, d time.Duration) (res recordResult) {
+	tmp, err := os.MkdirTemp("", "bayesperf-soak-record-")
+	if err != nil {
+		return recordResult{err: err}
+	}
+	defer os.RemoveAll(tmp)
+	fail := func(format string, a ...any) recordResult {
+		return recordResult{err: fmt.Errorf(format, a...)}
+	}
+
+	faulter := exec.Command(filepath.Join(dir, "soak_faulter"), strconv.FormatInt(d.Milliseconds(), 10))
+	fin, err := faulter.StdinPipe()
+	if err != nil {
+		return fail("%v", err)
+	}
+	fout, err := faulter.StdoutPipe()
+	if err != nil {
+		return fail("%v", err)
+	}
+	if err := faulter.Start(); err != nil {
+		return fail("start soak_faulter: %v", err)
+	}
+	defer func() {
+		fin.Close()
+		faulter.Process.Kill()
+		faulter.Wait()
+	}()
+	lines := bufio.NewReader(fout)
+	if l, err := lines.ReadString('\n'); l != "ready\n" {
+		return fail("soak_faulter said %q, %v; want ready", l, err)
+	}
+	pid := faulter.Process.Pid
+
+	// The independent count: the test's own page-fault counter on the faulter, not
+	// through the shim (this process has none), opened while the faulter waits.
+	witness, err := unix.PerfEventOpen(perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0), pid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return fail("perf_event_open page-faults on the faulter: %v", err)
+	}
+	defer unix.Close(witness)
+
+	ctlPath, ackPath := filepath.Join(tmp, "ctl"), filepath.Join(tmp, "ack")
+	for _, p := range []string{ctlPath, ackPath} {
+		if err := unix.Mkfifo(p, 0o600); err != nil {
+			return fail("mkfifo: %v", err)
+		}
+	}
+	// O_RDWR: neither open waits for perf to open the other end.
+	ctl, err := os.OpenFile(ctlPath, os.O_RDWR, 0)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer ctl.Close()
+	ack, err := os.OpenFile(ackPath, os.O_RDWR, 0)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer ack.Close()
+	control := func(cmd string) error {
+		if _, err := ctl.WriteString(cmd + "\n"); err != nil {
+			return err
+		}
+		// perf writes "ack\n" with its terminating NUL: read up to the newline.
+		ack.SetReadDeadline(time.Now().Add(time.Minute))
+		var got []byte
+		b := make([]byte, 1)
+		for !strings.HasSuffix(string(got), "ack\n") {
+			if _, err := ack.Read(b); err != nil {
+				return fmt.Errorf("perf record did not ack %q: %q, %v", cmd, got, err)
+			}
+			if b[0] != 0 {
+				got = append(got, b[0])
+			}
+		}
+		return nil
+	}
+
+	data, sf := filepath.Join(tmp, "perf.data"), filepath.Join(tmp, "stats.json")
+	rec := exec.Command(filepath.Join(dir, "bayesperf"), "run", "--stats", sf, "--",
+		"perf", "record", "-q", "-o", data, "-p", strconv.Itoa(pid), "-D", "-1",
+		"--control", "fifo:"+ctlPath+","+ackPath, "-e", "page-faults", "-c", "1", "-m", "2")
+	var recErr strings.Builder
+	rec.Stderr = &recErr
+	rec.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // stop() kills perf with it
+	if err := rec.Start(); err != nil {
+		return fail("start perf record: %v", err)
+	}
+	recDone := make(chan error, 1)
+	go func() { recDone <- rec.Wait() }()
+	stop := func() {
+		syscall.Kill(-rec.Process.Pid, syscall.SIGKILL)
+		<-recDone
+	}
+	if err := control("enable"); err != nil {
+		stop()
+		return fail("%v\n%s", err, recErr.String())
+	}
+	fin.Write([]byte("g"))
+	doneLine := make(chan string, 1)
+	go func() {
+		l, _ := lines.ReadString('\n')
+		doneLine <- l
+	}()
+	select {
+	case l := <-doneLine:
+		if l != "done\n" {
+			stop()
+			return fail("soak_faulter said %q, want done", l)
+		}
+	case <-time.After(d + 2*time.Minute):
+		stop()
+		return fail("soak_faulter did not finish within %v", d+2*time.Minute)
+	}
+	if err := control("disable"); err != nil {
+		stop()
+		return fail("%v\n%s", err, recErr.String())
+	}
+	buf := make([]byte, 8)
+	if n, err := unix.Read(witness, buf); err != nil || n != 8 {
+		stop()
+		return fail("read the witness counter: %d, %v", n, err)
+	}
+	res.count = binary.LittleEndian.Uint64(buf)
+	rec.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-recDone:
+		// perf record re-raises the SIGINT it stopped on, and bayesperf run passes
+		// that on.
+		var ee *exec.ExitError
+		if err != nil && !(errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGINT) {
+			return fail("perf record after SIGINT: %v\n%s", err, recErr.String())
+		}
+	case <-time.After(2 * time.Minute):
+		stop()
+		return fail("perf record did not stop within 2 min of SIGINT")
+	}
+	if w := bayesperfWarnings(recErr.String()); len(w) > 0 {
+		return fail("perf record: bayesperf warnings %q", w)
+	}
+	if res.st, err = soakStats(sf); err != nil {
+		return fail("%v", err)
+	}
+
+	// The event's SAMPLE and LOST_SAMPLES totals (perf report --stats) and the sum of
+	// the PERF_RECORD_LOST records (perf script --show-lost-events). A LOST record
+	// reports the drops of its ring, and perf record shares one ring per CPU between
+	// its events; the only other event is perf's dummy sideband event, which records
+	// nothing here (the faulter neither execs nor maps executable memory while
+	// enabled), so every loss is a page-fault sample, and the test checks that
+	// against LOST_SAMPLES, the kernel's own per-event count of drops.
+	st, err := exec.Command("perf", "report", "-i", data, "--stats").Output()
+	if err != nil {
+		return fail("perf report --stats: %v", err)
+	}
+	// The per-event block: "page-faults stats:" then "SAMPLE events: N" etc.
+	i := strings.Index(string(st), "page-faults stats:")
+	if i < 0 {
+		return fail("no page-faults block in perf report --stats:\n%s", st)
+	}
+	block := string(st[i+len("page-faults stats:"):])
+	if j := strings.Index(block, " stats:"); j > 0 {
+		block = block[:j]
+	}
+	num := func(name string) uint64 {
+		m := regexp.MustCompile(`(?m)^\s*` + name + ` events:\s+(\d+)`).FindStringSubmatch(block)
+		if m == nil {
+			return 0
+		}
+		v, _ := strconv.ParseUint(m[1], 10, 64)
+		return v
+	}
+	res.samples, res.lostSamples = num("SAMPLE"), num("LOST_SAMPLES")
+	dump := exec.Command("perf", "script", "-i", data, "--show-lost-events", "-F", "period")
+	dout, err := dump.StdoutPipe()
+	if err != nil {
+		return fail("%v", err)
+	}
+	if err := dump.Start(); err != nil {
+		return fail("perf script: %v", err)
+	}
+	lostRe := regexp.MustCompile(`^PERF_RECORD_LOST lost (\d+)$`)
+	sc := bufio.NewScanner(dout)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if m := lostRe.FindStringSubmatch(strings.TrimSpace(sc.Text())); m != nil {
+			v, _ := strconv.ParseUint(m[1], 10, 64)
+			res.lostRecordsSum += v
+			res.lostRecords++
+		}
+	}
+	if err := dump.Wait(); err != nil {
+		return fail("perf script: %v", err)
+	}
+	return res
+}
+
+// TestHardeningSoak: the no-loss soak (see the top of this file).
+func TestHardeningSoak(t *testing.T) {
+	dir := dropinBins(t)
+	d := soakDuration(t)
+	rc := make(chan readerResult, 1)
+	go func() { rc <- runSoakReader(dir, d, 1) }()
+	pr := runSoakRecord(dir, d)
+	r := <-rc
+
+	if r.err != nil {
+		t.Errorf("slow reader: %v", r.err)
+	} else {
+		var mirrored, lost uint64
+		for _, e := range r.events {
+			if e.samples+e.lost != e.count {
+				t.Errorf("slow reader, %s: the kernel counted %d samples, the tool received %d and was told of %d lost (sum %d, off by %d)",
+					e.name, e.count, e.samples, e.lost, e.samples+e.lost, int64(e.count)-int64(e.samples+e.lost))
+			}
+			if e.lost != e.formatLost {
+				t.Errorf("slow reader, %s: PERF_RECORD_LOST reported %d lost, the kernel's PERF_FORMAT_LOST %d", e.name, e.lost, e.formatLost)
+			}
+			if e.foreignRecs != 0 {
+				t.Errorf("slow reader, %s: %d records of another event or type in its ring", e.name, e.foreignRecs)
+			}
+			if e.lost == 0 || e.samples == 0 {
+				t.Errorf("slow reader, %s: %d samples and %d lost: the soak wants both (a reader slow enough for the mirror to fill)", e.name, e.samples, e.lost)
+			}
+			mirrored += e.samples + e.lostRecords
+			lost += e.lost
+		}
+		if r.witness != r.events[0].count {
+			t.Errorf("slow reader: the hidden witness counted %d page faults, the sampling event %d", r.witness, r.events[0].count)
+		}
+		if r.st.RecordsMirrored != mirrored || r.st.RecordsLost != lost {
+			t.Errorf("slow reader: the sidecar moved %d records reporting %d lost; the tool got %d records reporting %d lost",
+				r.st.RecordsMirrored, r.st.RecordsLost, mirrored, lost)
+		}
+		for _, e := range r.events {
+			t.Logf("soak %v, slow reader, %s: kernel %d = received %d + lost %d (in %d PERF_RECORD_LOST; PERF_FORMAT_LOST %d)",
+				d, e.name, e.count, e.samples, e.lost, e.lostRecords, e.formatLost)
+		}
+	}
+
+	if pr.err != nil {
+		t.Errorf("perf record: %v", pr.err)
+	} else {
+		if pr.samples+pr.lostRecordsSum != pr.count {
+			t.Errorf("perf record: the kernel counted %d page faults; perf.data holds %d samples and %d reported lost (sum %d, off by %d)",
+				pr.count, pr.samples, pr.lostRecordsSum, pr.samples+pr.lostRecordsSum, int64(pr.count)-int64(pr.samples+pr.lostRecordsSum))
+		}
+		if pr.lostSamples != pr.lostRecordsSum {
+			t.Errorf("perf record: PERF_RECORD_LOST records report %d lost, the kernel's PERF_FORMAT_LOST (perf's LOST_SAMPLES) %d", pr.lostRecordsSum, pr.lostSamples)
+		}
+		if pr.st.RecordsMirrored < pr.samples || pr.st.Rings == 0 {
+			t.Errorf("perf record: stats %+v: want its %d samples to have gone through mirror rings", pr.st, pr.samples)
+		}
+		t.Logf("soak %v, perf record -c 1 -m 2: kernel %d = received %d + lost %d (in %d PERF_RECORD_LOST; LOST_SAMPLES %d); sidecar moved %d records",
+			d, pr.count, pr.samples, pr.lostRecordsSum, pr.lostRecords, pr.lostSamples, pr.st.RecordsMirrored)
+	}
+}
