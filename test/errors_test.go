@@ -133,6 +133,8 @@ func TestErrorsOneLine(t *testing.T) {
 
 		// No permission: an unprivileged user at the machine's perf_event_paranoid.
 		{name: "paranoid", args: []string{"stat", "-e", "task-clock", "--", "true"}, asUser: true, code: 1, re: `^bayesperf stat: open task-clock: .*permission denied: perf_event_paranoid is \d+, .*the :u modifier \(task-clock:u\), run as root, or lower it`, needs: paranoidAtLeast2},
+		// Not a failure (exit 0), but the user must learn why no tracepoint is listed.
+		{name: "list tracefs root only", args: []string{"list", "sched:*"}, asUser: true, code: 0, re: `^bayesperf list: tracepoints not listed: find tracefs: /sys/kernel/tracing is readable by root only; run as root`},
 		{name: "relations unreadable", args: []string{"stat", "--relations", "/etc/shadow", "-e", "task-clock:u", "--", "true"}, asUser: true, code: 2, re: `^bayesperf stat: --relations /etc/shadow: permission denied; give a readable relation file`},
 		{name: "another user's process", args: []string{"attach", "-p", "1", "-e", "task-clock:u", "--duration", "0.1"}, asUser: true, code: 1, re: `^bayesperf attach: attach to 1: .*permission denied: process 1 belongs to another user; run as root or as its owner$`},
 		{name: "tracefs root only", args: []string{"stat", "-e", "sched:sched_switch", "--", "true"}, asUser: true, code: 1, re: `^bayesperf stat: resolve tracepoint "sched:sched_switch": find tracefs: /sys/kernel/tracing is readable by root only; run as root`},

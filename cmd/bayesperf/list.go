@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"os"
 	"path"
 
 	"github.com/bayesperf/bayesperf/inference/relation"
@@ -63,5 +64,9 @@ func runList(args []string) int {
 	}
 	section("PMU events (sysfs)", pmus)
 	section("tracepoints (tracefs)", r.Tracepoints())
+	if _, err := perf.FindTracefs(!r.NoMount); err != nil {
+		// Without this line a user who may not read tracefs sees no tracepoints, and no why.
+		fmt.Fprintf(os.Stderr, "bayesperf list: tracepoints not listed: %s\n", oneLine(err.Error()))
+	}
 	return 0
 }
