@@ -284,6 +284,7 @@ func (c *Collector) start(cpus []int, systemWide bool) error {
 		for _, tp := range []struct{ name, prog string }{
 			{"sched_process_exit", snapshotProgOnExit},
 			{"sched_process_fork", snapshotProgOnFork},
+			{"sched_switch", snapshotProgOnSwitch},
 		} {
 			if c.opts.HoldProcesses && tp.prog == snapshotProgOnFork {
 				continue
@@ -684,7 +685,7 @@ func (c *Collector) systemWide() bool { return c.opts.Pid == -1 }
 // handle applies one record. Called with c.mu held.
 func (c *Collector) handle(r record) {
 	switch r.Kind {
-	case kindTick, kindExit:
+	case kindTick, kindExit, kindSwitch:
 		if int(r.Slot) >= len(c.slots) || c.slots[r.Slot] == nil || len(r.Vals) != c.nr {
 			c.bad++
 			return

@@ -10,11 +10,12 @@ import (
 
 // Record kinds, as in snapshot.c.
 const (
-	kindTick = 1 // periodic snapshot of a running thread (or CPU)
-	kindExit = 2 // last snapshot of a thread, from its exit path
-	kindFork = 3 // a tracked thread created task Tid; Slot is the parent's tid
-	kindGone = 4 // a pending thread exited before its events were opened
-	kindHeld = 5 // as kindFork, for a new process held stopped until it is continued
+	kindTick   = 1 // periodic snapshot of a running thread (or CPU)
+	kindExit   = 2 // last snapshot of a thread, from its exit path
+	kindFork   = 3 // a tracked thread created task Tid; Slot is the parent's tid
+	kindGone   = 4 // a pending thread exited before its events were opened
+	kindHeld   = 5 // as kindFork, for a new process held stopped until it is continued
+	kindSwitch = 6 // snapshot of a thread leaving its CPU (not a slice boundary)
 )
 
 // maxEvents is MAX_EVENTS in snapshot.c: the most events per thread or CPU.
@@ -61,7 +62,7 @@ func decodeRecord(b []byte, vals []perf.Count) (record, error) {
 	}
 	nr := int(le.Uint16(b[18:]))
 	switch r.Kind {
-	case kindTick, kindExit:
+	case kindTick, kindExit, kindSwitch:
 	case kindFork, kindGone, kindHeld:
 		if nr != 0 {
 			return record{}, fmt.Errorf("decode notice of kind %d: has %d values", r.Kind, nr)

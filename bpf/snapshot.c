@@ -40,6 +40,7 @@ enum kind {
 	KIND_FORK = 3, // a tracked thread created a task: user space must open its events
 	KIND_GONE = 4, // a thread exited before user space opened its events
 	KIND_HELD = 5, // as KIND_FORK, for a new process stopped until user space continues it
+	KIND_SWITCH = 6, // snapshot of a thread leaving its CPU (not a slice boundary)
 };
 
 enum stat {
@@ -197,6 +198,23 @@ int on_tick(void *ctx)
 	if (!slot || *slot == SLOT_PENDING)
 		return 0;
 	snapshot(tid, *slot, KIND_TICK);
+	return 0;
+}
+
+// on_switch runs as a tracked thread leaves its CPU (sched_switch runs in the thread that
+// is switched out, before its events are scheduled out): without it, a thread that is not
+// running at a tick (a shell waiting for its child) would report what it counted only at
+// the next tick that finds it running, slices later.
+SEC("tracepoint/sched/sched_switch")
+int on_switch(void *ctx)
+{
+	if (system_wide)
+		return 0;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 *slot = bpf_map_lookup_elem(&threads, &tid);
+	if (!slot || *slot == SLOT_PENDING)
+		return 0;
+	snapshot(tid, *slot, KIND_SWITCH);
 	return 0;
 }
 

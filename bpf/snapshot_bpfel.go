@@ -47,6 +47,7 @@ const (
 	snapshotProgOnExit       = "on_exit"
 	snapshotProgOnFork       = "on_fork"
 	snapshotProgOnForkHold   = "on_fork_hold"
+	snapshotProgOnSwitch     = "on_switch"
 	snapshotProgOnTick       = "on_tick"
 	snapshotVarFollowForks   = "follow_forks"
 	snapshotVarForkChildOff  = "fork_child_off"
@@ -100,6 +101,7 @@ type snapshotProgramSpecs struct {
 	OnExit     *ebpf.ProgramSpec `ebpf:"on_exit"`
 	OnFork     *ebpf.ProgramSpec `ebpf:"on_fork"`
 	OnForkHold *ebpf.ProgramSpec `ebpf:"on_fork_hold"`
+	OnSwitch   *ebpf.ProgramSpec `ebpf:"on_switch"`
 	OnTick     *ebpf.ProgramSpec `ebpf:"on_tick"`
 }
 
@@ -183,6 +185,7 @@ type snapshotPrograms struct {
 	OnExit     *ebpf.Program `ebpf:"on_exit"`
 	OnFork     *ebpf.Program `ebpf:"on_fork"`
 	OnForkHold *ebpf.Program `ebpf:"on_fork_hold"`
+	OnSwitch   *ebpf.Program `ebpf:"on_switch"`
 	OnTick     *ebpf.Program `ebpf:"on_tick"`
 }
 
@@ -191,6 +194,7 @@ func (p *snapshotPrograms) Close() error {
 		p.OnExit,
 		p.OnFork,
 		p.OnForkHold,
+		p.OnSwitch,
 		p.OnTick,
 	)
 }
