@@ -8,7 +8,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,7 +26,7 @@ func init() {
 const sidecarHelp = `usage: bayesperf sidecar --socket PATH [--stats FILE] [--period D] [--stale D]
                          [--virtual-counters N [--fixed-counters EVENTS]
                           [--correct none|bayesperf] [--schedule kernel|bayesperf]
-                          [--report FILE]] [-v]
+                          [--report FILE]] [--allow-uid USERS] [-v]
 
 Serves libbayesperf.so clients on the Unix socket PATH, whose directory must be
 mode 0700. Prints "ready" on stdout once listening. Stops on SIGTERM or SIGINT,
@@ -37,6 +40,14 @@ PMU of N counters (multiplexed as the kernel rotates flexible groups);
 --report FILE writes run's report at exit. With --correct bayesperf or --report
 the stale bound defaults to 1ns: every read asks for values at the instant it
 reads (the report's intervals are the tool's rounds of reads).
+
+--allow-uid USERS (names or uids, comma-separated) also serves those users'
+tools: a sidecar run as root for BPF serving non-root tools. Their socket
+directory may then be mode 0711. Such a tool is served only what the fds it
+opened itself give it: no virtual PMU (which opens events with the sidecar's
+rights, so --allow-uid refuses --virtual-counters), no mirror of its sampling
+rings (it maps the kernel's, under its own locked-memory limit), and no more
+events than its own RLIMIT_NOFILE.
 `
 
 func sidecarMain(args []string) int {
@@ -52,6 +63,7 @@ func sidecarMain(args []string) int {
 	correct := fs.String("correct", "bayesperf", "")
 	sched := fs.String("schedule", "bayesperf", "")
 	reportFile := fs.String("report", "", "")
+	allowUIDs := fs.String("allow-uid", "", "")
 	if code, stop := parseCmdLine("sidecar", sidecarHelp, fs, args); stop {
 		return code
 	}
@@ -62,11 +74,17 @@ func sidecarMain(args []string) int {
 		return fail(usageErr("--socket PATH is required; 'bayesperf run' starts a sidecar for you"))
 	case *vcounters < 0:
 		return fail(usageErr("--virtual-counters %d: want a positive number of counters", *vcounters))
+	case *allowUIDs != "" && *vcounters > 0:
+		return fail(usageErr("--allow-uid with --virtual-counters: the virtual PMU opens events with the sidecar's rights, so other users could count processes they may not; run one sidecar per user for the virtual PMU"))
+	}
+	uids, err := parseUIDs(*allowUIDs)
+	if err != nil {
+		return fail(usageError{fmt.Errorf("--allow-uid: %w", err)})
 	}
 	staleSet := false
 	fs.Visit(func(f *flag.Flag) { staleSet = staleSet || f.Name == "stale" })
 	var vst *vstage.Stage
-	cfg := sidecar.Config{SocketPath: *sock, Period: *period, StaleBound: *stale}
+	cfg := sidecar.Config{SocketPath: *sock, Period: *period, StaleBound: *stale, AllowUIDs: uids}
 	if *verbose {
 		cfg.Logf = func(format string, a ...any) {
 			fmt.Fprintf(os.Stderr, "bayesperf sidecar[%d]: %s\n", os.Getpid(), fmt.Sprintf(format, a...))
@@ -131,4 +149,29 @@ func writeStats(path string, st any) error {
 		return fmt.Errorf("write stats: %w", err)
 	}
 	return nil
+}
+
+// parseUIDs resolves --allow-uid's comma-separated user names and uids.
+func parseUIDs(list string) ([]int, error) {
+	var uids []int
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if n, err := strconv.Atoi(f); err == nil && n >= 0 {
+			uids = append(uids, n)
+			continue
+		}
+		u, err := user.Lookup(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither a uid nor a known user name", f)
+		}
+		n, err := strconv.Atoi(u.Uid)
+		if err != nil {
+			return nil, fmt.Errorf("user %q has uid %q, not a number", f, u.Uid)
+		}
+		uids = append(uids, n)
+	}
+	return uids, nil
 }

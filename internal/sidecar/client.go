@@ -20,6 +20,7 @@ type client struct {
 	srv     *Server
 	conn    *net.UnixConn
 	credPid int32
+	foreign bool // a user other than the sidecar's (Config.AllowUIDs): see foreignPolicy
 	pid     int32
 	page    []byte // the client page (counters the shim keeps); guarded by srv.mu
 
@@ -262,9 +263,13 @@ func (c *client) register(h shim.MsgHdr, m shim.Register, fds []int) ([]byte, in
 	}
 	c.mu.Lock()
 	_, dup := c.events[m.Handle]
+	live := len(c.events)
 	c.mu.Unlock()
 	if dup {
 		return decline(-int32(unix.EEXIST), "handle already registered")
+	}
+	if st := c.foreignPolicy(shim.MsgRegister, live); st != 0 {
+		return decline(st, "another user's client keeps as many events registered as its RLIMIT_NOFILE allows")
 	}
 	mfd, mem, err := newSharedPage("bayesperf-mirror", unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_FUTURE_WRITE|unix.F_SEAL_SEAL)
 	if err != nil {
@@ -337,6 +342,10 @@ func (c *client) mapRing(m shim.Map) (int32, int) {
 	defer c.srv.pubMu.Unlock()
 	if e.ring != nil || e.unregistered {
 		return -int32(unix.EBUSY), -1
+	}
+	if st := c.foreignPolicy(shim.MsgMap, 0); st != 0 {
+		c.srv.cfg.Logf("client %d: handle %d: another user's ring is left to the kernel (its locked-memory limit)", c.id, m.Handle)
+		return st, -1
 	}
 	r, fd, err := newMirrorRing(e, m)
 	if err != nil {

@@ -17,7 +17,8 @@
 //
 // Security: the socket must live in a directory only its owner can enter (New checks the
 // mode is 0700); every connection's peer credentials are checked (same uid as the
-// sidecar, or root); the sidecar only reads fds a client opened itself and sent with
+// sidecar, or root, or a uid of Config.AllowUIDs, which gets nothing its own fds do not
+// give it: see client.foreignPolicy); the sidecar only reads fds a client opened itself and sent with
 // SCM_RIGHTS, after checking they are perf event fds; shared pages are memfds sealed
 // against shrinking and growing (mirror pages also against new writable mappings).
 //

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -33,6 +36,16 @@ type Config struct {
 	ActiveWindow time.Duration
 	Stage        Stage // correction stage (default Identity)
 	Logf         func(format string, args ...any)
+	// AllowUIDs lists users other than the sidecar's own (and root) whose tools may
+	// connect: a sidecar run as root (for BPF) serving non-root tools. Such a "foreign"
+	// client gets only what its own fds give it (see foreignPolicy): New refuses a
+	// Stage that is not KernelExact (the virtual PMU opens copies of a client's events
+	// on the pid the client names, with the sidecar's rights), MAP is declined so the
+	// tool maps the kernel's ring under its own locked-memory limit, and the events it
+	// keeps registered are capped at its own RLIMIT_NOFILE. With AllowUIDs the socket's
+	// directory may be mode 0711 (others may reach the socket but not list or create
+	// entries) and the socket is made connectable by all; SO_PEERCRED is the gate.
+	AllowUIDs []int
 }
 
 // Stats are the server's counters, as `bayesperf run --stats` writes them.
@@ -103,7 +116,18 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("check socket directory: %w", err)
 	}
-	if st.Mode().Perm() != 0o700 || !st.IsDir() {
+	if len(cfg.AllowUIDs) > 0 {
+		if ke, ok := cfg.Stage.(KernelExact); !ok || !ke.KernelExact() {
+			return nil, fmt.Errorf("serve other users (uids %v) with the %s stage: it opens events with the sidecar's rights on the pids clients name; only a stage that publishes the kernel's values may serve other users", cfg.AllowUIDs, cfg.Stage.Name())
+		}
+	}
+	switch perm := st.Mode().Perm(); {
+	case !st.IsDir():
+		return nil, fmt.Errorf("check socket directory %s: not a directory", dir)
+	case perm == 0o711 && len(cfg.AllowUIDs) > 0:
+	case perm != 0o700 && len(cfg.AllowUIDs) > 0:
+		return nil, fmt.Errorf("check socket directory %s: mode %v, want 0700 or, to serve other users, 0711", dir, st.Mode())
+	case perm != 0o700:
 		return nil, fmt.Errorf("check socket directory %s: mode %v, want a directory with mode 0700", dir, st.Mode())
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
@@ -112,6 +136,14 @@ func New(cfg Config) (*Server, error) {
 	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: cfg.SocketPath, Net: "unixpacket"})
 	if err != nil {
 		return nil, fmt.Errorf("listen on sidecar socket: %w", err)
+	}
+	if len(cfg.AllowUIDs) > 0 {
+		// connect() needs write permission on the socket; who is served is decided by
+		// the peer-credential check in accept.
+		if err := os.Chmod(cfg.SocketPath, 0o666); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("open the sidecar socket to other users: %w", err)
+		}
 	}
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
@@ -238,8 +270,9 @@ func (s *Server) accept(conn *net.UnixConn) {
 		conn.Close()
 		return
 	}
-	if int(cred.Uid) != s.uid && cred.Uid != 0 {
-		s.cfg.Logf("refuse client pid %d: uid %d is neither ours (%d) nor root", cred.Pid, cred.Uid, s.uid)
+	foreign := int(cred.Uid) != s.uid && cred.Uid != 0
+	if foreign && !slices.Contains(s.cfg.AllowUIDs, int(cred.Uid)) {
+		s.cfg.Logf("refuse client pid %d: uid %d is neither ours (%d) nor root nor allowed", cred.Pid, cred.Uid, s.uid)
 		conn.Close()
 		return
 	}
@@ -250,7 +283,7 @@ func (s *Server) accept(conn *net.UnixConn) {
 		return
 	}
 	s.nextID++
-	c := &client{id: s.nextID, srv: s, conn: conn, credPid: cred.Pid, events: map[uint32]*event{}}
+	c := &client{id: s.nextID, srv: s, conn: conn, credPid: cred.Pid, foreign: foreign, events: map[uint32]*event{}}
 	s.clients[c.id] = c
 	s.mu.Unlock()
 	s.clientsSeen.Add(1)
@@ -291,6 +324,62 @@ func (s *Server) drop(c *client) {
 		s.pubMu.Unlock()
 	}
 	s.cfg.Logf("client %d (pid %d) gone", c.id, c.pid)
+}
+
+// foreignPolicy (a method of client) says whether a foreign client (a user other than the sidecar's, let in
+// by Config.AllowUIDs) may do what it asks, and with which errno it is declined. The
+// client opened every event it registers itself, so the kernel checked its rights
+// (perf_event_paranoid, ptrace access to the target) when it did; the sidecar must add
+// none of its own:
+//   - MAP: the sidecar would map the kernel's ring from its copy of the fd, and the
+//     kernel charges locked memory to the mapper: a root sidecar is exempt from
+//     perf_event_mlock_kb and RLIMIT_MEMLOCK (CAP_IPC_LOCK), the client is not. Declined
+//     with EOPNOTSUPP; the shim then maps the kernel's ring itself, under its own limits.
+//   - REGISTER: the sidecar keeps a copy of each registered fd, so a client could close
+//     its own and keep more events alive than its RLIMIT_NOFILE allows; a foreign
+//     client's live events are capped at that limit (EMFILE), read from its process.
+//   - Stages: New refuses AllowUIDs with a stage that opens events of its own.
+func (c *client) foreignPolicy(msg uint16, live int) int32 {
+	if !c.foreign {
+		return 0
+	}
+	switch msg {
+	case shim.MsgMap:
+		return -int32(unix.EOPNOTSUPP)
+	case shim.MsgRegister:
+		limit, err := openFilesLimit(int(c.credPid))
+		if err != nil {
+			c.srv.cfg.Logf("client %d: %v", c.id, err)
+			return -int32(unix.EMFILE)
+		}
+		if uint64(live) >= limit {
+			return -int32(unix.EMFILE)
+		}
+	}
+	return 0
+}
+
+// openFilesLimit is pid's soft RLIMIT_NOFILE, from /proc/PID/limits (prlimit(2) on
+// another user's process needs CAP_SYS_RESOURCE, which a root sidecar may lack).
+func openFilesLimit(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read the client's open-file limit: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Max open files"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 && f[0] == "unlimited" {
+				return math.MaxUint64, nil
+			}
+			if len(f) > 0 {
+				if n, err := strconv.ParseUint(f[0], 10, 64); err == nil {
+					return n, nil
+				}
+			}
+		}
+	}
+	return 0, fmt.Errorf("no open-file limit in /proc/%d/limits", pid)
 }
 
 func peerCred(conn *net.UnixConn) (*unix.Ucred, error) {
