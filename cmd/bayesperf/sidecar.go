@@ -100,6 +100,7 @@ func sidecarMain(args []string) int {
 			return fail(err)
 		}
 		defer st.Close()
+		go st.Preload()
 		cfg.Stage = st
 		if (st.Infer || *reportFile != "") && !staleSet {
 			cfg.StaleBound = time.Nanosecond

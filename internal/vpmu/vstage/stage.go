@@ -42,6 +42,7 @@ type Stage struct {
 	mu      sync.Mutex
 	clients map[int]*client
 	names   namer
+	closing sync.WaitGroup // PMUs being closed in the background
 	retired []ClientReport // reports of clients whose PMU was rebuilt
 }
 
@@ -161,7 +162,16 @@ func (c *client) members(h uint32) []uint32 {
 func (s *Stage) rebuild(id int, c *client) {
 	if c.runner != nil {
 		s.retire(c)
-		c.pmu.Close()
+		// Closing inherited tracepoints waits for RCU grace periods: hundreds of
+		// milliseconds for a few dozen events on a loaded machine, while the tool
+		// waits for its registration to be answered. The old copies are no longer
+		// read: close them in the background.
+		old := c.pmu
+		s.closing.Add(1)
+		go func() {
+			defer s.closing.Done()
+			old.Close()
+		}()
 		c.runner, c.pmu, c.corr = nil, nil, nil
 	}
 	var hs []uint32
@@ -297,5 +307,10 @@ func (s *Stage) Close() error {
 		}
 		delete(s.clients, id)
 	}
+	s.closing.Wait()
 	return nil
 }
+
+// Preload reads what naming the clients' events needs (every tracepoint id in tracefs)
+// ahead of the first client, whose registration would otherwise wait for it.
+func (s *Stage) Preload() { s.names.once.Do(s.names.load) }
