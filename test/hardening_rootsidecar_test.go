@@ -139,7 +139,9 @@ var pageFaultValueRe = regexp.MustCompile(`(?m)^\s*([0-9.]+),[^,]*,page-faults`)
 // kernel refuses the open in the tool, and the sidecar has no way to open events for
 // it); and bpuser's sampling rings are left to the kernel, so its locked-memory limit
 // holds (perf record -m 2048 fails as natively, where a root sidecar mapping the ring
-// would have let it through). The flag refuses --virtual-counters (whose copies are
+// would have let it through); a raw client that closes its fds after registering them
+// cannot make the sidecar hold more of its events than its own RLIMIT_NOFILE. The
+// flag refuses --virtual-counters (whose copies are
 // opened with the sidecar's rights on the pid a client names) and unknown users.
 func TestHardeningRootSidecarOtherUser(t *testing.T) {
 	uid, gid := secondUser(t)
@@ -252,6 +254,14 @@ func TestHardeningRootSidecarOtherUser(t *testing.T) {
 		t.Errorf("perf record -m 2048 (8 MiB rings, over bpuser's locked-memory limit) as bpuser: status %d through the root sidecar, %d natively; want the same refusal", tbig, nbig)
 	}
 
+	// A raw protocol client as bpuser with RLIMIT_NOFILE 32 that closes its own fds
+	// after each REGISTER: the sidecar keeps no more of its events than 32, and declines
+	// to map a ring for it.
+	foreign := peerSays(t, asUser(uid, gid, filepath.Join(dir, "hardening_foreign"), sock, "32"))
+	if want := "registered 32 status -24 map -95"; foreign != want {
+		t.Errorf("bpuser's raw client: %q, want %q (32 events, then EMFILE; MAP: EOPNOTSUPP)", foreign, want)
+	}
+
 	if !alive(pid) {
 		t.Fatal("the sidecar died")
 	}
@@ -259,5 +269,5 @@ func TestHardeningRootSidecarOtherUser(t *testing.T) {
 	if st.Events == 0 || st.MirrorRead == 0 || st.Rings != 0 {
 		t.Errorf("sidecar stats %+v: want bpuser's events registered and read from mirrors, and no ring mirrored", st)
 	}
-	t.Logf("root sidecar --allow-uid bpuser (uid %d): uid 65534 refused; bpuser perf stat %v page faults from mirrors; -p of a root process and -a refused as natively; perf record -m 256 %v samples (native %v) through the kernel's rings (0 mirrored), -m 2048 refused as natively (status %d); sidecar events %d", uid, faults, thr, nat, tbig, st.Events)
+	t.Logf("root sidecar --allow-uid bpuser (uid %d): uid 65534 refused; bpuser perf stat %v page faults from mirrors; -p of a root process and -a refused as natively; perf record -m 256 %v samples (native %v) through the kernel's rings (0 mirrored), -m 2048 refused as natively (status %d); raw client with RLIMIT_NOFILE 32: %s; sidecar events %d", uid, faults, thr, nat, tbig, foreign, st.Events)
 }
