@@ -27,6 +27,9 @@ type activity struct {
 	w, sx, sg, sxx, sxg, sgg []float64
 	// per component, the constant level's sums
 	cw, cx, cxx []float64
+	// per component, the relative variance of the ratio in use (Var(ratio)/ratio²),
+	// or NaN when the constant level is in use
+	relVar []float64
 }
 
 const (
@@ -48,11 +51,16 @@ func (a *activity) init(k, n int, opt Options) {
 	a.cw = make([]float64, k)
 	a.cx = make([]float64, k)
 	a.cxx = make([]float64, k)
+	a.relVar = make([]float64, k)
+	for i := range a.relVar {
+		a.relVar[i] = math.NaN()
+	}
 }
 
 // level returns ratio·activity for component i in the current slice (whose readings
 // are in md.obs), or false when the constant level serves better or nothing is known.
 func (a *activity) level(md *Model, i int) (float64, bool) {
+	a.relVar[i] = math.NaN()
 	if a.off {
 		return 0, false
 	}
@@ -77,9 +85,12 @@ func (a *activity) level(md *Model, i int) (float64, bool) {
 			best, bestRes, bestRatio = c, res, r
 		}
 	}
-	if best < 0 {
+	if best < 0 || !(bestRatio > 0) {
 		return 0, false
 	}
+	// Var(Σx/Σg) ≈ residual variance · Σg² / (Σg)², relative to the ratio².
+	p := i*a.n + best
+	a.relVar[i] = bestRes * a.w[p] * a.sgg[p] / (a.sg[p] * a.sg[p]) / (bestRatio * bestRatio)
 	return bestRatio * a.cur[best], true
 }
 

@@ -29,7 +29,10 @@
 // per instruction) than as a constant, and if so its level in a slice is that ratio
 // times the always-counted event's rate in that slice (activity.go). The walk is then on
 // the deviation from this moving level. On the real-program traces this took the
-// geometric-mean error reduction on our own schedule from 1.58x to 1.71x.
+// geometric-mean error reduction on our own schedule from 1.58x to 1.71x. The walk's
+// volatility is learned from readings any number of slices apart (up to maxGap),
+// each change rescaled to one slice's under the AR(1) walk, because a schedule that
+// spreads an event's readings out never counts it in two consecutive slices (1.77x).
 //
 // Measurements: an event counted for its whole slice gives its exact rate; one counted
 // for part of a slice gives count/running with a noise that grows with the uncounted
@@ -45,10 +48,13 @@
 //
 // Intervals: the smoothed standard deviation, widened by the error of the level that
 // uncounted slices revert to (the same in every slice of a gap, so it adds up linearly
-// over an interval), times 1.96, scaled per event by a factor
-// calibrated online from how far counted rates fall from their prediction after a gap
-// (the situation every inferred interval is in). An event counted for the whole of a
-// reporting interval is reported exactly as counted (StatusExact); one that nothing
+// over an interval) and by the scatter of an uncounted slice's count that the walk does
+// not explain (learned per event as the excess of squared innovations over their
+// predicted variance, per count of level: a sparse event's counts come in bursts that
+// no rate walk predicts), times 1.96, scaled per event by a factor calibrated online
+// from how far counted rates fall from their prediction after a gap (the situation
+// every inferred interval is in). An event counted for the whole of a reporting
+// interval is reported exactly as counted (StatusExact); one that nothing
 // observed bears on is StatusNotCounted.
 //
 // Costs: Observe is O(k²) per reading for k free rates and allocates nothing in steady

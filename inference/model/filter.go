@@ -172,6 +172,9 @@ func (md *Model) predict(d float64) {
 		}
 		nu := o.y - c*md.m[i]
 		r2 := nu * nu / s
+		if o.full {
+			l.disperse(o.event, nu, s, l.mu[i], d)
+		}
 		if gap := l.tick - l.prevT[o.event]; o.full && gap > 1 {
 			// The walk reverts to a level that is itself only an average of a few
 			// counts: its uncertainty is part of what the prediction may miss by.

@@ -59,6 +59,10 @@ type learner struct {
 	muP     []float64 // the level of the previous slice
 	muE     []float64 // per event: the level of its component when last counted whole
 	actUsed []bool    // the component's level was an activity level last slice
+	// Per event, the scatter of its counts beyond what the walk predicts (the excess
+	// of squared innovations over their predicted variance, in counts²) and the level
+	// it scatters around (counts): see dispersion.
+	dispV, dispM, dispN []float64
 }
 
 const (
@@ -68,6 +72,7 @@ const (
 	factors     = 1
 	pairPrior   = 8.0
 	levelWindow = 32.0
+	maxGap      = 64 // readings farther apart say little about one slice's step
 )
 
 func (l *learner) init(k, n int, opt Options) {
@@ -128,6 +133,9 @@ func (l *learner) init(k, n int, opt Options) {
 	l.muP = make([]float64, k)
 	l.muE = make([]float64, n)
 	l.actUsed = make([]bool, k)
+	l.dispV = make([]float64, n)
+	l.dispM = make([]float64, n)
+	l.dispN = make([]float64, n)
 	l.act.init(k, n, opt)
 }
 
@@ -183,8 +191,34 @@ func (l *learner) persistence(i int) float64 {
 	return math.Max(0, math.Min(0.99, 1-l.vol[i]/(2*l.stat[i])))
 }
 
+// disperse records a counted slice's innovation nu (rate units) against its predicted
+// variance s, for event e whose level is mu, in a slice of duration d.
+func (l *learner) disperse(e int, nu, s, mu, d float64) {
+	ex := math.Max(0, nu*nu-s) * d * d
+	if math.IsNaN(ex) || math.IsInf(ex, 0) || math.IsNaN(mu) || math.IsInf(mu, 0) {
+		return
+	}
+	l.dispN[e] = l.gamma*l.dispN[e] + 1
+	l.dispV[e] += (ex - l.dispV[e]) / l.dispN[e]
+	l.dispM[e] += (math.Max(mu, 0)*d - l.dispM[e]) / l.dispN[e]
+}
+
+// dispersion is event e's index of dispersion: the variance of a slice's count that
+// the walk does not explain, per count of its level (about 1 for a Poisson count that
+// the walk does not model at all), at least 1.
+func (l *learner) dispersion(e int) float64 {
+	if l.dispN[e] < 4 || !(l.dispM[e] > 0) {
+		return 1
+	}
+	return math.Max(1, l.dispV[e]/l.dispM[e])
+}
+
 // levelVar is the variance of component i's level estimate, in rate units.
 func (l *learner) levelVar(i int, d float64) float64 {
+	if rv := l.act.relVar[i]; l.actUsed[i] && rv >= 0 && !math.IsInf(rv, 0) {
+		// An activity level: the ratio's error, at the current activity.
+		return rv * l.mu[i] * l.mu[i]
+	}
 	sc := relScale(l.level[i], l.level[i], d)
 	return l.stat[i] * sc * sc / math.Max(l.levelN[i], 1)
 }
@@ -270,7 +304,8 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 		if len(h) == 1 {
 			l.muE[e] = l.mu[h[0].i]
 		}
-		if pt != t-1 || len(h) != 1 {
+		L := t - pt
+		if pt < 0 || L > maxGap || len(h) != 1 {
 			continue
 		}
 		i := h[0].i
@@ -278,6 +313,20 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 		// program's activity moving) is not a step of the walk.
 		mu := l.mu[i]
 		u := ((o.y - mu) - (prev - pmu)) / relScale(0.5*(o.y+prev), l.level[i], d)
+		if L > 1 {
+			// Across a gap of L slices an AR(1) deviation changes by 2σ²(1 − a^L) in
+			// variance, against 2σ²(1 − a) for one slice: scale the change to one
+			// slice's, so that a schedule that never counts an event in two
+			// consecutive slices still teaches its volatility.
+			a := l.persistence(i)
+			if a < 1 {
+				u *= math.Sqrt((1 - a) / (1 - math.Pow(a, float64(L))))
+			}
+			l.volN[i] = l.gamma*l.volN[i] + 1
+			l.vol[i] += (u*u - l.vol[i]) / l.volN[i]
+			l.vol[i] = math.Max(l.vol[i], 1e-8)
+			continue
+		}
 		// Spread around the level (before this reading moves it), for the persistence.
 		dv := (o.y - mu) / relScale(mu, l.level[i], d)
 		l.statN[i] = l.gamma*l.statN[i] + 1

@@ -325,6 +325,19 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 		val := mean[e]
 		q := q0 * md.lrn.intervalScale(e)
 		s := math.Hypot(sd[e], md.levelError(e, from, to))
+		{
+			// A count is not its rate: what a slice counts scatters around the rate
+			// the state describes, by about dispersion·count (Poisson-like, widened by
+			// bursts), independently from slice to slice. The state's variance leaves
+			// that out; the uncounted slices add it.
+			// The count is the larger of the estimate and the usual level's, so that an
+			// estimate near zero does not claim a burst impossible.
+			un := md.uncounted(e, from, to)
+			c := math.Max(val*un, md.lrn.dispM[e]*un*float64(min(to, md.hist.t)-max(from, 0)))
+			if v := md.lrn.dispersion(e) * c; v > 0 && !math.IsInf(v, 0) {
+				s = math.Sqrt(s*s + v)
+			}
+		}
 		est := inference.Estimate{Value: val, Lo: val - q*s, Hi: val + q*s, HasInterval: true, Status: inference.StatusInferred}
 		if !md.opt.AllowNegative {
 			est.Value = math.Max(est.Value, 0)
@@ -494,4 +507,20 @@ func tQuantile(p, dof float64) float64 {
 	}
 	z3, z5, z7 := z*z*z, z*z*z*z*z, z*z*z*z*z*z*z
 	return z + (z3+z)/(4*dof) + (5*z5+16*z3+3*z)/(96*dof*dof) + (3*z7+19*z5+17*z3-15*z)/(384*dof*dof*dof)
+}
+
+// uncounted is the share of slices [from, to) in which event e was not counted whole.
+func (md *Model) uncounted(e, from, to int) float64 {
+	h := &md.hist
+	from, to = max(from, 0), min(to, h.t)
+	if to <= from {
+		return 0
+	}
+	n := 0
+	for t := from; t < to; t++ {
+		if math.IsNaN(h.exact[t*md.n+e]) {
+			n++
+		}
+	}
+	return float64(n) / float64(to-from)
 }
