@@ -95,7 +95,7 @@ func sidecarMain(args []string) int {
 		if err != nil {
 			return fail(usageError{fmt.Errorf("--fixed-counters: %w", err)})
 		}
-		st, err := correctionStage(*vcounters, fx, *correct, *sched, *statsFile != "" || *reportFile != "", cfg.Logf)
+		st, err := correctionStage(*vcounters, fx, *correct, *sched, *statsFile != "" || *reportFile != "", *reportFile != "", cfg.Logf)
 		if err != nil {
 			return fail(err)
 		}

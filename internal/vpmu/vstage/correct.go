@@ -37,6 +37,7 @@ type correction struct {
 	sched    string
 	md       *model.Model        // nil without Infer
 	lx       *baseline.Estimator // the kernel's scaling over the same slices
+	lxKernel *baseline.Estimator // the kernel's scaling on the kernel's round robin (Baseline), nil else
 	unit     float64             // multiplexing interval in ns: the unit of slice durations
 	slices   int                 // slices given to the estimators
 	enabled  uint64              // virtual enabled ns up to the last slice given
@@ -130,6 +131,14 @@ func (k *correction) feed(steps []vpmu.Step) error {
 		if err := k.lx.Observe(c); err != nil {
 			errs = append(errs, fmt.Errorf("feed linux slice %d: %w", sl.Index, err))
 		}
+		if k.lxKernel != nil && len(st.Views) > 1 {
+			c := st.Views[1]
+			c.Index, c.Duration = sl.Index, sl.Duration
+			c.Readings = slices.Clone(c.Readings)
+			if err := k.lxKernel.Observe(c); err != nil {
+				errs = append(errs, fmt.Errorf("feed linux slice %d of the kernel's schedule: %w", sl.Index, err))
+			}
+		}
 		k.slices++
 	}
 	return errors.Join(errs...)
@@ -164,6 +173,9 @@ func (s *Stage) finish(c *client) {
 		k.md.Finish()
 	}
 	k.lx.Finish()
+	if k.lxKernel != nil {
+		k.lxKernel.Finish()
+	}
 	k.snapshot()
 }
 

@@ -44,7 +44,9 @@ type EventReport struct {
 	Value float64  `json:"value"`
 	Lo    *float64 `json:"lo"`
 	Hi    *float64 `json:"hi"`
-	// Linux is the kernel's scaled value: count * enabled / running over the span.
+	// Linux is the kernel's scaled value: count * enabled / running over the span, on
+	// the kernel's round robin (with --schedule bayesperf, of a second copy of the
+	// events that the sidecar multiplexes as the kernel would, in the same run).
 	Linux float64 `json:"linux"`
 	// Tool is what the tool computed from the values it was given (its own scaling
 	// of the deltas of its reads): what perf stat -I prints. Absent in totals.
@@ -172,6 +174,9 @@ func (k *correction) span(from, to int, t0, t1 []uint64) []EventReport {
 	var bp, lx []inference.Estimate
 	if to > from {
 		lx = k.lx.Estimate(from, to)
+		if k.lxKernel != nil {
+			lx = k.lxKernel.Estimate(from, to)
+		}
 		if k.md != nil {
 			bp = k.md.Estimate(from, to)
 		}

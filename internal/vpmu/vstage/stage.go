@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bayesperf/bayesperf/inference/baseline"
 	"github.com/bayesperf/bayesperf/inference/graph"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/schedule"
@@ -36,8 +37,13 @@ type Stage struct {
 	// Relations known between events (relation.Builtins and more), bound to each
 	// client's events by name: they feed the model and the bayesperf schedule.
 	Relations []relation.Relation
-	// Truth keeps a hidden always-on copy of every event, reported by Truth and Report.
+	// Truth keeps a hidden always-on copy of every event, reported by TruthTotals and
+	// Report.
 	Truth bool
+	// Baseline also enforces the kernel's round robin on a second copy of the events
+	// when the schedule is bayesperf's, so that the report's "linux" values are those
+	// Linux would give on a real CPU, measured in the same run (as eval does).
+	Baseline bool
 
 	mu      sync.Mutex
 	clients map[int]*client
@@ -235,25 +241,37 @@ func (s *Stage) rebuild(id int, c *client) {
 	rels := relation.BindUniverse(s.Relations, names, s.names.universe)
 	// Members of a group follow their leader (handle order), as the schedule needs.
 	sp := vpmu.Spec(descs, s.Counters, fixed)
-	var ks *schedule.Schedule
+	var own *schedule.Schedule
 	var err error
 	if s.Schedule == "bayesperf" {
-		if ks, err = schedule.Overlap(sp, graph.FromRelations(names, rels), schedule.OverlapOptions{}); err != nil {
+		if own, err = schedule.Overlap(sp, graph.FromRelations(names, rels), schedule.OverlapOptions{}); err != nil {
 			s.logf("vstage: bayesperf schedule for client %d: %v; using the kernel's", id, err)
-			ks = nil
+			own = nil
 		}
 	}
-	if ks == nil {
-		if ks, err = schedule.Kernel(sp); err != nil {
-			s.logf("vstage: schedule client %d: %v", id, err)
-			return
+	ks, err := schedule.Kernel(sp)
+	if err != nil {
+		s.logf("vstage: schedule client %d: %v", id, err)
+		return
+	}
+	views := []vpmu.View{{Name: "kernel", Schedule: ks}}
+	if own != nil {
+		views[0] = vpmu.View{Name: "bayesperf", Schedule: own}
+		if s.Baseline {
+			views = append(views, vpmu.View{Name: "kernel", Schedule: ks})
 		}
 	}
 	corr, err := s.newCorrection(descs, names, rels, target)
 	if err != nil {
 		s.logf("vstage: correction for client %d: %v; publishing the virtual PMU's values", id, err)
 	}
-	cfg := vpmu.Config{Events: descs, Views: []vpmu.View{{Name: "kernel", Schedule: ks}}, Pid: target, CPU: perf.AnyCPU,
+	if corr != nil {
+		corr.sched = views[0].Name
+		if len(views) > 1 {
+			corr.lxKernel = baseline.New(baseline.Linux, len(descs))
+		}
+	}
+	cfg := vpmu.Config{Events: descs, Views: views, Pid: target, CPU: perf.AnyCPU,
 		Inherit: inherit, EnableOnExec: onExec && notExecd(target, int(first.ClientPid)), Truth: s.Truth}
 	p, err := vpmu.Open(cfg)
 	if err != nil {
