@@ -62,7 +62,7 @@ func processCPU() time.Duration {
 }
 
 // BenchmarkSliceCost measures, per slice of 1ms on a busy target, what the BPF collector
-// costs (the tick program's run time as the kernel accounts it, plus this process's CPU
+// costs (its programs' run time as the kernel accounts it, plus this process's CPU
 // time to consume the records) and what the read() collector costs for the same events
 // and slices (this process's CPU time, syscalls included), and reports their ratio.
 func BenchmarkSliceCost(b *testing.B) {
@@ -114,7 +114,7 @@ func benchSliceCost(b *testing.B, n int) {
 	st1, _ := c.Stats()
 	c.Close()
 	if runs1 == runs0 || st1.Records == st0.Records {
-		b.Fatalf("the tick program did not run (%d runs, %d records)", runs1-runs0, st1.Records-st0.Records)
+		b.Fatalf("the bpf programs did not run (%d runs, %d records)", runs1-runs0, st1.Records-st0.Records)
 	}
 	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(slicesDone) }
 	bpfKernel := rt1 - rt0

@@ -933,20 +933,27 @@ func (c *Collector) Stats() (Stats, error) {
 	return st, nil
 }
 
-// KernelTime returns the run time and run count of the tick program as the kernel accounts
-// them. Both stay zero unless BPF run-time statistics are enabled (EnableKernelStats or the
-// sysctl kernel.bpf_stats_enabled).
+// KernelTime returns the run time and run count of the collector's programs (the slice
+// ticks, and the snapshots at context switches, forks and exits) as the kernel accounts
+// them. Both stay zero unless BPF run-time statistics are enabled (EnableKernelStats or
+// the sysctl kernel.bpf_stats_enabled).
 func (c *Collector) KernelTime() (time.Duration, uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return 0, 0, ErrClosed
 	}
-	st, err := c.coll.Programs[snapshotProgOnTick].Stats()
-	if err != nil {
-		return 0, 0, fmt.Errorf("read tick program stats: %w", err)
+	var rt time.Duration
+	var runs uint64
+	for name, p := range c.coll.Programs {
+		st, err := p.Stats()
+		if err != nil {
+			return 0, 0, fmt.Errorf("read stats of bpf program %s: %w", name, err)
+		}
+		rt += st.Runtime
+		runs += st.RunCount
 	}
-	return st.Runtime, st.RunCount, nil
+	return rt, runs, nil
 }
 
 // EnableKernelStats turns on the kernel's BPF run-time accounting until the returned

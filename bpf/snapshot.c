@@ -129,7 +129,7 @@ static __always_inline void count(__u32 which)
 		*v += 1;
 }
 
-static __always_inline void snapshot(__u32 tid, __u32 slot, __u16 kind)
+static __always_inline void snapshot(__u32 tid, __u32 slot, __u16 kind, __u64 flags)
 {
 	__u32 zero = 0;
 	struct record *r = bpf_map_lookup_elem(&scratch, &zero);
@@ -165,7 +165,7 @@ static __always_inline void snapshot(__u32 tid, __u32 slot, __u16 kind)
 	__u64 size = __builtin_offsetof(struct record, vals) + (__u64)n * sizeof(r->vals[0]);
 	if (size > sizeof(*r))
 		size = sizeof(*r);
-	if (bpf_ringbuf_output(&records, r, size, 0))
+	if (bpf_ringbuf_output(&records, r, size, flags))
 		count(STAT_DROPS);
 	else
 		count(STAT_RECORDS);
@@ -191,13 +191,13 @@ int on_tick(void *ctx)
 	count(STAT_TICKS);
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	if (system_wide) {
-		snapshot(tid, bpf_get_smp_processor_id(), KIND_TICK);
+		snapshot(tid, bpf_get_smp_processor_id(), KIND_TICK, BPF_RB_FORCE_WAKEUP);
 		return 0;
 	}
 	__u32 *slot = bpf_map_lookup_elem(&threads, &tid);
 	if (!slot || *slot == SLOT_PENDING)
 		return 0;
-	snapshot(tid, *slot, KIND_TICK);
+	snapshot(tid, *slot, KIND_TICK, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
@@ -214,7 +214,11 @@ int on_switch(void *ctx)
 	__u32 *slot = bpf_map_lookup_elem(&threads, &tid);
 	if (!slot || *slot == SLOT_PENDING)
 		return 0;
-	snapshot(tid, *slot, KIND_SWITCH);
+	// No wake-up: user space needs it only with the next tick's record, which wakes it
+	// (a wake-up per context switch would cost more than the snapshots). The kernel wakes
+	// the consumer for a default-flag record only when it has read everything before it,
+	// so the tick and exit records force their wake-up.
+	snapshot(tid, *slot, KIND_SWITCH, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
@@ -232,7 +236,7 @@ int on_exit(void *ctx)
 	if (*slot == SLOT_PENDING)
 		notice(tid, SLOT_PENDING, KIND_GONE);
 	else
-		snapshot(tid, *slot, KIND_EXIT);
+		snapshot(tid, *slot, KIND_EXIT, BPF_RB_FORCE_WAKEUP);
 	bpf_map_delete_elem(&threads, &tid);
 	bpf_map_delete_elem(&held, &tid);
 	return 0;
