@@ -10,8 +10,17 @@ import (
 // OverlapOptions tune Overlap.
 type OverlapOptions struct {
 	// Carry is how many groups each configuration keeps from the previous one (the
-	// design notes' overlapSize); 0 means 1. More carry means stronger links between
-	// consecutive slices and a longer cycle.
+	// design notes' overlapSize). More carry means stronger links between consecutive
+	// slices and a longer cycle. 0 means 1 when the spec has no fixed events, and none
+	// when it has: fixed events count in every configuration, so consecutive
+	// configurations already share them (and their Markov blankets intersect), and a
+	// carried group would only take a counter from the events waiting their turn. The
+	// schedule is then a partition of the events into configurations, each event
+	// counted once per cycle, its readings spread evenly over time. On the real-program
+	// traces of inference/model this raised the model's error reduction from 1.77x
+	// (carry 1) to 1.91x; spreading is what helps any estimator (Linux's own scaling
+	// on such a schedule: 1.29x against 1.00x on the kernel's rotation). A negative
+	// value forces no carry even without fixed events.
 	Carry int
 	// Related, when set, fills a configuration preferably with events inside the
 	// current configuration's Markov blanket (co-counting the members of a relation, so
@@ -50,11 +59,14 @@ func Overlap(sp Spec, g *graph.Graph, opt OverlapOptions) (*Schedule, error) {
 	if g != nil && g.Events() != sp.Events {
 		return nil, fmt.Errorf("build overlap schedule: graph has %d events, spec %d", g.Events(), sp.Events)
 	}
+	s := &Schedule{Fixed: sp.fixedEvents()}
 	carry := opt.Carry
-	if carry <= 0 {
+	switch {
+	case carry < 0:
+		carry = 0
+	case carry == 0 && len(s.Fixed) == 0:
 		carry = 1
 	}
-	s := &Schedule{Fixed: sp.fixedEvents()}
 	var units []group
 	for _, gr := range gs {
 		if !gr.fixed {
@@ -103,14 +115,14 @@ func Overlap(sp Spec, g *graph.Graph, opt OverlapOptions) (*Schedule, error) {
 				return nil, fmt.Errorf("build overlap schedule: no valid configuration holds group %v", o.firstUncovered(covered))
 			}
 		}
-		if left == 0 {
+		if left == 0 && carry > 0 {
 			cfg = o.closeCycle(cfg, prev, o.cfgs)
 		}
 		cfg = o.fill(cfg, func(int) bool { return true })
 		o.add(cfg)
 		prev = cfg
 	}
-	if n := len(o.cfgs); n > 1 && !o.shares(o.cfgs[n-1], o.cfgs[0]) {
+	if n := len(o.cfgs); carry > 0 && n > 1 && !o.shares(o.cfgs[n-1], o.cfgs[0]) {
 		if b := o.bridge(o.cfgs[n-1], o.cfgs[0]); b != nil {
 			o.add(b)
 		}
