@@ -20,12 +20,15 @@ package test
 //   - perf record -p on soak_faulter (test/c/soak_faulter.c) with 2-page rings, enabled
 //     and disabled through perf's control fifo while the faulter is blocked; the
 //     independent count is a page-fault counter the test opens on the faulter itself
-//     (not through the shim) before the enable and reads after the disable. perf's
-//     perf.data must hold count - lost SAMPLEs of the event, with lost equal both to
-//     the sum of the PERF_RECORD_LOST records and to the LOST_SAMPLES perf read from
-//     the kernel at the end (PERF_FORMAT_LOST). soak_faulter's slow tail makes the
-//     kernel write the loss report it still holds at the end (it writes one before the
-//     next sample that fits).
+//     (not through the shim) before the enable and reads after the disable. The mirrors
+//     must deliver count - lost SAMPLEs (the sidecar's count of records moved, less the
+//     PERF_RECORD_LOST records among them), with lost equal to the sum of the
+//     PERF_RECORD_LOST records, in the sidecar's count and in perf.data, and to the
+//     LOST_SAMPLES perf read from the kernel at the end (PERF_FORMAT_LOST).
+//     soak_faulter's slow tail makes the kernel write the loss report it still holds at
+//     the end (it writes one before the next sample that fits). perf.data must hold at
+//     least the delivered samples; it can hold a few more, natively too (perf's own
+//     doing: BAYESPERF_SOAK_NATIVE_RECORD=1 runs perf record without bayesperf).
 //
 // The sidecar's own counters (--stats) must agree too: every record it took from a
 // kernel ring reached the tool (records_mirrored = SAMPLE + LOST records the reader got,
@@ -148,7 +151,9 @@ type recordResult struct {
 }
 
 // runSoakRecord runs perf record -p on soak_faulter through bayesperf run for d.
-func runSoakRecord(dir string, d time.Duration) (res recordResult) {
+// With nativeRecord, perf record runs without bayesperf (the same check of perf and the
+// kernel alone).
+func runSoakRecord(dir string, d time.Duration, nativeRecord bool) (res recordResult) {
 	tmp, err := os.MkdirTemp("", "bayesperf-soak-record-")
 	if err != nil {
 		return recordResult{err: err}
@@ -226,9 +231,12 @@ func runSoakRecord(dir string, d time.Duration) (res recordResult) {
 	}
 
 	data, sf := filepath.Join(tmp, "perf.data"), filepath.Join(tmp, "stats.json")
-	rec := exec.Command(filepath.Join(dir, "bayesperf"), "run", "--stats", sf, "--",
-		"perf", "record", "-q", "-o", data, "-p", strconv.Itoa(pid), "-D", "-1",
-		"--control", "fifo:"+ctlPath+","+ackPath, "-e", "page-faults", "-c", "1", "-m", "2")
+	argv := []string{"perf", "record", "-q", "-o", data, "-p", strconv.Itoa(pid), "-D", "-1",
+		"--control", "fifo:" + ctlPath + "," + ackPath, "-e", "page-faults", "-c", "1", "-m", "2"}
+	if !nativeRecord {
+		argv = append([]string{filepath.Join(dir, "bayesperf"), "run", "--stats", sf, "--"}, argv...)
+	}
+	rec := exec.Command(argv[0], argv[1:]...)
 	var recErr strings.Builder
 	rec.Stderr = &recErr
 	rec.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // stop() kills perf with it
@@ -287,7 +295,9 @@ func runSoakRecord(dir string, d time.Duration) (res recordResult) {
 	if w := bayesperfWarnings(recErr.String()); len(w) > 0 {
 		return fail("perf record: bayesperf warnings %q", w)
 	}
-	if res.st, err = soakStats(sf); err != nil {
+	if nativeRecord {
+		res.st = sidecarStats{}
+	} else if res.st, err = soakStats(sf); err != nil {
 		return fail("%v", err)
 	}
 
@@ -350,7 +360,10 @@ func TestHardeningSoak(t *testing.T) {
 	d := soakDuration(t)
 	rc := make(chan readerResult, 1)
 	go func() { rc <- runSoakReader(dir, d, 1) }()
-	pr := runSoakRecord(dir, d)
+	// BAYESPERF_SOAK_NATIVE_RECORD=1 runs perf record without bayesperf, to tell perf's
+	// and the kernel's behaviour from ours.
+	nativeRecord := os.Getenv("BAYESPERF_SOAK_NATIVE_RECORD") == "1"
+	pr := runSoakRecord(dir, d, nativeRecord)
 	r := <-rc
 
 	if r.err != nil {
@@ -390,17 +403,34 @@ func TestHardeningSoak(t *testing.T) {
 	if pr.err != nil {
 		t.Errorf("perf record: %v", pr.err)
 	} else {
-		if pr.samples+pr.lostRecordsSum != pr.count {
-			t.Errorf("perf record: the kernel counted %d page faults; perf.data holds %d samples and %d reported lost (sum %d, off by %d)",
-				pr.count, pr.samples, pr.lostRecordsSum, pr.samples+pr.lostRecordsSum, int64(pr.count)-int64(pr.samples+pr.lostRecordsSum))
-		}
 		if pr.lostSamples != pr.lostRecordsSum {
 			t.Errorf("perf record: PERF_RECORD_LOST records report %d lost, the kernel's PERF_FORMAT_LOST (perf's LOST_SAMPLES) %d", pr.lostRecordsSum, pr.lostSamples)
 		}
-		if pr.st.RecordsMirrored < pr.samples || pr.st.Rings == 0 {
-			t.Errorf("perf record: stats %+v: want its %d samples to have gone through mirror rings", pr.st, pr.samples)
+		// perf.data can hold a few more samples than the kernel produced, natively too
+		// (1 in 3.4 million in a 2-minute native run; see docs/reliability.md): perf's
+		// own doing. So the exact identity is checked where the records leave the
+		// mirror: the sidecar's count of records it moved (SAMPLE and LOST records; the
+		// dummy sideband event writes none while enabled) and of the losses they
+		// reported; perf.data must hold at least the samples the mirror delivered.
+		if pr.samples+pr.lostRecordsSum < pr.count {
+			t.Errorf("perf record: the kernel counted %d page faults; perf.data holds %d samples and %d reported lost (%d missing)",
+				pr.count, pr.samples, pr.lostRecordsSum, pr.count-pr.samples-pr.lostRecordsSum)
 		}
-		t.Logf("soak %v, perf record -c 1 -m 2: kernel %d = received %d + lost %d (in %d PERF_RECORD_LOST; LOST_SAMPLES %d); sidecar moved %d records",
-			d, pr.count, pr.samples, pr.lostRecordsSum, pr.lostRecords, pr.lostSamples, pr.st.RecordsMirrored)
+		excess := int64(pr.samples+pr.lostRecordsSum) - int64(pr.count)
+		if nativeRecord {
+			t.Logf("soak %v, perf record -c 1 -m 2 without bayesperf: kernel %d, perf.data %d samples + %d lost (in %d PERF_RECORD_LOST; LOST_SAMPLES %d): %d more than the kernel produced",
+				d, pr.count, pr.samples, pr.lostRecordsSum, pr.lostRecords, pr.lostSamples, excess)
+			return
+		}
+		delivered := pr.st.RecordsMirrored - pr.lostRecords
+		if pr.st.Rings == 0 || delivered+pr.st.RecordsLost != pr.count || pr.st.RecordsLost != pr.lostRecordsSum {
+			t.Errorf("perf record: the kernel counted %d page faults; the mirrors delivered %d samples (%d records, %d of them PERF_RECORD_LOST) and reported %d lost (sum %d, off by %d; perf.data's LOST records say %d)",
+				pr.count, delivered, pr.st.RecordsMirrored, pr.lostRecords, pr.st.RecordsLost, delivered+pr.st.RecordsLost, int64(pr.count)-int64(delivered+pr.st.RecordsLost), pr.lostRecordsSum)
+		}
+		if pr.samples < delivered {
+			t.Errorf("perf record: the mirrors delivered %d samples, perf.data holds %d", delivered, pr.samples)
+		}
+		t.Logf("soak %v, perf record -c 1 -m 2: kernel %d = delivered by the mirrors %d + lost %d (in %d PERF_RECORD_LOST; LOST_SAMPLES %d); perf.data holds %d samples (%d more, perf's own)",
+			d, pr.count, delivered, pr.st.RecordsLost, pr.lostRecords, pr.lostSamples, pr.samples, excess)
 	}
 }
