@@ -326,7 +326,7 @@ func (s *Server) drop(c *client) {
 	s.cfg.Logf("client %d (pid %d) gone", c.id, c.pid)
 }
 
-// foreignPolicy (a method of client) says whether a foreign client (a user other than the sidecar's, let in
+// foreignPolicy says whether a foreign client (a user other than the sidecar's, let in
 // by Config.AllowUIDs) may do what it asks, and with which errno it is declined. The
 // client opened every event it registers itself, so the kernel checked its rights
 // (perf_event_paranoid, ptrace access to the target) when it did; the sidecar must add
@@ -337,7 +337,8 @@ func (s *Server) drop(c *client) {
 //     with EOPNOTSUPP; the shim then maps the kernel's ring itself, under its own limits.
 //   - REGISTER: the sidecar keeps a copy of each registered fd, so a client could close
 //     its own and keep more events alive than its RLIMIT_NOFILE allows; a foreign
-//     client's live events are capped at that limit (EMFILE), read from its process.
+//     client's live events are capped at that limit (EMFILE), read from its process
+//     (the pid the socket peer had at connect; a limit that cannot be read refuses).
 //   - Stages: New refuses AllowUIDs with a stage that opens events of its own.
 func (c *client) foreignPolicy(msg uint16, live int) int32 {
 	if !c.foreign {
