@@ -127,7 +127,14 @@ type ClientPage struct {
 	RingFlushes      uint64
 	SelfReads        uint64
 	Reserved         [2]uint64
+	// MirrorReadShards count more mirror reads, one shard per reading thread (single
+	// writer, no atomic read-modify-write on the shim's fast path); the total is
+	// MirrorReads plus every shard (ClientCounters adds them up).
+	MirrorReadShards [ClientShards]uint64
 }
+
+// ClientShards is BP_CLIENT_SHARDS: the per-thread shards of mirror_reads.
+const ClientShards = 256
 
 // MirrorValue is struct bp_mirror_value.
 type MirrorValue struct {

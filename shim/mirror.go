@@ -110,7 +110,8 @@ func (m *Mirror) Snapshot() (h MirrorHdr, v Values, ok bool) {
 }
 
 // ClientCounters reads the counters the shim keeps in a client page (struct
-// bp_client_page), atomically field by field.
+// bp_client_page), atomically field by field. MirrorReads is the total: the field plus
+// every per-thread shard (the returned shards are zero).
 func ClientCounters(mem []byte) (ClientPage, error) {
 	var c ClientPage
 	if len(mem) < int(unsafe.Sizeof(c)) || uintptr(unsafe.Pointer(&mem[0]))%8 != 0 {
@@ -120,6 +121,9 @@ func ClientCounters(mem []byte) (ClientPage, error) {
 	c.Magic = atomic.LoadUint32(&p.Magic)
 	c.Version = atomic.LoadUint32(&p.Version)
 	c.MirrorReads = atomic.LoadUint64(&p.MirrorReads)
+	for i := range p.MirrorReadShards {
+		c.MirrorReads += atomic.LoadUint64(&p.MirrorReadShards[i])
+	}
 	c.PassthroughReads = atomic.LoadUint64(&p.PassthroughReads)
 	c.SyncRefreshes = atomic.LoadUint64(&p.SyncRefreshes)
 	c.RingFlushes = atomic.LoadUint64(&p.RingFlushes)

@@ -112,8 +112,10 @@ struct bp_status {
 	uint32_t handle;
 };
 
-/* The client page: one per connection, written by the shim (relaxed atomic adds). */
+/* The client page: one per connection, written by the shim (relaxed atomic adds, and
+ * single-writer adds to its thread's shard). */
 #define BP_CLIENT_MAGIC 0x544e4c43u /* "CLNT" */
+#define BP_CLIENT_SHARDS 256u
 struct bp_client_page {
 	uint32_t magic;
 	uint32_t version;
@@ -126,6 +128,11 @@ struct bp_client_page {
 	                               the kernel (a mirror could be older than what the reader
 	                               just did) */
 	uint64_t reserved[2];
+	/* More mirror_reads, one shard per reading thread (the first BP_CLIENT_SHARDS threads
+	 * of the process; later ones add to mirror_reads): a shard has a single writer, which
+	 * counts with a plain (unlocked) add, so the fast read path has no atomic
+	 * read-modify-write. The total is mirror_reads plus every shard. */
+	uint64_t mirror_read_shards[BP_CLIENT_SHARDS];
 };
 
 /*
