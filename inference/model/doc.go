@@ -16,9 +16,10 @@
 // counts), persistence 0.95 by default. The walk's steps are learned online, relative to
 // each rate's level (a busy phase may move more than a quiet one, as in a log-space
 // walk, while the state stays linear so that sums stay exact): per event a volatility
-// from rates counted in two consecutive slices, and between events a correlation from
-// pairs counted together, fitted with a common factor so that it is positive definite
-// and extends to pairs the schedule never counts together. A Student-t scale mixture on
+// from changes between its readings, and, with Options.Correlated, between events a
+// correlation from pairs counted together in two consecutive slices, fitted with a
+// common factor so that it is positive definite and extends to pairs the schedule
+// never counts together (off by default: see Options.Correlated). A Student-t scale mixture on
 // each counted rate's step (the variational Student-t filter) absorbs bursts that the
 // Gaussian walk would call impossible.
 //

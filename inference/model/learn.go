@@ -125,7 +125,7 @@ func (l *learner) init(k, n int, opt Options) {
 	for i := range l.prevT {
 		l.prevT[i] = -2
 	}
-	l.indep = opt.Independent
+	l.indep = !opt.Correlated
 	l.rebuildEvery = max(8, k/4)
 	l.us = make([]int, 0, n)
 	l.uv = make([]float64, 0, n)

@@ -197,7 +197,7 @@ func TestNoWorseThanLinear(t *testing.T) {
 		s := drawSynth(200+seed, 10, 400, 0.05, 0, 0.95, nil)
 		sched := roundRobin(s.n, 3, nil)
 		lin := run(t, baseline.New(baseline.Linear, s.n), s.slices(sched), s.truth, 5)
-		md, err := NewLinear(s.n, nil, Options{Independent: true})
+		md, err := NewLinear(s.n, nil, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
