@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/bayesperf/bayesperf/internal/bench"
 )
 
@@ -52,12 +54,38 @@ func run(bin, out string, o bench.Options) error {
 	if err := r.WriteTable(&table); err != nil {
 		return err
 	}
-	md := render(r, table.String(), machine())
+	md := render(r, table.String(), machine(), clocks())
 	if err := os.WriteFile(filepath.Join(out, "latency.md"), []byte(md), 0o644); err != nil {
 		return fmt.Errorf("write latency.md: %w", err)
 	}
 	fmt.Print(table.String())
 	return nil
+}
+
+// clocks says why the shim's freshness check cannot use a cheaper clock on this machine:
+// the coarse clock's resolution and the kernel's clocksource.
+func clocks() string {
+	var b strings.Builder
+	var ts unix.Timespec
+	if err := unix.ClockGetres(unix.CLOCK_MONOTONIC_COARSE, &ts); err == nil {
+		res := time.Duration(ts.Nano())
+		fmt.Fprintf(&b, "`CLOCK_MONOTONIC_COARSE` costs a few ns but advances once a tick, every %v here", res)
+		if res >= 2*time.Millisecond {
+			b.WriteString(", which is not finer than the stale bound (it cannot tell a page 1 ms old from one 5 ms old).")
+		} else {
+			b.WriteString(" (finer than the stale bound, but its lag behind the true time is bounded only by the kernel's tick, which a busy VM host can delay by several ticks).")
+		}
+	}
+	src := "unknown"
+	if s, err := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource"); err == nil {
+		src = strings.TrimSpace(string(s))
+	}
+	if src != "tsc" {
+		fmt.Fprintf(&b, " The kernel's clocksource is %s, not tsc, so a perf user page offers no TSC conversion (the kernel sets `cap_user_time` only when its sched_clock is a stable TSC), and a bare `rdtsc` would be a time the kernel does not vouch for.", src)
+	} else {
+		b.WriteString(" The clocksource is tsc, so `rdtsc` with a perf user page's `time_*` conversion (`cap_user_time`) could replace the vDSO call; the shim does not use it yet.")
+	}
+	return b.String()
 }
 
 // machine describes where the figures come from.
@@ -89,7 +117,7 @@ func f(p *float64) string {
 	return fmt.Sprintf("%.0f", *p)
 }
 
-func render(r *bench.Result, table, mach string) string {
+func render(r *bench.Result, table, mach, c string) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	verdict := func(ok bool) string {
@@ -131,10 +159,16 @@ func render(r *bench.Result, table, mach string) string {
 	w("\nWhere the shim's %.1f ns go: the seqlock copy itself (the floor, %.1f ns), one\n", r.ShimReadNs, r.FloorNs)
 	w("`clock_gettime` to check that the mirror is fresh (%.1f ns: a vDSO call, no system call),\n", r.ClockNs)
 	w("and %.1f ns of the shim's own work: the PLT call into the preloaded `read`, the fd\n", over)
-	w("lookup, the connection and generation checks, laying out the values in the tool's\n")
-	w("`read_format` and a relaxed counter increment in the client page. The floor is the\n")
-	w("bare seqlock with nothing around it, so the second bound compares a library call with\n")
-	w("a handful of loads; the clock read alone is %.0fx the floor.\n\n", r.ClockNs/r.FloorNs)
+	w("lookup, one generation check (it also stands for the connection and fork checks),\n")
+	w("laying out the values in the tool's `read_format` and an unlocked add to this thread's\n")
+	w("counter shard in the client page. The floor is the bare seqlock with nothing around it,\n")
+	w("so the second bound compares a library call with a handful of loads; the clock read\n")
+	w("alone is %.0fx the floor, so no read that checks its freshness with it can come within\n", r.ClockNs/r.FloorNs)
+	w("%.0fx of the floor here.\n\n", bench.MaxOverFloor)
+	w("Why not a cheaper clock: %s A freshness check must never\n", c)
+	w("call a page fresh that is older than the stale bound (2 ms), so a clock that can lag\n")
+	w("the true time by more than the bound, or a time source the kernel does not vouch for,\n")
+	w("cannot stand in for `CLOCK_MONOTONIC`.\n\n")
 	w("The age is bounded by the sidecar's republish period (1 ms while a tool reads) plus its\n")
 	w("scheduling delay; a shim that finds a page older than the stale bound (2 ms) asks for a\n")
 	w("synchronous refresh (%d of the %d mirror reads of this run did).\n\n", r.SyncRefreshes, r.MirrorReads)
