@@ -172,7 +172,7 @@ func benchSliceCost(b *testing.B, n int) {
 	} else {
 		b.Logf("group read not measured: %v", err)
 	}
-	b.Logf("%d slices, %d tick runs, %d records", slicesDone, runs1-runs0, st1.Records-st0.Records)
+	b.Logf("%d slices, %d program runs (ticks, and context switches anywhere), %d records", slicesDone, runs1-runs0, st1.Records-st0.Records)
 }
 
 // helperSpin keeps the CPU busy with page faults and syscalls until killed.

@@ -40,7 +40,8 @@ type Options struct {
 	// is counted from its start, as inherited events count it: a program in the child's
 	// first moment on a CPU sends it SIGSTOP, and the collector sends SIGCONT once its
 	// events are open (see the package doc for what its parent can notice). New threads are
-	// never held.
+	// never held. Needs the kernel's BTF and the bpf_send_signal_task kfunc (6.13+):
+	// without them NewCollector fails.
 	HoldProcesses bool
 	// Slice is the snapshot period in wall-clock time; 0 means 4ms, the kernel's default
 	// multiplexing interval.

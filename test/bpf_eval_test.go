@@ -29,7 +29,7 @@ const bpfEvalCommands = 100
 // kernel writes the child's tid into its memory before it first runs, which inherited
 // events count and the held child's own events, opened after that, cannot) plus 0.5% either
 // way for run-to-run variation (measured 0.2% between read runs). Without holding the new
-// processes, the BPF collector missed 16-37% of the execve and 3-7% of the page faults here.
+// processes, the BPF collector saw 63-79 of the 100 execve and 13-30% fewer page faults.
 // Context switches and task-clock depend on the collector's own activity and are only
 // logged.
 //
