@@ -94,7 +94,9 @@ func (s *Stage) Correct(_ int64, events []sidecar.Event, values []shim.Values) {
 		}
 	}
 	for id := range grown {
+		t0 := time.Now()
 		s.rebuild(id, s.clients[id])
+		s.logf("vstage: client %d: virtual PMU of %d events built in %v", id, len(s.clients[id].index), time.Since(t0).Round(time.Microsecond))
 	}
 	// A synchronous refresh passes only the event being read: a read by the tool, the
 	// instant its values must refer to. A periodic round passes every live event.
