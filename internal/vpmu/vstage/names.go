@@ -12,17 +12,19 @@ import (
 )
 
 // namer turns the (type, config) a client opened back into perf's event name, the name
-// relations are written in. Tracepoint ids are read from tracefs once.
+// relations are written in. Tracepoint ids are read from tracefs once, the first time a
+// client has a tracepoint (thousands of files: hundreds of milliseconds on a busy
+// machine).
 type namer struct {
-	once     sync.Once
-	generic  map[[2]uint64]string
-	tp       map[uint64]string
-	universe []string // every generic name and tracepoint, for relation.BindUniverse
+	genOnce, tpOnce sync.Once
+	generic         map[[2]uint64]string
+	tp              map[uint64]string
+	genNames        []string
+	tpNames         []string
 }
 
-func (n *namer) load() {
+func (n *namer) loadGeneric() {
 	n.generic = map[[2]uint64]string{}
-	n.tp = map[uint64]string{}
 	for _, name := range perf.SymbolNames() {
 		evs, err := perf.ParseEvents(name)
 		if err != nil || len(evs) != 1 {
@@ -34,8 +36,12 @@ func (n *namer) load() {
 		if old, ok := n.generic[k]; !ok || len(name) > len(old) {
 			n.generic[k] = name
 		}
-		n.universe = append(n.universe, name)
+		n.genNames = append(n.genNames, name)
 	}
+}
+
+func (n *namer) loadTracepoints() {
+	n.tp = map[uint64]string{}
 	dir, err := perf.FindTracefs(false)
 	if err != nil {
 		return
@@ -52,14 +58,31 @@ func (n *namer) load() {
 		}
 		name := filepath.Base(filepath.Dir(filepath.Dir(m))) + ":" + filepath.Base(filepath.Dir(m))
 		n.tp[id] = name
-		n.universe = append(n.universe, name)
+		n.tpNames = append(n.tpNames, name)
 	}
+}
+
+// preload loads everything names may need.
+func (n *namer) preload() {
+	n.genOnce.Do(n.loadGeneric)
+	n.tpOnce.Do(n.loadTracepoints)
+}
+
+// universe is every event name known so far, for relation.BindUniverse.
+func (n *namer) universe() []string {
+	return append(append([]string(nil), n.genNames...), n.tpNames...)
 }
 
 // names returns one distinct name per attr: perf's name, else type:config; a repeated
 // name gets a #k suffix (the model needs distinct names, and relations then skip it).
 func (n *namer) names(attrs []perf.Attr) []string {
-	n.once.Do(n.load)
+	n.genOnce.Do(n.loadGeneric)
+	for _, a := range attrs {
+		if a.Type == perf.TypeTracepoint {
+			n.tpOnce.Do(n.loadTracepoints)
+			break
+		}
+	}
 	out := make([]string, len(attrs))
 	seen := map[string]int{}
 	for i, a := range attrs {

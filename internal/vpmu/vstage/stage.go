@@ -239,8 +239,13 @@ func (s *Stage) rebuild(id int, c *client) {
 	for i, d := range descs {
 		attrs[i] = d.Attr
 	}
-	names := s.names.names(attrs)
-	rels := relation.BindUniverse(s.Relations, names, s.names.universe)
+	var names []string
+	var rels []relation.Relation
+	if s.Infer || s.Truth || s.Schedule == "bayesperf" {
+		// Only the model, the bayesperf schedule and the report need perf's names.
+		names = s.names.names(attrs)
+		rels = relation.BindUniverse(s.Relations, names, s.names.universe())
+	}
 	// Members of a group follow their leader (handle order), as the schedule needs.
 	sp := vpmu.Spec(descs, s.Counters, fixed)
 	var own *schedule.Schedule
@@ -333,4 +338,4 @@ func (s *Stage) Close() error {
 
 // Preload reads what naming the clients' events needs (every tracepoint id in tracefs)
 // ahead of the first client, whose registration would otherwise wait for it.
-func (s *Stage) Preload() { s.names.once.Do(s.names.load) }
+func (s *Stage) Preload() { s.names.preload() }
