@@ -651,7 +651,9 @@ func (c *Collector) consume() {
 		}
 		vals = r.Vals
 		c.handle(r)
-		if (r.Kind == kindTick || r.Kind == kindExit) && !c.fresh {
+		// Only a tick ends a slice: an exit (a shell loop's every command) would otherwise
+		// end one too, and a virtual PMU would rotate its schedule at every process exit.
+		if r.Kind == kindTick && !c.fresh {
 			c.fresh, c.firstNs = true, int64(r.TimeNs)
 		}
 		if c.alive == 0 && !c.systemWide() {
