@@ -85,12 +85,18 @@
 // shows up in the next slice; with one thread this is at most the part of a slice it ran
 // after the tick.
 //
-// Not yet as good as read(2) in one respect: on the shell loop, bayesperf's own-schedule
-// estimate had a larger error through BPF (mean wape 0.30 against 0.21 over 6 pairs of
-// runs; the linux and bayesperf-rr estimators are within the runs' spread). A likely cause
-// is the lag between the tick and the view toggles that follow it (the collector's wake-up
-// plus an ioctl per followed thread), during which the view copies count under the old
-// configuration; the read(2) backend toggles microseconds after it reads.
+// Estimates through BPF against read(2), 8 pairs of `bayesperf eval --counters 3` runs on
+// the shell loop of TestEvalBPFMatchesRead (8 events, 4ms slices): bayesperf's wape median
+// 0.166 against 0.138 (BPF worse in 5 pairs of 8), bayesperf-rr 0.142 against 0.100, linux
+// 0.076 against 0.074 (5 of 8). Two fixes got them there: the switch snapshots above, and
+// ending slices at ticks only (a thread's exit used to end one too, so the virtual PMU
+// rotated at every command's exit; before both, bayesperf's mean wape was 0.36 against
+// 0.19, BPF worse in 7 pairs of 8). What is left is within the runs' spread, which these
+// runs cannot resolve; one remaining difference is that a BPF slice ends only at a tick
+// that finds a tracked thread running, as the kernel's own rotation of a task context
+// does, where the read(2) backend steps on a timer whenever the target ran at all (fewer,
+// longer slices through BPF: 92-149 against 118-207). The view toggles also lag the tick
+// by the collector's wake-up plus an ioctl per followed thread.
 //
 // # Costs (2-core VM, kernel 6.18, a busy single-threaded target, 1ms slices)
 //

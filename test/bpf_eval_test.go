@@ -34,7 +34,7 @@ const bpfEvalCommands = 100
 // logged.
 //
 // The estimates of both runs are logged, not compared: one pair of runs varies too much
-// (bayesperf's error on this workload ranged 0.16 to 0.24 over six read runs) for a single
+// (bayesperf's wape on this workload ranged 0.075 to 0.38 over eight read runs) for a single
 // comparison to say which collector is better.
 func TestEvalBPFMatchesRead(t *testing.T) {
 	events := []string{"syscalls:sys_enter_execve", "syscalls:sys_enter_openat", "page-faults", "context-switches", "task-clock", "syscalls:sys_enter_mmap"}
