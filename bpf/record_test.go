@@ -42,9 +42,18 @@ func TestDecodeRecord(t *testing.T) {
 	if _, err := decodeRecord(bad, nil); err == nil {
 		t.Error("unknown kind decoded")
 	}
-	notice := encodeRecord(record{Kind: kindFork, Tid: 7, Slot: 6, Vals: []perf.Count{{}}})
-	if _, err := decodeRecord(notice, nil); err == nil {
-		t.Error("fork notice with values decoded")
+	for _, k := range []uint16{kindFork, kindGone, kindHeld} {
+		notice := encodeRecord(record{Kind: k, Tid: 7, Slot: 6, Vals: []perf.Count{{}}})
+		if _, err := decodeRecord(notice, nil); err == nil {
+			t.Errorf("notice of kind %d with values decoded", k)
+		}
+		if r, err := decodeRecord(encodeRecord(record{Kind: k, Tid: 7, Slot: 6}), nil); err != nil || r.Tid != 7 || r.Kind != k {
+			t.Errorf("notice of kind %d: %+v, %v", k, r, err)
+		}
+	}
+	sw := encodeRecord(record{Kind: kindSwitch, Tid: 7, Slot: 6, Vals: want.Vals})
+	if r, err := decodeRecord(sw, nil); err != nil || !slices.Equal(r.Vals, want.Vals) {
+		t.Errorf("switch snapshot: %+v, %v", r, err)
 	}
 }
 
