@@ -1,8 +1,10 @@
 package bpf
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -114,4 +116,77 @@ func TestHoldsNewProcesses(t *testing.T) {
 	if st.LostThreads != 0 {
 		t.Errorf("%d processes lost", st.LostThreads)
 	}
+}
+
+// TestContinuesHeldProcesses stalls the collector's consumer so that a new process stays
+// held (stopped), then checks that contAllHeld, which Close calls for the processes whose
+// notice it did not consume, lets it run.
+func TestContinuesHeldProcesses(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "read go; cat /proc/self/stat >/dev/null")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start shell: %v", err)
+	}
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, HoldProcesses: true,
+		Events: []unix.PerfEventAttr{softwareAttr(unix.PERF_COUNT_SW_PAGE_FAULTS)}})
+	if err != nil {
+		t.Fatalf("NewCollector (requires root): %v", err)
+	}
+	defer c.Close()
+	c.mu.Lock() // the consumer cannot apply records, so nobody sends SIGCONT
+	locked := true
+	defer func() {
+		if locked {
+			c.mu.Unlock()
+		}
+	}()
+	in.Write([]byte("go\n"))
+	var child int
+	deadline := time.Now().Add(20 * time.Second)
+	for child == 0 || taskState(child) != 'T' {
+		if time.Now().After(deadline) {
+			t.Fatalf("no held process stopped within 20s (held: %d, state %c)", child, taskState(child))
+		}
+		var tid, v uint32
+		if it := c.heldMap.Iterate(); it.Next(&tid, &v) {
+			child = int(tid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.contAllHeld()
+	for taskState(child) == 'T' {
+		if time.Now().After(deadline) {
+			t.Fatalf("held process %d still stopped after contAllHeld", child)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.mu.Unlock()
+	locked = false
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("shell: %v", err)
+	}
+}
+
+// taskState returns the state letter of /proc/PID/stat (0 if it cannot be read).
+func taskState(pid int) byte {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0
+	}
+	return b[i+2]
 }
