@@ -741,6 +741,7 @@ static void protect_conn(int fd);
 static inline void ep_forget(int fd);
 static inline void ep_alias(int oldfd, int newfd);
 static void ep_ctl_done(int epfd, int op, int fd);
+static int nepmarks; /* (tentative: see the epoll section) */
 
 /* fd_bookkeeping keeps the fd table right when a program closes or duplicates fds with
  * syscall() instead of the libc functions: the call itself still goes to the kernel
@@ -758,7 +759,7 @@ static long fd_syscall(long nr, long a1, long a2, long a3, long a4, long a5, lon
 		if (!((unsigned long)a3 & CLOSE_RANGE_CLOEXEC) && __atomic_load_n(&nperf, __ATOMIC_RELAXED) > 0)
 			for (unsigned long fd = (unsigned int)a1; fd <= (unsigned int)a2 && fd < BP_MAX_FD; fd++)
 				forget((int)fd);
-		if (!((unsigned long)a3 & CLOSE_RANGE_CLOEXEC))
+		if (!((unsigned long)a3 & CLOSE_RANGE_CLOEXEC) && __atomic_load_n(&nepmarks, __ATOMIC_RELAXED) > 0)
 			for (unsigned long fd = (unsigned int)a1; fd <= (unsigned int)a2 && fd < BP_MAX_FD; fd++)
 				ep_forget((int)fd);
 		if (!((unsigned long)a3 & CLOSE_RANGE_CLOEXEC) && conn_fd >= (int)(unsigned int)a1 && conn_fd >= 0 &&
@@ -1159,7 +1160,7 @@ EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const 
  * extra. The marks are kept per fd number: cleared when the number is closed or reused,
  * copied by dup; a stale mark only costs one needless flush. */
 static uint8_t epmark[BP_MAX_FD]; /* 1: this epoll fd watches (or watched) a perf fd */
-static int nepmarks;              /* marks set so far: 0 keeps every check off the table */
+static int nepmarks; /* marks set so far: 0 keeps every check off the table */
 
 static void ep_mark(int epfd)
 {

@@ -7,7 +7,9 @@
  * and waits for its go-ahead (pipe "go"), BURSTS times, then exits. The parent samples the
  * child's page faults with period 1 (page-faults -c 1) into an 8-page ring with
  * wakeup_events WAKEUP_EVENTS, and waits with epoll_wait, epoll_pwait or epoll_pwait2 on
- * one epoll set holding the perf fd, "done", and an unrelated pipe made readable once.
+ * one epoll set holding the perf fd, "done", and an unrelated pipe made readable once; it
+ * waits on a duplicate of the epoll fd (dup, or F_DUPFD_CLOEXEC for pwait2), the original
+ * closed.
  *
  * Each time the set reports EPOLLIN on the perf fd the ring must hold records: natively
  * because the kernel woke us after the record that crossed a multiple of WAKEUP_EVENTS,
@@ -184,6 +186,13 @@ int main(int argc, char **argv)
 	e.data.u64 = 3;
 	if (epoll_ctl(ep, EPOLL_CTL_ADD, other[0], &e))
 		die("epoll_ctl(ADD pipe)");
+	/* Wait on a duplicate of the epoll fd, the original closed: what the shim knows
+	 * about the set must follow the open file, not the number. */
+	int ep2 = strcmp(how, "pwait2") == 0 ? fcntl(ep, F_DUPFD_CLOEXEC, 20) : dup(ep);
+	if (ep2 < 0)
+		die("dup of the epoll fd");
+	close(ep);
+	ep = ep2;
 	if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0))
 		die("ioctl(ENABLE)");
 
