@@ -63,7 +63,7 @@ type Stats struct {
 	BadRecords  uint64 // records Next could not use (malformed or for an unknown slot)
 	Threads     int    // threads (or CPUs) that have had events opened
 	LostThreads int    // new threads that could not be followed
-	Held        uint64 // new processes held (stopped) until their events were open
+	Held        uint64 // new processes sent SIGSTOP at their fork (HoldProcesses) and continued once followed
 	// MaxFollowLatency is the longest time from a thread's creation (the fork tracepoint)
 	// to its events being in the BPF map: what the thread counted meanwhile is not seen.
 	MaxFollowLatency time.Duration
