@@ -62,6 +62,24 @@ func run(bin, out string, o bench.Options) error {
 	return nil
 }
 
+// wrap breaks text into lines of at most width bytes at spaces.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, word := range strings.Fields(text) {
+		if i > 0 && n+1+len(word) > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if i > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(word)
+		n += len(word)
+	}
+	return b.String()
+}
+
 // clocks says why the shim's freshness check cannot use a cheaper clock on this machine:
 // the coarse clock's resolution and the kernel's clocksource.
 func clocks() string {
@@ -165,10 +183,10 @@ func render(r *bench.Result, table, mach, c string) string {
 	w("so the second bound compares a library call with a handful of loads; the clock read\n")
 	w("alone is %.0fx the floor, so no read that checks its freshness with it can come within\n", r.ClockNs/r.FloorNs)
 	w("%.0fx of the floor here.\n\n", bench.MaxOverFloor)
-	w("Why not a cheaper clock: %s A freshness check must never\n", c)
-	w("call a page fresh that is older than the stale bound (2 ms), so a clock that can lag\n")
-	w("the true time by more than the bound, or a time source the kernel does not vouch for,\n")
-	w("cannot stand in for `CLOCK_MONOTONIC`.\n\n")
+	w("%s\n\n", wrap("Why not a cheaper clock: "+c+" A freshness check must never call a page fresh "+
+		"that is older than the stale bound (2 ms), so a clock that can lag the true time by more than "+
+		"the bound, or a time source the kernel does not vouch for, cannot stand in for "+
+		"`CLOCK_MONOTONIC`.", 88))
 	w("The age is bounded by the sidecar's republish period (1 ms while a tool reads) plus its\n")
 	w("scheduling delay; a shim that finds a page older than the stale bound (2 ms) asks for a\n")
 	w("synchronous refresh (%d of the %d mirror reads of this run did).\n\n", r.SyncRefreshes, r.MirrorReads)
