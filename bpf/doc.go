@@ -57,7 +57,10 @@
 // parent waiting with WUNTRACED or WCONTINUED sees the stop (an interactive shell with job
 // control would report the job stopped: do not hold under one); a wait without them just
 // wakes and waits again, one more context switch of the parent. A SIGCONT handler the
-// child inherited from its parent runs. The child starts later by the follow latency. New
+// child inherited from its parent runs. The child starts later by the follow latency. A
+// process held when the collector's own process is killed (SIGKILL: Close never runs)
+// stays stopped until something sends it SIGCONT (the kernel does, with SIGHUP, if its
+// process group becomes orphaned). New
 // threads are never held (SIGSTOP stops the whole process, the creating thread too), so a
 // thread still counts only from the moment its events are open. (Per-CPU events filtered
 // by a cgroup would see every task from its first instruction, and the program reads them
