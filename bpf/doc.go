@@ -41,9 +41,9 @@
 // with the bpf_send_signal_task kfunc (kernel 6.13+) before the child has ever run, so the
 // stop takes effect on its way to user space, before its first instruction; the collector
 // opens its events and sends SIGCONT. The notice is published only after the signal is
-// pending, so the SIGCONT cannot come first (the kernel discards a SIGCONT sent before a
-// stop and also discards a pending stop on SIGCONT, so a child the collector reaches before
-// it runs does not stop at all). Processes still held when the collector closes (a held
+// pending, so the SIGCONT cannot come first (it would do nothing, and the child would stop
+// for good); a SIGCONT removes a pending SIGSTOP, so a child the collector reaches before
+// it runs does not stop at all. Processes still held when the collector closes (a held
 // map in the kernel) are continued by Close. With it the shell loop's execve and
 // syscalls:sys_enter_openat totals equal the inherited events' exactly, in the same run and
 // between `eval --collector bpf` and `--collector read` runs (TestEvalBPFMatchesRead), and
@@ -52,6 +52,7 @@
 // space, which inherited events count and the held child's own events, opened later, do
 // not. Go's fork+exec (`bayesperf workload fork`) gives the same: every execve, 0-60 of
 // 4400-5900 faults missing for 77-108 children.
+//
 // What a held process's parent can notice: if the child reaches its stop before the
 // collector continues it, the parent gets SIGCHLD (CLD_STOPPED, then CLD_CONTINUED) and a
 // parent waiting with WUNTRACED or WCONTINUED sees the stop (an interactive shell with job
@@ -60,9 +61,9 @@
 // child inherited from its parent runs. The child starts later by the follow latency. A
 // process held when the collector's own process is killed (SIGKILL: Close never runs)
 // stays stopped until something sends it SIGCONT (the kernel does, with SIGHUP, if its
-// process group becomes orphaned). New
-// threads are never held (SIGSTOP stops the whole process, the creating thread too), so a
-// thread still counts only from the moment its events are open. (Per-CPU events filtered
+// process group becomes orphaned). New threads are never held (SIGSTOP stops the whole
+// process, the creating thread too), so a thread still counts only from the moment its
+// events are open. (Per-CPU events filtered
 // by a cgroup would see every task from its first instruction, and the program reads them
 // unchanged (slots are then CPUs), but on this 6.18 kernel they triggered a WARN in perf's
 // visit_groups_merge and the slice timers of the CPU context stopped firing, so they are
