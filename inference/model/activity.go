@@ -148,3 +148,8 @@ func (a *activity) learn(md *Model) {
 		}
 	}
 }
+
+// always reports whether event e has been counted whole in nearly every slice.
+func (a *activity) always(e int) bool {
+	return a.shareN >= 8 && a.share[e] >= alwaysShare
+}

@@ -35,8 +35,11 @@
 // each change rescaled to one slice's under the AR(1) walk, because a schedule that
 // spreads an event's readings out never counts it in two consecutive slices (1.77x).
 //
-// Measurements: an event counted for its whole slice gives its exact rate; one counted
-// for part of a slice gives count/running with a noise that grows with the uncounted
+// Measurements: an event counted for its whole slice gives its rate with a Poisson
+// noise (count/duration², at least one count's worth) unless it is counted in nearly
+// every slice (then exactly, as relations tie other events to it); the slices where an
+// event was counted whole are still reported with their exact counts. One counted for
+// part of a slice gives count/running with a noise that grows with the uncounted
 // share. Inequalities (misses <= accesses; counts >= 0) are imposed by assumed-density
 // filtering, the one-pass form of Expectation Propagation: when the posterior mean
 // clearly violates a constraint (by more than one standard deviation: applied at the

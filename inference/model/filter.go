@@ -42,6 +42,15 @@ func (md *Model) Observe(s inference.Slice) error {
 		// A count over the whole slice is the truth: only a rounding-level noise, so
 		// that inconsistent data cannot make the update singular.
 		rv := 1e-12/(span*span) + 1e-18*y*y
+		if full && len(md.rows[e]) == 1 && !md.lrn.act.always(e) {
+			// As evidence about the rate the walk carries to other slices, a count
+			// is a Poisson draw: a few counts in a short slice are a noisy rate, and
+			// taking them as exact carried a burst of one 30µs slice into its 4ms
+			// neighbours (live-memory trace: 0.88x against Linux; 1.43x with this).
+			// The slice's own count is still reported exactly (withCounts). Events
+			// counted in nearly every slice stay exact: relations tie others to them.
+			rv += math.Max(float64(r.Count), 1) / (span * span)
+		}
 		md.obs = append(md.obs, meas{h: md.rows[e], y: y, r: rv, event: e, full: full})
 		if !full {
 			md.obs[len(md.obs)-1].r = -(1 - frac) / frac // resolved after the prediction

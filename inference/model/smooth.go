@@ -325,6 +325,7 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 		val := mean[e]
 		q := q0 * md.lrn.intervalScale(e)
 		s := math.Hypot(sd[e], md.levelError(e, from, to))
+		val = md.withCounts(e, from, to, val)
 		{
 			// A count is not its rate: what a slice counts scatters around the rate
 			// the state describes, by about dispersion·count (Poisson-like, widened by
@@ -523,4 +524,26 @@ func (md *Model) uncounted(e, from, to int) float64 {
 		}
 	}
 	return float64(n) / float64(to-from)
+}
+
+// withCounts replaces, in event e's sum over [from, to), the smoothed rate of the
+// slices where e was counted whole by their counts.
+func (md *Model) withCounts(e, from, to int, val float64) float64 {
+	h := &md.hist
+	c := &md.cache
+	k := md.k
+	row := md.rows[e]
+	if len(row) != 1 || !c.valid {
+		return val
+	}
+	i := row[0].i
+	for t := max(from, h.lo, c.lo); t < min(to, c.upTo); t++ {
+		x := h.exact[t*md.n+e]
+		if math.IsNaN(x) {
+			continue
+		}
+		ms := c.ms[(t-c.base)*k : (t-c.base+1)*k]
+		val += x - h.d[t]*row[0].c*ms[i]
+	}
+	return val
 }
