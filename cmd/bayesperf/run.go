@@ -60,7 +60,8 @@ OPTIONS
                     that went to the kernel; sync_refreshes: mirror reads that
                     first asked the sidecar for fresh values. With
                     --virtual-counters also "truth": {"EVENT": n, ...}, the
-                    count of a hidden copy of each event that always counts.
+                    count of a hidden copy of each event that always counts
+                    (summed over the tool's processes that opened it).
     --pidfile FILE  Write the sidecar's pid to FILE once it is ready.
     -v              Log the sidecar's and the shim's decisions on stderr.
     --shim PATH     libbayesperf.so to preload (default: next to this binary,

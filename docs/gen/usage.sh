@@ -21,8 +21,13 @@ exit status and file descriptors are its own. If the sidecar is missing or dies,
 tool falls back to the kernel with one warning line and its values stay exact.
 
 On a machine without a hardware PMU (or to study fewer counters), give the sidecar a
-budget: `bayesperf run --virtual-counters 4 -- perf stat -e <8 events> -- ./app` makes
-perf print its own multiplexing percentages exactly as on a real CPU.
+budget: `bayesperf run --virtual-counters 4 -- perf stat -e <8 events> -- ./app`
+multiplexes the events on 4 virtual counters and perf prints bayesperf's corrected
+values (counted "100%" of the time: the posterior mean of each running total, the
+smoother's final totals once ./app has exited); with `--correct none` perf prints its
+own multiplexing percentages and scaled values exactly as on a real CPU. `--report
+FILE.json` adds, per event and per interval perf printed, the 95% interval, the
+kernel-style scaled value and the truth of a hidden always-on copy.
 
 ## A perf-stat-like front end with uncertainty
 
