@@ -128,6 +128,8 @@ type Model struct {
 	ineq  []ineq
 	nl    []nonlin
 
+	same [][2]int // events listed twice: (copy, first)
+
 	// Dropped lists the relations the model could not use, with the reason.
 	Dropped []string
 
@@ -172,18 +174,27 @@ type meas struct {
 }
 
 // New builds the model for the events of a run (their names, in EventID order) and the
-// relations between them, already bound to these events (relation.Bind). Relations that
+// relations between them, already bound to these events (relation.Bind). An event
+// listed twice is the same count twice (an exact identity between the two). Relations that
 // mention events outside the run are an error; relations the model cannot use are
 // listed in Dropped.
 func New(events []string, rels []relation.Relation, opt Options) (*Model, error) {
 	idx := make(map[string]int, len(events))
+	var cons []Constraint
+	var same [][2]int
 	for i, e := range events {
-		if _, dup := idx[e]; dup {
-			return nil, fmt.Errorf("build model: event %q listed twice", e)
+		if first, dup := idx[e]; dup {
+			same = append(same, [2]int{i, first})
+			// The same event opened twice (perf allows it): both count the same thing
+			// in every slice. Relations name the first.
+			cons = append(cons, Constraint{
+				Coef: map[inference.EventID]float64{inference.EventID(i): 1, inference.EventID(first): -1},
+				Op:   Equal, Text: fmt.Sprintf("%s = %s (listed twice)", e, e),
+			})
+			continue
 		}
 		idx[e] = i
 	}
-	var cons []Constraint
 	var nls []nonlin
 	var dropped []string
 	for _, r := range rels {
@@ -224,6 +235,7 @@ func New(events []string, rels []relation.Relation, opt Options) (*Model, error)
 	}
 	m.names = slices.Clone(events)
 	m.nl = nls
+	m.same = same
 	m.Dropped = append(dropped, m.Dropped...)
 	return m, nil
 }

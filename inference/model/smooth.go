@@ -69,7 +69,7 @@ func (md *Model) predicted(i int, p []float64) {
 	}
 }
 
-func (h *history) pushFiltered(m, p []float64, s inference.Slice, n int) {
+func (h *history) pushFiltered(m, p []float64, s inference.Slice, n int, same [][2]int) {
 	h.mf = append(grow(h.mf, len(m)), m...)
 	h.pf = append(grow(h.pf, len(p)), p...)
 	base := len(h.exact)
@@ -81,6 +81,14 @@ func (h *history) pushFiltered(m, p []float64, s inference.Slice, n int) {
 	for _, r := range s.Readings {
 		if int(r.Event) >= 0 && int(r.Event) < n && r.Running > 0 && r.Running >= r.Enabled {
 			ex[r.Event] = float64(r.Count)
+		}
+	}
+	// An event listed twice: a reading of either copy is the other's count too.
+	for _, d := range same {
+		if math.IsNaN(ex[d[0]]) {
+			ex[d[0]] = ex[d[1]]
+		} else if math.IsNaN(ex[d[1]]) {
+			ex[d[1]] = ex[d[0]]
 		}
 	}
 	h.t++
@@ -341,9 +349,12 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 		}
 		est := inference.Estimate{Value: val, Lo: val - q*s, Hi: val + q*s, HasInterval: true, Status: inference.StatusInferred}
 		if !md.opt.AllowNegative {
-			est.Value = math.Max(est.Value, 0)
-			est.Lo = math.Max(est.Lo, 0)
-			est.Hi = math.Max(est.Hi, 0)
+			// Counts are never negative, so what the slices counted whole already
+			// saw is a floor for the interval's count.
+			floor := md.countedPart(e, from, to)
+			est.Value = math.Max(est.Value, floor)
+			est.Lo = math.Max(est.Lo, floor)
+			est.Hi = math.Max(est.Hi, floor)
 		}
 		if math.IsNaN(est.Value) || math.IsInf(est.Value, 0) || math.IsNaN(sd[e]) {
 			est = inference.Estimate{Status: inference.StatusNotCounted}
@@ -546,4 +557,17 @@ func (md *Model) withCounts(e, from, to int, val float64) float64 {
 		val += x - h.d[t]*row[0].c*ms[i]
 	}
 	return val
+}
+
+// countedPart is the sum of event e's counts over the slices of [from, to) in which it
+// was counted whole.
+func (md *Model) countedPart(e, from, to int) float64 {
+	h := &md.hist
+	sum := 0.0
+	for t := max(from, 0); t < min(to, h.t); t++ {
+		if x := h.exact[t*md.n+e]; !math.IsNaN(x) {
+			sum += x
+		}
+	}
+	return sum
 }
