@@ -111,9 +111,14 @@
 // of the machine, 15-20 per slice here, most of them a lookup that finds an untracked
 // task), the collector's own CPU time was 125-143µs per slice, dominated by one thread
 // wake-up per slice, which is dear in this VM, and read(2) of the 35 events cost
-// 244-276µs: read/bpf was 1.73 and 1.74 in two runs. One group read per slice (possible
-// only when all events can form one group) cost about half of BPF (groupread/bpf 0.53 and
-// 0.76). At 4 events read(2) is as cheap as BPF or cheaper (read/bpf 0.77 and 1.36). Not
+// 244-276µs: read/bpf was 1.73 and 1.74 in two runs, and 0.94-1.46 in three later ones
+// at the same load. The switch snapshots cost part of BPF's advantage: run alternately,
+// the collector without them (commit e9fbe71) had read/bpf 3.36 and 1.61 with 6-7µs of
+// kernel time per slice (the tick program alone), with them 1.46 and 1.37 with 13-16µs
+// (every program; a target preempted by other jobs leaves its CPU several times per slice,
+// each time a snapshot). One group read per slice (possible only when all events can form
+// one group) cost less than BPF (groupread/bpf 0.33-0.77). At 4 events read(2) is about
+// as cheap as BPF or cheaper (read/bpf 0.40-1.36). Not
 // counted on either side: the interrupts of the per-CPU slice timers, which the BPF
 // collector adds.
 //
