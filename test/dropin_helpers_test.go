@@ -237,3 +237,36 @@ func within(a, b, abs, rel float64) bool {
 	}
 	return d <= abs+rel*max(a, b)
 }
+
+// waitSidecarHolds waits until the sidecar pid holds at least n perf event fds (handed
+// over by the tool's shim), so that a fault injected next hits a tool that is already
+// being served, not one still connecting: on a loaded machine perf can take longer to
+// start than any fixed sleep (it then reports a sidecar it could not reach, not one it
+// lost).
+func waitSidecarHolds(t *testing.T, cmd *exec.Cmd, pid, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if perfFds(pid) >= n {
+			return
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	t.Fatalf("the sidecar (pid %d) holds no perf event of the tool after 30 s", pid)
+}
+
+// perfFds counts the perf event fds process pid holds.
+func perfFds(pid int) int {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && l == "anon_inode:[perf_event]" {
+			n++
+		}
+	}
+	return n
+}

@@ -179,7 +179,8 @@ func TestDropinPerfRecordSidecarKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := waitPidfile(t, cmd, pidfile)
-	time.Sleep(400 * time.Millisecond)
+	waitSidecarHolds(t, cmd, pid, 1)
+	time.Sleep(200 * time.Millisecond) // well inside the workload's 1000 ms
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill sidecar %d: %v", pid, err)
 	}

@@ -331,7 +331,8 @@ func TestHardeningRecordSidecarStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := waitPidfile(t, cmd, pidfile)
-	time.Sleep(300 * time.Millisecond)
+	waitSidecarHolds(t, cmd, pid, 1)
+	time.Sleep(150 * time.Millisecond)
 	stopped := time.Now()
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
