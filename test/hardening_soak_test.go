@@ -20,15 +20,16 @@ package test
 //   - perf record -p on soak_faulter (test/c/soak_faulter.c) with 2-page rings, enabled
 //     and disabled through perf's control fifo while the faulter is blocked; the
 //     independent count is a page-fault counter the test opens on the faulter itself
-//     (not through the shim) before the enable and reads after the disable. The mirrors
-//     must deliver count - lost SAMPLEs (the sidecar's count of records moved, less the
-//     PERF_RECORD_LOST records among them), with lost equal to the sum of the
-//     PERF_RECORD_LOST records, in the sidecar's count and in perf.data, and to the
-//     LOST_SAMPLES perf read from the kernel at the end (PERF_FORMAT_LOST).
-//     soak_faulter's slow tail makes the kernel write the loss report it still holds at
-//     the end (it writes one before the next sample that fits). perf.data must hold at
-//     least the delivered samples; it can hold a few more, natively too (perf's own
-//     doing: BAYESPERF_SOAK_NATIVE_RECORD=1 runs perf record without bayesperf).
+//     (not through the shim) before the enable and reads after the disable. perf.data
+//     must hold count - lost distinct samples of the event, with lost equal to the sum
+//     of the PERF_RECORD_LOST records and to the LOST_SAMPLES perf read from the kernel
+//     at the end (PERF_FORMAT_LOST). soak_faulter's slow tail makes the kernel write the
+//     loss report it still holds at the end (it writes one before the next sample that
+//     fits). perf.data can hold a few copies of a sample (same thread, time to the
+//     nanosecond and ip), natively too (BAYESPERF_SOAK_NATIVE_RECORD=1 runs perf record
+//     without bayesperf): perf's own doing, counted apart. The sidecar must have moved
+//     exactly the records perf.data holds from the rings (samples, LOST records and
+//     the sideband records other processes' BPF loads put there).
 //
 // The sidecar's own counters (--stats) must agree too: every record it took from a
 // kernel ring reached the tool (records_mirrored = SAMPLE + LOST records the reader got,
@@ -146,6 +147,7 @@ func runSoakReader(dir string, d time.Duration, seed int) readerResult {
 
 type recordResult struct {
 	count, samples, lostRecordsSum, lostSamples, lostRecords uint64
+	copies, sideband                                         uint64
 	st                                                       sidecarStats
 	err                                                      error
 }
@@ -232,7 +234,8 @@ func runSoakRecord(dir string, d time.Duration, nativeRecord bool) (res recordRe
 
 	data, sf := filepath.Join(tmp, "perf.data"), filepath.Join(tmp, "stats.json")
 	argv := []string{"perf", "record", "-q", "-o", data, "-p", strconv.Itoa(pid), "-D", "-1",
-		"--control", "fifo:" + ctlPath + "," + ackPath, "-e", "page-faults", "-c", "1", "-m", "2"}
+		"--control", "fifo:" + ctlPath + "," + ackPath, "-e", "page-faults", "-c", "1", "-m", "2",
+		"--no-bpf-event"} // perf synthesizes no BPF records: the sideband ones in perf.data came through the rings
 	if !nativeRecord {
 		argv = append([]string{filepath.Join(dir, "bayesperf"), "run", "--stats", sf, "--"}, argv...)
 	}
@@ -301,36 +304,40 @@ func runSoakRecord(dir string, d time.Duration, nativeRecord bool) (res recordRe
 		return fail("%v", err)
 	}
 
-	// The event's SAMPLE and LOST_SAMPLES totals (perf report --stats) and the sum of
-	// the PERF_RECORD_LOST records (perf script --show-lost-events). A LOST record
-	// reports the drops of its ring, and perf record shares one ring per CPU between
-	// its events; the only other event is perf's dummy sideband event, which records
-	// nothing here (the faulter neither execs nor maps executable memory while
-	// enabled), so every loss is a page-fault sample, and the test checks that
-	// against LOST_SAMPLES, the kernel's own per-event count of drops.
+	// What perf.data holds: the event's LOST_SAMPLES total and the records that came
+	// from the kernel's rings besides samples and losses (perf report --stats), and
+	// every sample and PERF_RECORD_LOST (perf script). perf.data can hold the same
+	// sample twice (same thread, nanosecond time and ip: two faults cannot share a
+	// nanosecond), natively too, so samples are counted once per distinct sample
+	// (perf script sorts them by time, so copies are adjacent) and the copies apart.
+	// Sideband records reach the ring too: perf's tracking event gets KSYMBOL and
+	// BPF_EVENT records when any process on that CPU loads a BPF program.
 	st, err := exec.Command("perf", "report", "-i", data, "--stats").Output()
 	if err != nil {
 		return fail("perf report --stats: %v", err)
 	}
-	// The per-event block: "page-faults stats:" then "SAMPLE events: N" etc.
-	i := strings.Index(string(st), "page-faults stats:")
+	stats := string(st)
+	i := strings.Index(stats, "page-faults stats:")
 	if i < 0 {
 		return fail("no page-faults block in perf report --stats:\n%s", st)
 	}
-	block := string(st[i+len("page-faults stats:"):])
-	if j := strings.Index(block, " stats:"); j > 0 {
-		block = block[:j]
-	}
-	num := func(name string) uint64 {
-		m := regexp.MustCompile(`(?m)^\s*` + name + ` events:\s+(\d+)`).FindStringSubmatch(block)
+	num := func(text, name string) uint64 {
+		m := regexp.MustCompile(`(?m)^\s*` + name + ` events:\s+(\d+)`).FindStringSubmatch(text)
 		if m == nil {
 			return 0
 		}
 		v, _ := strconv.ParseUint(m[1], 10, 64)
 		return v
 	}
-	res.samples, res.lostSamples = num("SAMPLE"), num("LOST_SAMPLES")
-	dump := exec.Command("perf", "script", "-i", data, "--show-lost-events", "-F", "period")
+	block := stats[i+len("page-faults stats:"):]
+	if j := strings.Index(block, " stats:"); j > 0 {
+		block = block[:j]
+	}
+	res.lostSamples = num(block, "LOST_SAMPLES")
+	for _, kind := range []string{"KSYMBOL", "BPF_EVENT", "THROTTLE", "UNTHROTTLE", "CGROUP", "TEXT_POKE"} {
+		res.sideband += num(stats[:i], kind)
+	}
+	dump := exec.Command("perf", "script", "-i", data, "--show-lost-events", "--ns", "-F", "tid,time,ip")
 	dout, err := dump.StdoutPipe()
 	if err != nil {
 		return fail("%v", err)
@@ -338,15 +345,27 @@ func runSoakRecord(dir string, d time.Duration, nativeRecord bool) (res recordRe
 	if err := dump.Start(); err != nil {
 		return fail("perf script: %v", err)
 	}
-	lostRe := regexp.MustCompile(`^PERF_RECORD_LOST lost (\d+)$`)
+	lostRe := regexp.MustCompile(`PERF_RECORD_LOST lost (\d+)$`)
 	sc := bufio.NewScanner(dout)
 	sc.Buffer(nil, 1<<20)
+	var prev string
 	for sc.Scan() {
-		if m := lostRe.FindStringSubmatch(strings.TrimSpace(sc.Text())); m != nil {
+		line := strings.TrimSpace(sc.Text())
+		if m := lostRe.FindStringSubmatch(line); m != nil {
 			v, _ := strconv.ParseUint(m[1], 10, 64)
 			res.lostRecordsSum += v
 			res.lostRecords++
+			continue
 		}
+		if line == "" {
+			continue
+		}
+		if line == prev {
+			res.copies++
+			continue
+		}
+		prev = line
+		res.samples++
 	}
 	if err := dump.Wait(); err != nil {
 		return fail("perf script: %v", err)
@@ -403,34 +422,23 @@ func TestHardeningSoak(t *testing.T) {
 	if pr.err != nil {
 		t.Errorf("perf record: %v", pr.err)
 	} else {
+		if pr.samples+pr.lostRecordsSum != pr.count {
+			t.Errorf("perf record: the kernel counted %d page faults; perf.data holds %d distinct samples and %d reported lost (sum %d, off by %d)",
+				pr.count, pr.samples, pr.lostRecordsSum, pr.samples+pr.lostRecordsSum, int64(pr.count)-int64(pr.samples+pr.lostRecordsSum))
+		}
 		if pr.lostSamples != pr.lostRecordsSum {
 			t.Errorf("perf record: PERF_RECORD_LOST records report %d lost, the kernel's PERF_FORMAT_LOST (perf's LOST_SAMPLES) %d", pr.lostRecordsSum, pr.lostSamples)
 		}
-		// perf.data can hold a few more samples than the kernel produced, natively too
-		// (1 in 3.4 million in a 2-minute native run; see docs/reliability.md): perf's
-		// own doing. So the exact identity is checked where the records leave the
-		// mirror: the sidecar's count of records it moved (SAMPLE and LOST records; the
-		// dummy sideband event writes none while enabled) and of the losses they
-		// reported; perf.data must hold at least the samples the mirror delivered.
-		if pr.samples+pr.lostRecordsSum < pr.count {
-			t.Errorf("perf record: the kernel counted %d page faults; perf.data holds %d samples and %d reported lost (%d missing)",
-				pr.count, pr.samples, pr.lostRecordsSum, pr.count-pr.samples-pr.lostRecordsSum)
+		how := "without bayesperf"
+		if !nativeRecord {
+			how = fmt.Sprintf("sidecar moved %d records, reporting %d lost", pr.st.RecordsMirrored, pr.st.RecordsLost)
+			// Every record the mirrors delivered is in perf.data once, and no other.
+			if want := pr.samples + pr.lostRecords + pr.sideband; pr.st.Rings == 0 || pr.st.RecordsMirrored != want || pr.st.RecordsLost != pr.lostRecordsSum {
+				t.Errorf("perf record: the sidecar moved %d records reporting %d lost through %d rings; perf.data has %d samples + %d LOST records (reporting %d) + %d sideband records = %d",
+					pr.st.RecordsMirrored, pr.st.RecordsLost, pr.st.Rings, pr.samples, pr.lostRecords, pr.lostRecordsSum, pr.sideband, want)
+			}
 		}
-		excess := int64(pr.samples+pr.lostRecordsSum) - int64(pr.count)
-		if nativeRecord {
-			t.Logf("soak %v, perf record -c 1 -m 2 without bayesperf: kernel %d, perf.data %d samples + %d lost (in %d PERF_RECORD_LOST; LOST_SAMPLES %d): %d more than the kernel produced",
-				d, pr.count, pr.samples, pr.lostRecordsSum, pr.lostRecords, pr.lostSamples, excess)
-			return
-		}
-		delivered := pr.st.RecordsMirrored - pr.lostRecords
-		if pr.st.Rings == 0 || delivered+pr.st.RecordsLost != pr.count || pr.st.RecordsLost != pr.lostRecordsSum {
-			t.Errorf("perf record: the kernel counted %d page faults; the mirrors delivered %d samples (%d records, %d of them PERF_RECORD_LOST) and reported %d lost (sum %d, off by %d; perf.data's LOST records say %d)",
-				pr.count, delivered, pr.st.RecordsMirrored, pr.lostRecords, pr.st.RecordsLost, delivered+pr.st.RecordsLost, int64(pr.count)-int64(delivered+pr.st.RecordsLost), pr.lostRecordsSum)
-		}
-		if pr.samples < delivered {
-			t.Errorf("perf record: the mirrors delivered %d samples, perf.data holds %d", delivered, pr.samples)
-		}
-		t.Logf("soak %v, perf record -c 1 -m 2: kernel %d = delivered by the mirrors %d + lost %d (in %d PERF_RECORD_LOST; LOST_SAMPLES %d); perf.data holds %d samples (%d more, perf's own)",
-			d, pr.count, delivered, pr.st.RecordsLost, pr.lostRecords, pr.lostSamples, pr.samples, excess)
+		t.Logf("soak %v, perf record -c 1 -m 2: kernel %d = received %d + lost %d (in %d PERF_RECORD_LOST; LOST_SAMPLES %d); %s; perf.data also holds %d copies of samples (perf's own, natively too) and %d sideband records",
+			d, pr.count, pr.samples, pr.lostRecordsSum, pr.lostRecords, pr.lostSamples, how, pr.copies, pr.sideband)
 	}
 }
