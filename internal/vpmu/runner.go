@@ -69,16 +69,17 @@ func (r *Runner) Virtual(view, i int) (perf.Count, error) {
 	return r.p.Virtual(view, i)
 }
 
-// StepNow ends the current slice now, between two ticks (for a reader that wants a slice
-// boundary at the instant it reads), and keeps the step as the ticker's are. An idle
-// step (the target did not run since the last one) records nothing.
-func (r *Runner) StepNow() error {
+// SplitNow ends the current slice now, between two ticks, without rotating (PMU.Split:
+// for a reader that wants a slice boundary at the instant it reads), and keeps the step
+// as the ticker's are. An idle step (the target did not run since the last one) records
+// nothing.
+func (r *Runner) SplitNow() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.err != nil {
 		return r.err
 	}
-	st, err := r.p.Step()
+	st, err := r.p.Split()
 	if err != nil {
 		r.err = err
 		return err

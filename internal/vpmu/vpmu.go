@@ -107,6 +107,7 @@ type PMU struct {
 	views [][]*perf.Event
 
 	step      int
+	pos       int            // schedule position: configurations entered so far (Split keeps it)
 	on        [][]bool       // per view, per event: enabled now
 	wasOn     [][]bool       // scratch: enabled during the slice being ended
 	next      [][]bool       // scratch: the next configuration
@@ -338,13 +339,23 @@ func (p *PMU) toggle(v, i int, on bool) error {
 // which the target did not run gives none, as the kernel does not rotate an inactive
 // task context either) and returns io.EOF once the target has exited and its final
 // snapshot was returned.
-func (p *PMU) Step() (Step, error) { return p.stepSlice(false) }
+func (p *PMU) Step() (Step, error) { return p.stepSlice(false, true) }
+
+// Split ends the current slice now without rotating: the next slice keeps the current
+// configuration until the next Step. A reader uses it to have a slice boundary at the
+// instant it reads, without changing which events count when. read(2) backend only.
+func (p *PMU) Split() (Step, error) {
+	if p.bc != nil {
+		return Step{}, errors.New("split virtual PMU slice: not with a snapshotting collector")
+	}
+	return p.stepSlice(false, false)
+}
 
 // Flush is Step for the last slice of a run: it ends the slice even if the target did
 // not run in it, so that nothing counted is left out.
-func (p *PMU) Flush() (Step, error) { return p.stepSlice(true) }
+func (p *PMU) Flush() (Step, error) { return p.stepSlice(true, true) }
 
-func (p *PMU) stepSlice(force bool) (Step, error) {
+func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 	if !p.started {
 		return Step{}, errors.New("step virtual PMU: not started")
 	}
@@ -389,7 +400,11 @@ func (p *PMU) stepSlice(force bool) (Step, error) {
 		// entering one is enabled at once. Keeping each copy next to its truth in time
 		// matters: every read of another task's active event costs an IPI, and a whole
 		// round of them takes hundreds of microseconds on a loaded VM.
-		p.want(p.step + 1)
+		if rotate {
+			p.want(p.pos + 1)
+		} else {
+			p.want(p.pos)
+		}
 		now = perf.MonotonicNs()
 		clock = c.Enabled
 		for i := range p.cfg.Events {
@@ -476,8 +491,11 @@ func (p *PMU) stepSlice(force bool) (Step, error) {
 		st.Views = append(st.Views, sl)
 	}
 	p.step++
+	if rotate {
+		p.pos++
+	}
 	if !switched {
-		if err := p.apply(p.step); err != nil {
+		if err := p.apply(p.pos); err != nil {
 			return Step{}, err
 		}
 	}

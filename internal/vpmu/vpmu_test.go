@@ -2,6 +2,7 @@ package vpmu
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -355,5 +356,60 @@ func TestEnableOnExecRunner(t *testing.T) {
 	// The target is gone, so the clock is frozen: exactly two events ran at any time.
 	if c, _ := p.Virtual(0, 0); sumRun != 2*c.Enabled {
 		t.Errorf("running times add up to %d for enabled %d with 2 counters", sumRun, c.Enabled)
+	}
+}
+
+// TestSplitKeepsConfiguration: Split ends a slice without rotating, so the slice after a
+// split counts the same events as the one before it, and the next Step rotates as usual.
+func TestSplitKeepsConfiguration(t *testing.T) {
+	runtime.LockOSThread() // the events follow this thread
+	defer runtime.UnlockOSThread()
+	evs, err := perf.ParseEvents("task-clock,page-faults,minor-faults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := KernelSchedule(evs, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Open(Config{Events: evs, Views: []View{{"kernel", ks}}, Pid: perf.ThisPid, CPU: perf.AnyCPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	counted := func(st Step) []int {
+		var out []int
+		for _, r := range st.Views[0].Readings {
+			if r.Running > 0 {
+				out = append(out, int(r.Event))
+			}
+		}
+		return out
+	}
+	var got [][]int
+	for _, split := range []bool{false, true, false, false} {
+		end := time.Now().Add(2 * time.Millisecond)
+		for time.Now().Before(end) {
+		}
+		step := p.Step
+		if split {
+			step = p.Split
+		}
+		st, err := step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Idle {
+			t.Fatalf("idle step while this thread spins")
+		}
+		got = append(got, counted(st))
+	}
+	// Slices: config 0; config 1 ended by the split; config 1 again; config 2.
+	want := [][]int{{0}, {1}, {1}, {2}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("events counted per slice %v, want %v", got, want)
 	}
 }

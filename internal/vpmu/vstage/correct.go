@@ -23,10 +23,11 @@ import (
 // round per perf stat -I interval), for the report.
 //
 // The tool's reads set the instants values refer to. With Infer, the first read of a
-// round ends the current slice there (Runner.StepNow), the model is given every slice
+// round ends the current slice there (Runner.SplitNow), the model is given every slice
 // so far, and every read of the round gets the posterior mean of the event's running
 // total up to that boundary, with time_running = time_enabled = the virtual enabled time
-// up to it; the truth of the round is the truth total at the same boundary. Without
+// up to it; the truth of the round is the truth total at the same boundary. (The split
+// does not rotate the schedule: which events count when is the schedule's alone.) Without
 // Infer the tool gets the virtual PMU's live view and the truth is read at the instant of
 // each read. A round begins at a read of an event already read in the current round.
 type correction struct {
@@ -211,7 +212,7 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 			}
 			if !k.finished {
 				if k.infer {
-					if err := c.runner.StepNow(); err != nil {
+					if err := c.runner.SplitNow(); err != nil {
 						s.logf("vstage: client %d: step at read: %v", k.client, err)
 					}
 				}
