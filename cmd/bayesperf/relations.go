@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"os"
+	"path/filepath"
 
 	"github.com/bayesperf/bayesperf/inference/pmuevents"
 	"github.com/bayesperf/bayesperf/inference/relation"
@@ -41,12 +42,34 @@ func loadRelations(relFile, pmuDir string) ([]relation.Relation, error) {
 		rels = append(rels, more...)
 	}
 	if pmuDir != "" {
-		t, err := pmuevents.Host(pmuDir)
+		t, err := loadPMUEvents(pmuDir)
 		if err != nil {
-			return nil, usageErr("--pmu-events %s: %v; give Linux's tools/perf/pmu-events/arch directory (the one holding x86/, arm64/, ...)", pmuDir, err)
+			return nil, err
 		}
 		more, _ := t.Relations(pmuevents.HostEnv("/"))
 		rels = append(rels, more...)
 	}
 	return rels, nil
+}
+
+// loadPMUEvents loads a Linux pmu-events table: the host's, found through mapfile.csv
+// and cpuid, when dir is the arch directory (the one holding x86/, arm64/, ...), or the
+// table of the CPU directory dir itself (e.g. .../arch/x86/skylake), for a CPU that
+// mapfile.csv does not map this host to.
+func loadPMUEvents(dir string) (*pmuevents.Table, error) {
+	clean := filepath.Clean(dir)
+	if _, err := os.Stat(filepath.Join(filepath.Dir(clean), "mapfile.csv")); err == nil {
+		root := filepath.Dir(filepath.Dir(clean))
+		rel := filepath.Join(filepath.Base(filepath.Dir(clean)), filepath.Base(clean))
+		t, err := pmuevents.Load(root, rel)
+		if err != nil {
+			return nil, usageErr("--pmu-events %s: %v; give a CPU directory of Linux's tools/perf/pmu-events/arch (e.g. arch/x86/skylake) or the arch directory itself", dir, err)
+		}
+		return t, nil
+	}
+	t, err := pmuevents.Host(dir)
+	if err != nil {
+		return nil, usageErr("--pmu-events %s: %v; give Linux's tools/perf/pmu-events/arch directory (the one holding x86/, arm64/, ...) or one CPU directory in it", dir, err)
+	}
+	return t, nil
 }
