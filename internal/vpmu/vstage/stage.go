@@ -58,8 +58,9 @@ type client struct {
 	index  map[uint32]int           // handle -> index in the PMU
 	pmu    *vpmu.PMU
 	runner *vpmu.Runner
-	failed bool        // building failed for this set of events: do not retry every round
-	corr   *correction // per-PMU correction and report state
+	failed bool         // building failed for this set of events: do not retry every round
+	corr   *correction  // per-PMU correction and report state
+	final  []perf.Count // once finished: the virtual values at the end (the PMU is closed)
 }
 
 var _ sidecar.Stage = (*Stage)(nil)
@@ -131,7 +132,7 @@ func (s *Stage) correctOne(c *client, e sidecar.Event, v *shim.Values) {
 			return // not the group we know: leave the kernel's values
 		}
 	}
-	lead, err := c.runner.Virtual(0, idx)
+	lead, err := c.virtual(idx)
 	if err != nil {
 		s.logf("vstage: read virtual count of client %d event %d: %v", e.Client, e.Handle, err)
 		return
@@ -143,7 +144,7 @@ func (s *Stage) correctOne(c *client, e sidecar.Event, v *shim.Values) {
 		if !ok {
 			return
 		}
-		m, err := c.runner.Virtual(0, j)
+		m, err := c.virtual(j)
 		if err != nil {
 			return
 		}
@@ -153,6 +154,30 @@ func (s *Stage) correctOne(c *client, e sidecar.Event, v *shim.Values) {
 		v.Members[k].Value = vals[k]
 	}
 	v.Enabled, v.Running = lead.Enabled, lead.Running
+}
+
+// virtual is what the client reads for event i through the virtual PMU: live, or once
+// its PMU is finished and closed, the values it had then.
+func (c *client) virtual(i int) (perf.Count, error) {
+	if c.final != nil {
+		if i < 0 || i >= len(c.final) {
+			return perf.Count{}, fmt.Errorf("read final virtual count: event %d out of range", i)
+		}
+		return c.final[i], nil
+	}
+	return c.runner.Virtual(0, i)
+}
+
+// closeLater closes p in the background (Close waits for it).
+func (s *Stage) closeLater(p *vpmu.PMU) {
+	if p == nil {
+		return
+	}
+	s.closing.Add(1)
+	go func() {
+		defer s.closing.Done()
+		p.Close()
+	}()
 }
 
 // members returns the handles of the events whose leader is h, in handle order.
@@ -174,13 +199,8 @@ func (s *Stage) rebuild(id int, c *client) {
 		// milliseconds for a few dozen events on a loaded machine, while the tool
 		// waits for its registration to be answered. The old copies are no longer
 		// read: close them in the background.
-		old := c.pmu
-		s.closing.Add(1)
-		go func() {
-			defer s.closing.Done()
-			old.Close()
-		}()
-		c.runner, c.pmu, c.corr = nil, nil, nil
+		s.closeLater(c.pmu)
+		c.runner, c.pmu, c.corr, c.final = nil, nil, nil, nil
 	}
 	var hs []uint32
 	for h, e := range c.events {
@@ -328,7 +348,9 @@ func (s *Stage) Close() error {
 	for id, c := range s.clients {
 		if c.runner != nil {
 			s.retire(c)
-			c.pmu.Close()
+			if c.pmu != nil {
+				c.pmu.Close()
+			}
 		}
 		delete(s.clients, id)
 	}
