@@ -84,8 +84,8 @@ OPTIONS
                     measured program exits, the smoother's final totals. Each
                     read asks the sidecar for values as of that instant (a
                     round trip instead of a shared-memory read): the first
-                    read of a round of reads (perf stat -I) ends the current
-                    multiplexing slice there. Events never scheduled keep the
+                    read of a round of reads (perf stat -I) splits the current
+                    multiplexing slice there (without rotating the schedule). Events never scheduled keep the
                     virtual PMU's view (<not counted>). none: the virtual
                     PMU's multiplexed view, as on a real CPU.
     --schedule kernel|bayesperf
@@ -96,11 +96,15 @@ OPTIONS
     --report FILE.json
                     With --virtual-counters: at exit, write per event the
                     corrected value with its 95% interval ("lo", "hi"), the
-                    kernel's scaled value ("linux"), the truth and the status
-                    (exact, scaled, inferred, not-counted), for the whole run
-                    ("totals") and for each interval between two rounds of
-                    reads by the tool ("intervals": with perf stat -I, the
-                    intervals it prints; "tool" is the value it printed).
+                    kernel's scaled value ("linux": with --schedule bayesperf,
+                    of a second copy of the events multiplexed by the kernel's
+                    round robin in the same run), the truth of a hidden
+                    always-on copy and the status (exact, scaled, inferred,
+                    not-counted), for the whole run ("totals") and for each
+                    interval between two rounds of reads by the tool
+                    ("intervals": with perf stat -I, the intervals it prints;
+                    "tool" is the value it printed). Every read is then a
+                    round trip to the sidecar, as with --correct bayesperf.
 
 ENVIRONMENT
     BAYESPERF_SHIM        default for --shim.
@@ -111,7 +115,7 @@ EXAMPLES
     bayesperf run -- perf stat -e task-clock,page-faults -- ./app
     bayesperf run --stats /tmp/s.json -- perf stat -I 100 -x, -p 1234
     bayesperf run --virtual-counters 4 --report /tmp/r.json -- \
-        perf stat -I 100 -e 'page-faults,minor-faults,syscalls:sys_enter_*' -- \
+        perf stat -I 100 -e 'page-faults,minor-faults,raw_syscalls:sys_enter,syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_getpid' -- \
         bayesperf workload syscalls
 
 EXIT STATUS
