@@ -27,6 +27,8 @@ type activity struct {
 	w, sx, sg, sxx, sxg, sgg []float64
 	// per component, the constant level's sums
 	cw, cx, cxx []float64
+	// numbers of readings behind the sums above (per component·event, per component)
+	pn, cn []float64
 	// per component, the relative variance of the ratio in use (Var(ratio)/ratio²),
 	// or NaN when the constant level is in use
 	relVar []float64
@@ -48,6 +50,8 @@ func (a *activity) init(k, n int, opt Options) {
 	for _, p := range []*[]float64{&a.w, &a.sx, &a.sg, &a.sxx, &a.sxg, &a.sgg} {
 		*p = make([]float64, k*n)
 	}
+	a.pn = make([]float64, k*n)
+	a.cn = make([]float64, k)
 	a.cw = make([]float64, k)
 	a.cx = make([]float64, k)
 	a.cxx = make([]float64, k)
@@ -67,7 +71,7 @@ func (a *activity) level(md *Model, i int) (float64, bool) {
 	if i == 0 {
 		a.current(md)
 	}
-	if a.cw[i] < actMinPairs {
+	if a.cn[i] < actMinPairs {
 		return 0, false
 	}
 	base := a.cxx[i] - a.cx[i]*a.cx[i]/a.cw[i]
@@ -76,7 +80,7 @@ func (a *activity) level(md *Model, i int) (float64, bool) {
 	self := md.free[i]
 	for _, c := range a.cand {
 		p := i*a.n + c
-		if c == self || a.w[p] < actMinPairs || math.IsNaN(a.cur[c]) || !(a.sg[p] > 0) {
+		if c == self || a.pn[p] < actMinPairs || math.IsNaN(a.cur[c]) || !(a.sg[p] > 0) {
 			continue
 		}
 		r := a.sx[p] / a.sg[p]
@@ -106,8 +110,9 @@ func (a *activity) current(md *Model) {
 	}
 }
 
-// learn updates the sums with this slice's readings (md.obs, counted whole).
-func (a *activity) learn(md *Model) {
+// learn updates the sums with this slice's readings (md.obs, counted whole), weighted
+// by the slice's duration d, so that the ratio is one of counts, not of rates.
+func (a *activity) learn(md *Model, d float64) {
 	if a.off {
 		return
 	}
@@ -130,21 +135,23 @@ func (a *activity) learn(md *Model) {
 			continue
 		}
 		g := a.gamma
-		a.cw[i] = g*a.cw[i] + 1
-		a.cx[i] = g*a.cx[i] + x
-		a.cxx[i] = g*a.cxx[i] + x*x
+		a.cn[i] = g*a.cn[i] + 1
+		a.cw[i] = g*a.cw[i] + d
+		a.cx[i] = g*a.cx[i] + d*x
+		a.cxx[i] = g*a.cxx[i] + d*x*x
 		for _, c := range a.cand {
 			y := a.cur[c]
 			if c == e || math.IsNaN(y) {
 				continue
 			}
 			p := i*a.n + c
-			a.w[p] = g*a.w[p] + 1
-			a.sx[p] = g*a.sx[p] + x
-			a.sg[p] = g*a.sg[p] + y
-			a.sxx[p] = g*a.sxx[p] + x*x
-			a.sxg[p] = g*a.sxg[p] + x*y
-			a.sgg[p] = g*a.sgg[p] + y*y
+			a.pn[p] = g*a.pn[p] + 1
+			a.w[p] = g*a.w[p] + d
+			a.sx[p] = g*a.sx[p] + d*x
+			a.sg[p] = g*a.sg[p] + d*y
+			a.sxx[p] = g*a.sxx[p] + d*x*x
+			a.sxg[p] = g*a.sxg[p] + d*x*y
+			a.sgg[p] = g*a.sgg[p] + d*y*y
 		}
 	}
 }

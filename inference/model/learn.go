@@ -19,6 +19,8 @@ type learner struct {
 	volN         []float64
 	level        []float64 // level of each component: recent average of its counted rates
 	levelN       []float64
+	levelC       []float64 // forgetting sums of counts and durations behind level
+	levelD       []float64
 	stat         []float64 // mean squared relative deviation from the level
 	statN        []float64
 	a            []float64 // persistence of each component in the current slice
@@ -86,6 +88,8 @@ func (l *learner) init(k, n int, opt Options) {
 	}
 	l.level = make([]float64, k)
 	l.levelN = make([]float64, k)
+	l.levelC = make([]float64, k)
+	l.levelD = make([]float64, k)
 	l.stat = make([]float64, k)
 	l.statN = make([]float64, k)
 	l.a = make([]float64, k)
@@ -358,15 +362,17 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 		}
 	}
 	// Levels follow the rates where they are counted: a short average of direct
-	// observations. Components never counted directly follow their posterior mean.
+	// observations, weighted by the slices' durations (counts over time, not an average
+	// of rates: a few counts in a very short slice are a huge, noisy rate).
+	// Components never counted directly follow their posterior mean.
+	g := 1 - 1/levelWindow
 	for _, o := range md.obs {
 		if len(o.h) == 1 && o.full {
 			i := o.h[0].i
-			if l.levelN[i] == 0 {
-				l.level[i] = o.y
-			}
 			l.levelN[i] = math.Min(l.levelN[i]+1, levelWindow)
-			l.level[i] += (o.y - l.level[i]) / l.levelN[i]
+			l.levelC[i] = g*l.levelC[i] + o.y*d
+			l.levelD[i] = g*l.levelD[i] + d
+			l.level[i] = l.levelC[i] / l.levelD[i]
 		}
 	}
 	for i := range k {
@@ -374,7 +380,7 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 			l.level[i] = math.Max(md.m[i], 0)
 		}
 	}
-	l.act.learn(md)
+	l.act.learn(md, d)
 }
 
 // rebuild recomputes the correlation matrix from the pair sums and shrinks it until it
