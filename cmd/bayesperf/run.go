@@ -85,9 +85,10 @@ OPTIONS
                     read asks the sidecar for values as of that instant (a
                     round trip instead of a shared-memory read): the first
                     read of a round of reads (perf stat -I) splits the current
-                    multiplexing slice there (without rotating the schedule). Events never scheduled keep the
-                    virtual PMU's view (<not counted>). none: the virtual
-                    PMU's multiplexed view, as on a real CPU.
+                    multiplexing slice there (without rotating the
+                    schedule). Events never scheduled keep the virtual PMU's
+                    view (<not counted>). none: the virtual PMU's multiplexed
+                    view, as on a real CPU.
     --schedule kernel|bayesperf
                     With --virtual-counters: which events count together. kernel:
                     the kernel's round robin of flexible groups; bayesperf (the
@@ -114,9 +115,9 @@ ENVIRONMENT
 EXAMPLES
     bayesperf run -- perf stat -e task-clock,page-faults -- ./app
     bayesperf run --stats /tmp/s.json -- perf stat -I 100 -x, -p 1234
-    bayesperf run --virtual-counters 4 --report /tmp/r.json -- \
-        perf stat -I 100 -e 'page-faults,minor-faults,raw_syscalls:sys_enter,syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_getpid' -- \
-        bayesperf workload syscalls
+    bayesperf run --virtual-counters 2 --report /tmp/r.json -- perf stat -I 100 \
+        -e page-faults,minor-faults,raw_syscalls:sys_enter,syscalls:sys_enter_getpid \
+        -- bayesperf workload syscalls
 
 EXIT STATUS
     CMD's status; 2 for a usage error; 127 if CMD cannot be started.
