@@ -23,13 +23,17 @@
 // tool's reads set the instants values refer to: a read by the tool is a synchronous
 // refresh passing one event (the sidecar runs with a 1 ns stale bound, so every read is
 // one), and the first read of a round of reads (perf stat -I reads every event once per
-// interval) ends the current slice there. Once the target has exited, reads get the
-// smoother's final totals. Published values never decrease. Samples carrying
-// PERF_SAMPLE_READ and PERF_RECORD_READ records are not rewritten (they keep the
-// kernel's values). Schedule "bayesperf" enforces the overlap schedule of
-// inference/schedule instead of the kernel's round robin. With Truth, hidden always-on
-// copies give the truth of every event (TruthTotals) and of every interval between the
-// tool's rounds of reads (Report).
+// interval) splits the current slice there (vpmu.PMU.Split: no rotation). Once the
+// target has exited, the next round gets the smoother's final totals, and the copies
+// are closed (their final virtual values kept) while the tool still holds its own
+// events, which keeps the closes cheap. Published values never decrease. Samples
+// carrying PERF_SAMPLE_READ and PERF_RECORD_READ records are not rewritten: they come
+// from the tool's own kernel events, which the virtual PMU never multiplexes, so their
+// values are exact. Schedule "bayesperf" enforces the overlap schedule of
+// inference/schedule instead of the kernel's round robin (with Baseline, a second copy
+// follows the kernel's for the report). With Truth, hidden always-on copies give the
+// truth of every event (TruthTotals) and of every interval between the tool's rounds of
+// reads (Report).
 //
 // Wiring: `bayesperf sidecar --virtual-counters N` sets sidecar.Config.Stage to
 // &vstage.Stage{Counters: N}. The mirror must carry non-group reads in the kernel's
