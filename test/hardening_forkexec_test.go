@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -55,20 +56,27 @@ func TestHardeningForkExecMeasured(t *testing.T) {
 	t.Logf("measured program forking 40 children (20 exec) and 40 grandchildren under perf stat -I 100: page faults %v through bayesperf (intervals %v), %v natively; %d mirror reads", gs, gi, ns, st.MirrorReads)
 }
 
-// TestHardeningForkExecTool runs hardening_forktool under bayesperf run: 4 threads read
-// 8 events on a worker while the tool forks 40 times; each child checks its inherited
-// events (passed through) and opens one of its own through a fresh connection, half of
-// them after exec'ing the tool again (see the program's comment). Nothing may hang
-// (2 min), every child must succeed, the final reads equal the kernel's, the tool holds
-// the fds it held before the forks, and the sidecar ends the forks with the fds and
-// memfd mappings it had before them (the children's connections and events are gone).
-func TestHardeningForkExecTool(t *testing.T) {
+// forkTool is one run of hardening_forktool under bayesperf run.
+type forkTool struct {
+	done            string // its "done ..." line
+	fails, warnings []string
+	err             error
+	f0, m0, f1, m1  int // the sidecar's fds and memfd mappings before and after the forks
+	st              stats
+}
+
+// runForkTool runs hardening_forktool FORKS under bayesperf run and, when kill > 0,
+// kills the sidecar with SIGKILL that long after the forks begin.
+func runForkTool(t *testing.T, forks int, kill time.Duration) forkTool {
 	dir := dropinBins(t)
 	tmp := t.TempDir()
 	pidfile, sf := filepath.Join(tmp, "pid"), filepath.Join(tmp, "stats.json")
-	const forks = 40
-	cmd := exec.Command(filepath.Join(dir, "bayesperf"), "run", "--pidfile", pidfile, "--stats", sf, "--",
-		filepath.Join(dir, "hardening_forktool"), strconv.Itoa(forks))
+	args := []string{filepath.Join(dir, "bayesperf"), "run", "--pidfile", pidfile, "--stats", sf, "--",
+		filepath.Join(dir, "hardening_forktool"), strconv.Itoa(forks)}
+	if kill > 0 {
+		args = append(args, "--sidecar-may-die")
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -98,16 +106,16 @@ func TestHardeningForkExecTool(t *testing.T) {
 		}
 		close(lines)
 	}()
-	var fails []string
+	var r forkTool
 	next := func(want string) string {
 		for {
 			select {
 			case l, ok := <-lines:
 				if !ok {
-					t.Fatalf("hardening_forktool ended before %q; failures %q\n%s", want, fails, stderr.String())
+					t.Fatalf("hardening_forktool ended before %q; failures %q\n%s", want, r.fails, stderr.String())
 				}
 				if strings.HasPrefix(l, "FAIL") {
-					fails = append(fails, l)
+					r.fails = append(r.fails, l)
 					continue
 				}
 				if strings.HasPrefix(l, want) {
@@ -115,42 +123,91 @@ func TestHardeningForkExecTool(t *testing.T) {
 				}
 				t.Fatalf("hardening_forktool said %q, want %q", l, want)
 			case <-time.After(2 * time.Minute):
-				t.Fatalf("hardening_forktool: no %q within 2 min (hung?); failures %q\n%s", want, fails, stderr.String())
+				t.Fatalf("hardening_forktool: no %q within 2 min (hung?); failures %q\n%s", want, r.fails, stderr.String())
 			}
 		}
 	}
 	next("ready")
-	f0, m0 := waitFdsStable(t, sidecar)
+	if kill == 0 {
+		r.f0, r.m0 = waitFdsStable(t, sidecar)
+	}
 	in.Write([]byte("go\n"))
-	done := next("done")
-	f1, m1 := waitFdsStable(t, sidecar)
+	if kill > 0 {
+		time.Sleep(kill)
+		syscall.Kill(sidecar, syscall.SIGKILL)
+	}
+	r.done = next("done")
+	if kill == 0 {
+		r.f1, r.m1 = waitFdsStable(t, sidecar)
+	}
 	in.Close()
-	werr := cmd.Wait()
+	r.err = cmd.Wait()
 	finished = true
 	for l := range lines {
 		if strings.HasPrefix(l, "FAIL") {
-			fails = append(fails, l)
+			r.fails = append(r.fails, l)
 		}
 	}
-	if werr != nil || len(fails) != 0 {
-		t.Errorf("hardening_forktool: %v; failures:\n%s\n%s", werr, strings.Join(fails, "\n"), stderr.String())
+	r.warnings = bayesperfWarnings(stderr.String())
+	r.st = readStats(t, sf)
+	return r
+}
+
+// TestHardeningForkExecTool runs hardening_forktool under bayesperf run: 4 threads read
+// 8 events on a worker while the tool forks 40 times; each child checks its inherited
+// events (passed through) and opens one of its own through a fresh connection, half of
+// them after exec'ing the tool again (see the program's comment). Nothing may hang
+// (2 min), every child must succeed, the final reads equal the kernel's, the tool holds
+// the fds it held before the forks, and the sidecar ends the forks with the fds and
+// memfd mappings it had before them (the children's connections and events are gone).
+func TestHardeningForkExecTool(t *testing.T) {
+	const forks = 40
+	r := runForkTool(t, forks, 0)
+	if r.err != nil || len(r.fails) != 0 {
+		t.Errorf("hardening_forktool: %v; failures:\n%s", r.err, strings.Join(r.fails, "\n"))
 	}
-	if w := bayesperfWarnings(stderr.String()); len(w) != 0 {
-		t.Errorf("warnings %q", w)
+	if len(r.warnings) != 0 {
+		t.Errorf("warnings %q", r.warnings)
 	}
 	var nf, ne, fds int
 	var reads uint64
-	if n, _ := fmt.Sscanf(done, "done forks %d execs %d reads %d fds %d", &nf, &ne, &reads, &fds); n != 4 || nf != forks {
-		t.Errorf("hardening_forktool said %q", done)
+	if n, _ := fmt.Sscanf(r.done, "done forks %d execs %d reads %d fds %d", &nf, &ne, &reads, &fds); n != 4 || nf != forks {
+		t.Errorf("hardening_forktool said %q", r.done)
 	}
-	if f1 != f0 || m1 != m0 {
-		t.Errorf("sidecar: %d fds and %d memfd mappings before the forks, %d and %d after", f0, m0, f1, m1)
+	if r.f1 != r.f0 || r.m1 != r.m0 {
+		t.Errorf("sidecar: %d fds and %d memfd mappings before the forks, %d and %d after", r.f0, r.m0, r.f1, r.m1)
 	}
-	st := readStats(t, sf)
 	// 8 events of the tool, one per child, one more per exec'd child.
-	if want := uint64(8 + forks + ne); st.Events != want || st.Clients != uint64(1+forks+ne) {
-		t.Errorf("stats %+v: want %d events from %d clients", st, want, 1+forks+ne)
+	if want := uint64(8 + forks + ne); r.st.Events != want || r.st.Clients != uint64(1+forks+ne) {
+		t.Errorf("stats %+v: want %d events from %d clients", r.st, want, 1+forks+ne)
 	}
 	t.Logf("tool forking %d times (%d exec) while 4 threads read 8 events: %d reads in the threads, %d clients and %d events registered; tool fds %d before and after; sidecar fds %d/%d, memfd mappings %d/%d before/after the forks",
-		nf, ne, reads, st.Clients, st.Events, fds, f0, f1, m0, m1)
+		nf, ne, reads, r.st.Clients, r.st.Events, fds, r.f0, r.f1, r.m0, r.m1)
+}
+
+// TestHardeningForkExecToolSidecarKilled: the same tool, with the sidecar killed
+// (SIGKILL) 50 ms and 300 ms into the forks, so that it dies while children connect,
+// register, read and exec: nothing hangs, every child exits 0 (its reads equal the
+// kernel's), the final reads equal the kernel's, the tool holds the fds it held before
+// (less the dead connection's socket), and every warning (one per process at most)
+// says the events go to the kernel.
+func TestHardeningForkExecToolSidecarKilled(t *testing.T) {
+	const forks = 40
+	var summary []string
+	for _, kill := range []time.Duration{50 * time.Millisecond, 300 * time.Millisecond} {
+		r := runForkTool(t, forks, kill)
+		if r.err != nil || len(r.fails) != 0 {
+			t.Errorf("sidecar killed after %v: hardening_forktool: %v; failures:\n%s", kill, r.err, strings.Join(r.fails, "\n"))
+		}
+		for _, w := range r.warnings {
+			if !strings.Contains(w, "straight to the kernel") {
+				t.Errorf("sidecar killed after %v: warning %q, want one saying events go to the kernel", kill, w)
+			}
+		}
+		if len(r.warnings) > 1+2*forks {
+			t.Errorf("sidecar killed after %v: %d warnings from at most %d processes", kill, len(r.warnings), 1+2*forks)
+		}
+		summary = append(summary, fmt.Sprintf("killed after %v: %s, %d processes warned", kill, r.done, len(r.warnings)))
+	}
+	t.Logf("tool forking %d times while the sidecar is killed: %s", forks, strings.Join(summary, "; "))
 }
