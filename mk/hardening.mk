@@ -3,7 +3,8 @@
 #
 # They run in `make test` (about 2 min on 2 cores: 20 seeded SIGKILLs during perf stat -I,
 # 6 during perf record, one SIGSTOP, 3 x 1000 open/close cycles, 8 threads x 64 events,
-# an 8 s no-loss soak, which `make soak` runs for SOAK_DURATION). They need root (the
+# fork/exec under load and with the sidecar killed, a root sidecar serving bpuser
+# (--allow-uid), an 8 s no-loss soak, which `make soak` runs for SOAK_DURATION). They need root (the
 # privilege test creates a second user, bpuser, with useradd from passwd, and removes
 # it), the perf binary, gcc and perf_event_open for software events.
 
