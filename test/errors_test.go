@@ -91,6 +91,8 @@ func TestErrorsOneLine(t *testing.T) {
 		{name: "bench no readbench", args: []string{"bench", "read", "--readbench", missing}, code: 2, re: `^bayesperf bench read: no readbench program at .*; build it with 'make build'`},
 		{name: "sidecar no socket", args: []string{"sidecar"}, code: 2, re: `^bayesperf sidecar: --socket PATH is required; 'bayesperf run' starts a sidecar`},
 		{name: "sidecar bad socket dir", args: []string{"sidecar", "--socket", filepath.Join(missing, "sock")}, code: 1, re: `^bayesperf sidecar: check socket directory: .*no such file or directory; .*mode 0700`},
+		{name: "run bad flag", args: []string{"run", "--bogus", "--", "true"}, code: 2, re: `^bayesperf run: flag provided but not defined: -bogus \(see 'bayesperf run --help'\)$`},
+		{name: "run bad correct", args: []string{"run", "--correct", "foo", "--", "true"}, code: 2, re: `^bayesperf run: --correct foo: want none or bayesperf$`},
 		{name: "run no command", args: []string{"run"}, code: 2, re: `^bayesperf run: no command given; usage: bayesperf run \[flags\] -- CMD`},
 		{name: "run no shim", args: []string{"run", "--shim", missing, "--", "true"}, code: 2, re: `^bayesperf run: find libbayesperf.so: .*build it with 'make build' or pass --shim PATH$`},
 
@@ -113,11 +115,11 @@ func TestErrorsOneLine(t *testing.T) {
 		{name: "stat command not found", args: []string{"stat", "--", "nosuch-command-h4"}, code: 127, re: `^bayesperf stat: cannot run nosuch-command-h4: not found in \$PATH; check the name, or give its path$`},
 		{name: "stat not executable", args: []string{"stat", "--", notExec}, code: 127, re: `^bayesperf stat: cannot run .*script: not executable \(permission denied\); chmod \+x it`},
 		{name: "eval command not found", args: []string{"eval", "-e", "page-faults", "--", "nosuch-command-h4"}, code: 127, re: `^bayesperf eval: cannot run nosuch-command-h4: not found in \$PATH`},
-		{name: "run command not found", args: []string{"run", "--", "nosuch-command-h4"}, code: 127, re: `^bayesperf run: start nosuch-command-h4: .*not found in \$PATH$`},
+		{name: "run command not found", args: []string{"run", "--", "nosuch-command-h4"}, code: 127, re: `^bayesperf run: cannot run nosuch-command-h4: not found in \$PATH; check the name`},
 
 		// The perf binary missing from PATH.
 		{name: "stat perf missing", args: []string{"stat", "--", "perf", "stat", "true"}, env: []string{"PATH=" + missing}, code: 127, re: `^bayesperf stat: cannot run perf: not found in \$PATH; install it \(Debian: apt-get install linux-perf\)`},
-		{name: "run perf missing", args: []string{"run", "--", "perf", "stat", "true"}, env: []string{"PATH=" + missing}, code: 127, re: `^bayesperf run: start perf: .*"perf".*not found in \$PATH$`},
+		{name: "run perf missing", args: []string{"run", "--", "perf", "stat", "true"}, env: []string{"PATH=" + missing}, code: 127, re: `^bayesperf run: cannot run perf: not found in \$PATH; install it \(Debian: apt-get install linux-perf\)`},
 
 		// Files named on the command line: relation files (file:line:col), vendor tables,
 		// traces, the output file.

@@ -135,13 +135,8 @@ func runMain(args []string) int {
 	correct := fs.String("correct", "bayesperf", "")
 	sched := fs.String("schedule", "bayesperf", "")
 	reportFile := fs.String("report", "", "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Print(runHelp)
-			return 0
-		}
-		fmt.Fprintf(os.Stderr, "bayesperf run: %v\nrun 'bayesperf run --help' for usage\n", err)
-		return 2
+	if code, stop := parseCmdLine("run", runHelp, fs, args); stop {
+		return code
 	}
 	cmdArgs := fs.Args()
 	if len(cmdArgs) == 0 {
@@ -149,16 +144,17 @@ func runMain(args []string) int {
 		return 2
 	}
 	if *correct != "none" && *correct != "bayesperf" {
-		fmt.Fprintf(os.Stderr, "bayesperf run: --correct %s: want none or bayesperf\n", *correct)
-		return 2
+		return exitWith("run", usageErr("--correct %s: want none or bayesperf", *correct))
 	}
 	if *sched != "kernel" && *sched != "bayesperf" {
-		fmt.Fprintf(os.Stderr, "bayesperf run: --schedule %s: want kernel or bayesperf\n", *sched)
-		return 2
+		return exitWith("run", usageErr("--schedule %s: want kernel or bayesperf", *sched))
 	}
 	if *reportFile != "" && *vcounters == 0 {
-		fmt.Fprint(os.Stderr, "bayesperf run: --report needs --virtual-counters N (without it the values are the kernel's, exact)\n")
-		return 2
+		return exitWith("run", usageErr("--report needs --virtual-counters N (without it the values are the kernel's, exact)"))
+	}
+	// Find the command before starting anything: a typo gets one line and 127.
+	if _, err := lookCommand(cmdArgs); err != nil {
+		return exitWith("run", err)
 	}
 	lib, err := findShim(*shimPath)
 	if err != nil {
