@@ -203,8 +203,12 @@ func Open(cfg Config) (*PMU, error) {
 			}
 		}
 	}
+	// The clock is a dummy event: only its times are read, so it counts nothing in
+	// kernel mode either way, and excluding the kernel lets a user open it where
+	// perf_event_paranoid allows user-mode measurement only (2), as with :u events.
 	ca := perf.Attr{Type: perf.TypeSoftware, Size: perf.AttrSize, Config: perf.SWDummy,
-		ReadFormat: perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning, Flags: flags | onExec}
+		ReadFormat: perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning,
+		Flags: flags | onExec | perf.FlagExcludeKern | perf.FlagExcludeHV}
 	var err error
 	if p.clock, err = perf.Open(ca, cfg.Pid, cfg.CPU, nil); err != nil {
 		return nil, fmt.Errorf("open virtual clock: %w", err)
