@@ -61,15 +61,12 @@ func (a *activity) init(k, n int, opt Options) {
 	}
 }
 
-// level returns ratio·activity for component i in the current slice (whose readings
-// are in md.obs), or false when the constant level serves better or nothing is known.
+// level returns ratio·activity for component i in the current slice, or false when the
+// constant level serves better or nothing is known. Call current first, once per slice.
 func (a *activity) level(md *Model, i int) (float64, bool) {
 	a.relVar[i] = math.NaN()
 	if a.off {
 		return 0, false
-	}
-	if i == 0 {
-		a.current(md)
 	}
 	if a.cn[i] < actMinPairs {
 		return 0, false
@@ -98,7 +95,7 @@ func (a *activity) level(md *Model, i int) (float64, bool) {
 	return bestRatio * a.cur[best], true
 }
 
-// current gathers the rates counted whole in this slice.
+// current gathers the rates counted whole in this slice (md.obs).
 func (a *activity) current(md *Model) {
 	for e := range a.cur {
 		a.cur[e] = math.NaN()

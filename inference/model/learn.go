@@ -259,6 +259,7 @@ func (l *learner) buildQ(md *Model, d float64) {
 		l.rvers[l.rid] = l.corr
 		return
 	}
+	l.act.current(md)
 	for i := range k {
 		// The level, not the current mean: a mean pushed up by a truncation must not
 		// widen the next step, or the walk feeds on itself. For an AR(1) walk with
