@@ -334,18 +334,8 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 		q := q0 * md.lrn.intervalScale(e)
 		s := math.Hypot(sd[e], md.levelError(e, from, to))
 		val = md.withCounts(e, from, to, val)
-		{
-			// A count is not its rate: what a slice counts scatters around the rate
-			// the state describes, by about dispersion·count (Poisson-like, widened by
-			// bursts), independently from slice to slice. The state's variance leaves
-			// that out; the uncounted slices add it.
-			// The count is the larger of the estimate and the usual level's, so that an
-			// estimate near zero does not claim a burst impossible.
-			un := md.uncounted(e, from, to)
-			c := math.Max(val*un, md.lrn.dispM[e]*un*float64(min(to, md.hist.t)-max(from, 0)))
-			if v := md.lrn.dispersion(e) * c; v > 0 && !math.IsInf(v, 0) {
-				s = math.Sqrt(s*s + v)
-			}
+		if v := md.scatter(e, from, to, val); v > 0 {
+			s = math.Sqrt(s*s + v)
 		}
 		est := inference.Estimate{Value: val, Lo: val - q*s, Hi: val + q*s, HasInterval: true, Status: inference.StatusInferred}
 		if !md.opt.AllowNegative {
@@ -521,20 +511,31 @@ func tQuantile(p, dof float64) float64 {
 	return z + (z3+z)/(4*dof) + (5*z5+16*z3+3*z)/(96*dof*dof) + (3*z7+19*z5+17*z3-15*z)/(384*dof*dof*dof)
 }
 
-// uncounted is the share of slices [from, to) in which event e was not counted whole.
-func (md *Model) uncounted(e, from, to int) float64 {
+// scatter is the variance that event e's uncounted slices in [from, to) add to its
+// count there beyond the state's: a count is not its rate, what a slice counts
+// scatters around the rate the state describes by about dispersion·count
+// (Poisson-like, widened by bursts), independently from slice to slice. The count is
+// the larger of the estimate's (val) and the usual level's, so that an estimate near
+// zero does not call a burst impossible.
+func (md *Model) scatter(e, from, to int, val float64) float64 {
 	h := &md.hist
 	from, to = max(from, 0), min(to, h.t)
 	if to <= from {
 		return 0
 	}
-	n := 0
+	un := 0
 	for t := from; t < to; t++ {
 		if math.IsNaN(h.exact[t*md.n+e]) {
-			n++
+			un++
 		}
 	}
-	return float64(n) / float64(to-from)
+	share := float64(un) / float64(to-from)
+	c := math.Max(val*share, md.lrn.dispM[e]*float64(un))
+	v := md.lrn.dispersion(e) * c
+	if !(v > 0) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
 }
 
 // withCounts replaces, in event e's sum over [from, to), the smoothed rate of the
