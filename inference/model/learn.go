@@ -285,8 +285,7 @@ func (l *learner) buildQ(md *Model, d float64) {
 			l.mu[i], l.muP[i] = l.level[i], l.level[i]
 			l.actUsed[i] = false
 		}
-		step := l.vol[i] * (1 + l.a[i]) / 2
-
+		step := l.vol[i] * (1 + l.a[i]) / 2 // σ²(1 − a²), with vol = 2σ²(1 − a)
 		l.scale[i] = math.Sqrt(step) * relScale(l.mu[i], l.level[i], d)
 	}
 	l.started = true
