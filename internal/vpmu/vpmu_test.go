@@ -216,8 +216,15 @@ func TestTruthMatchesNativePerfStat(t *testing.T) {
 		}
 		if e.Name == "context-switches" {
 			// Scheduling noise: native runs of this program range from ~70 to ~280
-			// here, so only the order of magnitude is checked.
-			tol = 3*max(nv, native2[e.Name]) + 20
+			// on a quiet VM, and under the load of other test packages running in
+			// parallel (make test) the target is preempted far more often (CI saw a
+			// truth of 360 against native runs of 76 and 75 taken a moment before).
+			// So only that the truth copy counts them, within an order of magnitude.
+			lo, hi := 0.5*min(nv, native2[e.Name])-20, 10*max(nv, native2[e.Name])+50
+			if truth[i] < lo || truth[i] > hi {
+				t.Errorf("%s: truth %.0f, perf stat %.0f and %.0f (want within [%.0f, %.0f])", e.Name, truth[i], nv, native2[e.Name], lo, hi)
+			}
+			continue
 		}
 		if math.Abs(truth[i]-nv) > tol {
 			t.Errorf("%s: truth %.0f, perf stat %.0f and %.0f (tolerance %.0f)", e.Name, truth[i], nv, native2[e.Name], tol)
