@@ -49,9 +49,13 @@ deps:
 	fi
 
 # test sets up everything and runs every test, then a short run of each fuzz target.
+# Packages run one at a time (-p 1): many tests measure the real kernel (context
+# switches, multiplexing slices, sidecar timeouts), and another package's tests loading
+# both cores at the same moment made them fail by chance (a truth copy saw 360
+# context switches against native runs of 76). It costs about a minute.
 test: deps build $(TEST_PREREQS)
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	$(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 	$(MAKE) --no-print-directory fuzz-short
 	@# The committed BPF objects must match their source wherever clang can rebuild them;
 	@# a clean machine has no clang, and building or testing never needs it.
