@@ -133,6 +133,10 @@ func TestSummarizeAndReduction(t *testing.T) {
 	if r, _ := ErrorReduction(ev, ev); math.Abs(r-1) > 1e-15 {
 		t.Fatalf("linux against itself %v, want 1", r)
 	}
+	// Rounding of an exact answer is exact: not a 100-fold win over a true 0.
+	if Ratio(2.17e-17, 0) != 1 || Ratio(0, 3e-16) != 1 || Ratio(1e-3, 0) != RatioCap {
+		t.Errorf("near-zero WAPEs: %v %v %v", Ratio(2.17e-17, 0), Ratio(0, 3e-16), Ratio(1e-3, 0))
+	}
 	if Ratio(0, 0) != 1 || Ratio(0, 1) != 1.0/RatioCap || Ratio(1e9, 1) != RatioCap {
 		t.Fatal("ratio clamps")
 	}
