@@ -208,7 +208,7 @@ func Open(cfg Config) (*PMU, error) {
 	// perf_event_paranoid allows user-mode measurement only (2), as with :u events.
 	ca := perf.Attr{Type: perf.TypeSoftware, Size: perf.AttrSize, Config: perf.SWDummy,
 		ReadFormat: perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning,
-		Flags: flags | onExec | perf.FlagExcludeKern | perf.FlagExcludeHV}
+		Flags:      flags | onExec | perf.FlagExcludeKern | perf.FlagExcludeHV}
 	var err error
 	if p.clock, err = perf.Open(ca, cfg.Pid, cfg.CPU, nil); err != nil {
 		return nil, fmt.Errorf("open virtual clock: %w", err)
