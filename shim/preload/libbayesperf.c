@@ -742,6 +742,9 @@ static inline void ep_forget(int fd);
 static inline void ep_alias(int oldfd, int newfd);
 static void ep_ctl_done(int epfd, int op, int fd);
 static int nepmarks; /* (tentative: see the epoll section) */
+static void fd_closing(int fd);
+static void fd_range_closing(unsigned int first, unsigned int last, int flags);
+static void fd_copied(int oldfd, int newfd);
 
 /* fd_bookkeeping keeps the fd table right when a program closes or duplicates fds with
  * syscall() instead of the libc functions: the call itself still goes to the kernel
@@ -751,30 +754,17 @@ static long fd_syscall(long nr, long a1, long a2, long a3, long a4, long a5, lon
 {
 	switch (nr) {
 	case SYS_close:
-		forget((int)a1);
-		protect_conn((int)a1);
-		ep_forget((int)a1);
+		fd_closing((int)a1);
 		break;
 	case SYS_close_range:
-		if (!((unsigned long)a3 & CLOSE_RANGE_CLOEXEC) && __atomic_load_n(&nperf, __ATOMIC_RELAXED) > 0)
-			for (unsigned long fd = (unsigned int)a1; fd <= (unsigned int)a2 && fd < BP_MAX_FD; fd++)
-				forget((int)fd);
-		if (!((unsigned long)a3 & CLOSE_RANGE_CLOEXEC) && __atomic_load_n(&nepmarks, __ATOMIC_RELAXED) > 0)
-			for (unsigned long fd = (unsigned int)a1; fd <= (unsigned int)a2 && fd < BP_MAX_FD; fd++)
-				ep_forget((int)fd);
-		if (!((unsigned long)a3 & CLOSE_RANGE_CLOEXEC) && conn_fd >= (int)(unsigned int)a1 && conn_fd >= 0 &&
-		    (unsigned int)conn_fd <= (unsigned int)a2)
-			protect_conn(conn_fd);
+		fd_range_closing((unsigned int)a1, (unsigned int)a2, (int)a3);
 		break;
 #ifdef SYS_dup2
 	case SYS_dup2:
 #endif
 	case SYS_dup3:
-		if (a1 != a2) {
-			forget((int)a2);
-			protect_conn((int)a2);
-			ep_forget((int)a2);
-		}
+		if (a1 != a2)
+			fd_closing((int)a2);
 		break;
 	}
 	long r = raw_syscall6(nr, a1, a2, a3, a4, a5, a6);
@@ -785,29 +775,14 @@ static long fd_syscall(long nr, long a1, long a2, long a3, long a4, long a5, lon
 		case SYS_dup2:
 #endif
 		case SYS_dup3:
-			ep_alias((int)a1, (int)r);
+			fd_copied((int)a1, (int)r);
 			break;
 		case SYS_fcntl:
 			if (a2 == F_DUPFD || a2 == F_DUPFD_CLOEXEC)
-				ep_alias((int)a1, (int)r);
+				fd_copied((int)a1, (int)r);
 			break;
 		case SYS_epoll_ctl:
 			ep_ctl_done((int)a1, (int)a2, (int)a3);
-			break;
-		}
-	}
-	if (r >= 0 && lookup((int)a1) != NULL) {
-		switch (nr) {
-		case SYS_dup:
-#ifdef SYS_dup2
-		case SYS_dup2:
-#endif
-		case SYS_dup3:
-			alias((int)a1, (int)r);
-			break;
-		case SYS_fcntl:
-			if (a2 == F_DUPFD || a2 == F_DUPFD_CLOEXEC)
-				alias((int)a1, (int)r);
 			break;
 		}
 	}
@@ -1588,11 +1563,8 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, void *))
 {
 	int r = real(fd, cmd, arg);
-	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)) {
-		if (lookup(fd) != NULL)
-			alias(fd, r);
-		ep_alias(fd, r);
-	}
+	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+		fd_copied(fd, r);
 	return r;
 }
 
@@ -1634,69 +1606,78 @@ static void protect_conn(int fd)
 	}
 }
 
+/* fd_closing drops fd from the shim's tables before the program closes it (or dup2s
+ * over it): a perf fd leaves the event table, our socket's number is protected, an epoll
+ * set loses its mark. */
+static void fd_closing(int fd)
+{
+	forget(fd);
+	protect_conn(fd);
+	ep_forget(fd);
+}
+
+/* fd_range_closing is fd_closing for close_range(first, last, flags). */
+static void fd_range_closing(unsigned int first, unsigned int last, int flags)
+{
+	if (flags & CLOSE_RANGE_CLOEXEC)
+		return;
+	if (__atomic_load_n(&nperf, __ATOMIC_RELAXED) > 0)
+		for (unsigned int fd = first; fd <= last && fd < BP_MAX_FD; fd++)
+			forget((int)fd);
+	if (__atomic_load_n(&nepmarks, __ATOMIC_RELAXED) > 0)
+		for (unsigned int fd = first; fd <= last && fd < BP_MAX_FD; fd++)
+			ep_forget((int)fd);
+	if (conn_fd >= 0 && (unsigned)conn_fd >= first && (unsigned)conn_fd <= last)
+		protect_conn(conn_fd);
+}
+
+/* fd_copied gives newfd, a duplicate of oldfd, what oldfd has in the shim's tables. */
+static void fd_copied(int oldfd, int newfd)
+{
+	if (lookup(oldfd) != NULL)
+		alias(oldfd, newfd);
+	ep_alias(oldfd, newfd);
+}
+
 EXPORT int close(int fd)
 {
-	if (!guard) {
-		forget(fd);
-		protect_conn(fd);
-		ep_forget(fd);
-	}
+	if (!guard)
+		fd_closing(fd);
 	return real_close()(fd);
 }
 
 EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 {
-	if (!guard && !(flags & CLOSE_RANGE_CLOEXEC) && __atomic_load_n(&nperf, __ATOMIC_RELAXED) > 0) {
-		for (unsigned int fd = first; fd <= last && fd < BP_MAX_FD; fd++)
-			forget((int)fd);
-	}
-	if (!guard && !(flags & CLOSE_RANGE_CLOEXEC) && __atomic_load_n(&nepmarks, __ATOMIC_RELAXED) > 0) {
-		for (unsigned int fd = first; fd <= last && fd < BP_MAX_FD; fd++)
-			ep_forget((int)fd);
-	}
-	if (!guard && conn_fd >= 0 && (unsigned)conn_fd >= first && (unsigned)conn_fd <= last &&
-	    !(flags & CLOSE_RANGE_CLOEXEC))
-		protect_conn(conn_fd);
+	if (!guard)
+		fd_range_closing(first, last, flags);
 	return real_close_range()(first, last, flags);
 }
 
 EXPORT int dup(int fd)
 {
 	int r = real_dup()(fd);
-	if (r >= 0 && lookup(fd) != NULL)
-		alias(fd, r);
 	if (r >= 0)
-		ep_alias(fd, r);
+		fd_copied(fd, r);
 	return r;
 }
 
 EXPORT int dup2(int oldfd, int newfd)
 {
-	if (oldfd != newfd && !guard) {
-		forget(newfd);
-		protect_conn(newfd);
-		ep_forget(newfd);
-	}
+	if (oldfd != newfd && !guard)
+		fd_closing(newfd);
 	int r = real_dup2()(oldfd, newfd);
-	if (r >= 0 && lookup(oldfd) != NULL)
-		alias(oldfd, r);
 	if (r >= 0)
-		ep_alias(oldfd, r);
+		fd_copied(oldfd, r);
 	return r;
 }
 
 EXPORT int dup3(int oldfd, int newfd, int flags)
 {
-	if (oldfd != newfd && !guard) {
-		forget(newfd);
-		protect_conn(newfd);
-		ep_forget(newfd);
-	}
+	if (oldfd != newfd && !guard)
+		fd_closing(newfd);
 	int r = real_dup3()(oldfd, newfd, flags);
-	if (r >= 0 && lookup(oldfd) != NULL)
-		alias(oldfd, r);
 	if (r >= 0)
-		ep_alias(oldfd, r);
+		fd_copied(oldfd, r);
 	return r;
 }
 
