@@ -113,7 +113,8 @@ func (a *activity) learn(md *Model, d float64) {
 	if a.off {
 		return
 	}
-	a.current(md)
+	// a.cur holds this slice's readings: buildQ gathered them (current) before the
+	// prediction, and the readings do not change during the slice.
 	a.shareN = math.Min(a.shareN+1, 256)
 	a.cand = a.cand[:0]
 	for e := range a.share {

@@ -244,6 +244,7 @@ func relScale(x, level, d float64) float64 {
 // coming slice; the step covariance is diag(scale)·corr·diag(scale).
 func (l *learner) buildQ(md *Model, d float64) {
 	k := l.k
+	l.act.current(md) // this slice's readings, for activity levels here and learning after
 	if l.dirty && l.tick%l.rebuildEvery == 0 {
 		l.rebuild()
 	}
@@ -259,7 +260,6 @@ func (l *learner) buildQ(md *Model, d float64) {
 		l.rvers[l.rid] = l.corr
 		return
 	}
-	l.act.current(md)
 	for i := range k {
 		// The level, not the current mean: a mean pushed up by a truncation must not
 		// widen the next step, or the walk feeds on itself. For an AR(1) walk with

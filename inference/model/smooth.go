@@ -312,17 +312,9 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 	from, to = max(from, 0), min(to, h.t)
 	q0 := md.quantQ
 	for e := range md.n {
-		exact, all := 0.0, true
-		for t := from; t < to; t++ {
-			x := h.exact[t*md.n+e]
-			if math.IsNaN(x) {
-				all = false
-				break
-			}
-			exact += x
-		}
-		if all {
-			out[e] = inference.Estimate{Value: exact, Lo: exact, Hi: exact, HasInterval: true, Status: inference.StatusExact}
+		counted, un := md.countedIn(e, from, to)
+		if un == 0 {
+			out[e] = inference.Estimate{Value: counted, Lo: counted, Hi: counted, HasInterval: true, Status: inference.StatusExact}
 			continue
 		}
 		if !md.informed(e) {
@@ -334,17 +326,16 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 		q := q0 * md.lrn.intervalScale(e)
 		s := math.Hypot(sd[e], md.levelError(e, from, to))
 		val = md.withCounts(e, from, to, val)
-		if v := md.scatter(e, from, to, val); v > 0 {
+		if v := md.scatter(e, un, to-from, val); v > 0 {
 			s = math.Sqrt(s*s + v)
 		}
 		est := inference.Estimate{Value: val, Lo: val - q*s, Hi: val + q*s, HasInterval: true, Status: inference.StatusInferred}
 		if !md.opt.AllowNegative {
 			// Counts are never negative, so what the slices counted whole already
 			// saw is a floor for the interval's count.
-			floor := md.countedPart(e, from, to)
-			est.Value = math.Max(est.Value, floor)
-			est.Lo = math.Max(est.Lo, floor)
-			est.Hi = math.Max(est.Hi, floor)
+			est.Value = math.Max(est.Value, counted)
+			est.Lo = math.Max(est.Lo, counted)
+			est.Hi = math.Max(est.Hi, counted)
 		}
 		if math.IsNaN(est.Value) || math.IsInf(est.Value, 0) || math.IsNaN(sd[e]) {
 			est = inference.Estimate{Status: inference.StatusNotCounted}
@@ -511,25 +502,17 @@ func tQuantile(p, dof float64) float64 {
 	return z + (z3+z)/(4*dof) + (5*z5+16*z3+3*z)/(96*dof*dof) + (3*z7+19*z5+17*z3-15*z)/(384*dof*dof*dof)
 }
 
-// scatter is the variance that event e's uncounted slices in [from, to) add to its
-// count there beyond the state's: a count is not its rate, what a slice counts
-// scatters around the rate the state describes by about dispersion·count
+// scatter is the variance that event e's un uncounted slices, of the n of an interval,
+// add to its count there beyond the state's: a count is not its rate, what a slice
+// counts scatters around the rate the state describes by about dispersion·count
 // (Poisson-like, widened by bursts), independently from slice to slice. The count is
 // the larger of the estimate's (val) and the usual level's, so that an estimate near
 // zero does not call a burst impossible.
-func (md *Model) scatter(e, from, to int, val float64) float64 {
-	h := &md.hist
-	from, to = max(from, 0), min(to, h.t)
-	if to <= from {
+func (md *Model) scatter(e, un, n int, val float64) float64 {
+	if n <= 0 {
 		return 0
 	}
-	un := 0
-	for t := from; t < to; t++ {
-		if math.IsNaN(h.exact[t*md.n+e]) {
-			un++
-		}
-	}
-	share := float64(un) / float64(to-from)
+	share := float64(un) / float64(n)
 	c := math.Max(val*share, md.lrn.dispM[e]*float64(un))
 	v := md.lrn.dispersion(e) * c
 	if !(v > 0) || math.IsInf(v, 0) {
@@ -560,15 +543,16 @@ func (md *Model) withCounts(e, from, to int, val float64) float64 {
 	return val
 }
 
-// countedPart is the sum of event e's counts over the slices of [from, to) in which it
-// was counted whole.
-func (md *Model) countedPart(e, from, to int) float64 {
+// countedIn returns the sum of event e's counts over the slices of [from, to) in which
+// it was counted whole, and the number of slices in which it was not.
+func (md *Model) countedIn(e, from, to int) (sum float64, uncounted int) {
 	h := &md.hist
-	sum := 0.0
 	for t := max(from, 0); t < min(to, h.t); t++ {
 		if x := h.exact[t*md.n+e]; !math.IsNaN(x) {
 			sum += x
+		} else {
+			uncounted++
 		}
 	}
-	return sum
+	return sum, uncounted
 }
