@@ -45,6 +45,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "perf_helpers.h"
+
 #define RING_PAGES 8
 #define PAGES_PER_BURST 24
 #define WAKEUP_EVENTS 48
@@ -157,15 +159,12 @@ int main(int argc, char **argv)
 	close(done[1]);
 
 	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.size = sizeof a;
-	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_PAGE_FAULTS;
+	sw_attr(&a, PERF_COUNT_SW_PAGE_FAULTS);
 	a.sample_period = 1;
 	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID;
 	a.wakeup_events = WAKEUP_EVENTS;
 	a.disabled = 1;
-	int fd = (int)syscall(SYS_perf_event_open, &a, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	int fd = perf_open(&a, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		die("perf_event_open(page-faults of the child)");
 	size_t len = (1 + RING_PAGES) * page_size;

@@ -26,6 +26,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "perf_helpers.h"
+
 #include "../../shim/preload/bayesperf_abi.h"
 
 static int sock;
@@ -100,13 +102,10 @@ int main(int argc, char **argv)
 	int registered = 0, status = 0;
 	for (int i = 1; i <= lim + 100 && status == 0; i++) {
 		struct perf_event_attr pa;
-		memset(&pa, 0, sizeof pa);
-		pa.size = sizeof pa;
-		pa.type = PERF_TYPE_SOFTWARE;
-		pa.config = PERF_COUNT_SW_PAGE_FAULTS;
+		sw_attr(&pa, PERF_COUNT_SW_PAGE_FAULTS);
 		pa.exclude_kernel = 1; /* perf_event_paranoid 2: user space only */
 		pa.exclude_hv = 1;
-		int fd = (int)syscall(SYS_perf_event_open, &pa, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		int fd = perf_open(&pa, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd < 0) {
 			printf("perf_event_open-failed:%s\n", strerrorname_np(errno));
 			return 0;

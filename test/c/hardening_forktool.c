@@ -42,6 +42,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "perf_helpers.h"
+
 #define NEV 8
 #define NTHREADS 4
 
@@ -67,12 +69,9 @@ static uint64_t total_reads;
 static int open_on(pid_t pid, uint64_t config, uint64_t format, int group, int cloexec)
 {
 	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.type = PERF_TYPE_SOFTWARE;
-	a.size = sizeof a;
-	a.config = config;
+	sw_attr(&a, config);
 	a.read_format = format;
-	int fd = (int)syscall(SYS_perf_event_open, &a, pid, -1, group, cloexec ? PERF_FLAG_FD_CLOEXEC : 0);
+	int fd = perf_open(&a, pid, -1, group, cloexec ? PERF_FLAG_FD_CLOEXEC : 0);
 	if (fd < 0) {
 		printf("FAIL %d perf_event_open: %s\n", getpid(), strerror(errno));
 		exit(1);

@@ -26,6 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "perf_helpers.h"
+
 static int fails;
 #define CHECK(cond, ...)                                            \
 	do {                                                        \
@@ -42,16 +44,13 @@ static pid_t target;
 static int open_ev(uint64_t config, uint64_t format, int group, int sample)
 {
 	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.type = PERF_TYPE_SOFTWARE;
-	a.size = sizeof a;
-	a.config = config;
+	sw_attr(&a, config);
 	a.read_format = format;
 	if (sample) {
 		a.sample_period = 1;
 		a.sample_type = PERF_SAMPLE_TID;
 	}
-	int fd = (int)syscall(SYS_perf_event_open, &a, target, -1, group, PERF_FLAG_FD_CLOEXEC);
+	int fd = perf_open(&a, target, -1, group, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0) {
 		printf("FAIL perf_event_open: %s\n", strerror(errno));
 		exit(1);

@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "perf_helpers.h"
+
 #define NEV 64
 #define NTHREADS 8
 #define NGROUPS 4
@@ -64,12 +66,9 @@ static const uint64_t formats[] = {0, PERF_FORMAT_ID, PERF_FORMAT_TOTAL_TIME_ENA
 static int open_ev(uint64_t config, uint64_t format, int group)
 {
 	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.type = PERF_TYPE_SOFTWARE;
-	a.size = sizeof a;
-	a.config = config;
+	sw_attr(&a, config);
 	a.read_format = format;
-	int fd = (int)syscall(SYS_perf_event_open, &a, target, -1, group, PERF_FLAG_FD_CLOEXEC);
+	int fd = perf_open(&a, target, -1, group, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0) {
 		printf("FAIL perf_event_open: %s\n", strerror(errno));
 		exit(1);

@@ -53,6 +53,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "perf_helpers.h"
+
 #define DATA_PAGES 8
 
 struct ring {
@@ -88,10 +90,7 @@ static double now_ms(void)
 static int open_event(uint64_t config, int sampling, uint64_t read_format, pid_t pid, int group)
 {
 	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.size = sizeof a;
-	a.type = PERF_TYPE_SOFTWARE;
-	a.config = config;
+	sw_attr(&a, config);
 	a.disabled = group < 0;
 	a.read_format = read_format;
 	if (sampling) {
@@ -100,7 +99,7 @@ static int open_event(uint64_t config, int sampling, uint64_t read_format, pid_t
 		a.wakeup_events = 1;
 	}
 	/* Through syscall(): the shim opens it in this process and registers it. */
-	int fd = (int)syscall(SYS_perf_event_open, &a, pid, -1, group, PERF_FLAG_FD_CLOEXEC);
+	int fd = perf_open(&a, pid, -1, group, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		die("perf_event_open");
 	return fd;
