@@ -11,7 +11,8 @@
  *   B  page-faults,  counting only (the hidden witness of A)
  * Each ring has 8 data pages (about 1300 records). The reader drains them in bursts of
  * a random number of records (0..600, drawn from SEED) with random sleeps (0..20 ms) in
- * between, so the mirrors fill, the sidecar stops taking records from the kernel's rings
+ * between, and every 2 s stops reading until the kernel has dropped samples on both rings,
+ * so the mirrors fill, the sidecar stops taking records from the kernel's rings
  * (backpressure), and the kernel drops samples and reports them in PERF_RECORD_LOST.
  *
  * Why the identity is exact. A software event with sample_period 1 adds 1 to its count
@@ -183,6 +184,38 @@ static void settle(struct ring *rs, int nr)
 	exit(2);
 }
 
+/* lost_now is the kernel's own count of samples it dropped on r (PERF_FORMAT_LOST), read
+ * with the raw read system call. */
+static uint64_t lost_now(const struct ring *r)
+{
+	uint64_t v[2];
+	if (syscall(SYS_read, r->fd, v, sizeof v) != (long)sizeof v)
+		die("read lost");
+	return v[1];
+}
+
+/* stall stops reading until the kernel has dropped samples on every ring, the child is
+ * done, or 3 s pass. Random bursts alone keep up with a child slowed by a loaded machine
+ * (CI saw 20,000 faults a second and no loss on one ring in 8 s); a stall makes the
+ * mirror and then the kernel's ring fill at any fault rate, so every soak has losses to
+ * account for. */
+static void stall(struct ring *rs, int nr, struct pollfd *done)
+{
+	uint64_t before[8];
+	for (int i = 0; i < nr; i++)
+		before[i] = lost_now(&rs[i]);
+	double end = now_ms() + 3000;
+	while (now_ms() < end && poll(done, 1, 0) == 0) {
+		int all = 1;
+		for (int i = 0; i < nr; i++)
+			all &= lost_now(&rs[i]) > before[i];
+		if (all)
+			return;
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+}
+
 static void child(int go, int done, int tail, double ms)
 {
 	char c;
@@ -234,10 +267,16 @@ int main(int argc, char **argv)
 	if (write(go[1], "g", 1) != 1)
 		die("start the child");
 
-	/* The slow reader: bursts of 0..600 records per ring, sleeps of 0..20 ms. */
+	/* The slow reader: bursts of 0..600 records per ring, sleeps of 0..20 ms, and a stall
+	 * until both rings lose samples once every 2 s (the first after 0.5 s). */
 	struct pollfd pd = {.fd = done[0], .events = POLLIN};
 	long bursts = 0;
+	double next_stall = now_ms() + 500;
 	while (poll(&pd, 1, 0) == 0) {
+		if (now_ms() >= next_stall) {
+			stall(rs, 2, &pd);
+			next_stall = now_ms() + 2000;
+		}
 		for (int i = 0; i < 2; i++)
 			drain(&rs[i], (long)rnd(601));
 		struct timespec ts = {0, (long)rnd(20001) * 1000};
