@@ -72,7 +72,7 @@ func runCorrected(t *testing.T, flags ...string) correctedRun {
 	bp := filepath.Join(dir, "bayesperf")
 	argv := append([]string{bp, "run", "--virtual-counters", "4", "--stats", sf, "--report", rf}, flags...)
 	argv = append(argv, "--", "perf", "stat", "-I", "100", "-x,", "-e", correctEvents, "--",
-		bp, "workload", "mixed", "--duration", "2s")
+		bp, "workload", "mixed", "--duration", correctDuration())
 	r := run(t, patientShim, argv...)
 	if r.status != 0 {
 		t.Fatalf("%q: status %d\n%s", argv, r.status, r.stderr)
@@ -392,4 +392,13 @@ func TestDropinCorrectedRecord(t *testing.T) {
 	if got < 1500 || !within(got, native, faultsAbs, faultsRel) {
 		t.Errorf("page-fault samples with correction on: %v, natively %v (the workload touches 1500 pages)", got, native)
 	}
+}
+
+// correctDuration is how long the corrected runs' workload runs: $BAYESPERF_CORRECT_DURATION
+// (a Go duration), 2s by default.
+func correctDuration() string {
+	if d := os.Getenv("BAYESPERF_CORRECT_DURATION"); d != "" {
+		return d
+	}
+	return "2s"
 }
