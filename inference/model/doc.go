@@ -36,9 +36,12 @@
 // spreads an event's readings out never counts it in two consecutive slices (1.77x).
 //
 // Measurements: an event counted for its whole slice gives its rate with a Poisson
-// noise (count/duration², at least one count's worth) unless it is counted in nearly
-// every slice (then exactly, as relations tie other events to it); the slices where an
-// event was counted whole are still reported with their exact counts. One counted for
+// noise unless it is counted in nearly every slice (then exactly, as relations tie other
+// events to it); the slices where an event was counted whole are still reported with
+// their exact counts. The Poisson variance is that of the count the event's level
+// expects in the slice (at least one count), not of the count read, which would trust
+// low readings more than high ones and bias bursty events low; a slice shorter than
+// usual adds, per missing share of a usual slice, one step of the walk. One counted for
 // part of a slice gives count/running with a noise that grows with the uncounted
 // share. Inequalities (misses <= accesses; counts >= 0) are imposed by assumed-density
 // filtering, the one-pass form of Expectation Propagation: when the posterior mean

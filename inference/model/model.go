@@ -162,6 +162,8 @@ type Model struct {
 	nonnegAt float64
 	quantQ   float64
 	finished bool
+	// dTyp is the usual duration of a slice (a running mean over about dN slices).
+	dTyp, dN float64
 }
 
 // meas is one measurement of a slice: y = h·z + noise(r).
@@ -171,6 +173,8 @@ type meas struct {
 	event int
 	full  bool
 	first bool
+	pois  bool
+	span  float64
 }
 
 // New builds the model for the events of a run (their names, in EventID order) and the

@@ -1,0 +1,161 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bayesperf/bayesperf/inference/graph"
+	"github.com/bayesperf/bayesperf/inference/relation"
+	"github.com/bayesperf/bayesperf/inference/replay"
+	"github.com/bayesperf/bayesperf/inference/schedule"
+)
+
+// liveScore replays a live trace (../../internal/eval/testdata/live-*.csv) the way
+// `bayesperf eval --trace FILE --time-column time_ns --counters 4 [--fixed ...]`
+// does: each row a slice of its time_ns, the kernel's round robin for linux, linear
+// and bayesperf-rr, bayesperf's overlap schedule for bayesperf, the built-in relations
+// bound to the run's events.
+func liveScore(t *testing.T, path string, fixed []string, opt Options) *replay.Result {
+	t.Helper()
+	tr, err := replay.ReadFile(path, replay.ReadOptions{TimeColumn: "time_ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rels := relation.Bind(relation.Builtins(), tr.Events)
+	sp, err := replay.KernelSpec(tr, realCounters, fixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kern, err := schedule.Kernel(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := schedule.Overlap(sp, graph.FromRelations(tr.Events, rels), schedule.OverlapOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := New(tr.Events, rels, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp, err := New(tr.Events, rels, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := replay.Baselines(len(tr.Events), kern)
+	cs = append(cs, replay.Contender{Estimator: named{rr, "bayesperf-rr"}, Schedule: kern},
+		replay.Contender{Estimator: bp, Schedule: own})
+	res, err := replay.Score(tr, cs, replay.Options{Counters: realCounters})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// liveBias logs, per event, the run's truth and the signed error of the estimators'
+// totals (sum over intervals): a model biased low shows as a negative column.
+func liveBias(res *replay.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-32s %12s %8s %8s %8s %8s | WAPE %6s %6s %6s %6s\n", "event", "truth", "linux", "linear", "bp-rr", "bp", "linux", "linear", "bp-rr", "bp")
+	for e, ev := range res.EventNames {
+		tot := 0.0
+		for _, row := range res.Truth {
+			tot += row[e]
+		}
+		fmt.Fprintf(&b, "%-32s %12.0f", ev, tot)
+		for _, est := range []string{"linux", "linear", "bayesperf-rr", "bayesperf"} {
+			s := 0.0
+			for _, row := range res.Estimates[est] {
+				s += row[e].Value
+			}
+			fmt.Fprintf(&b, " %+7.1f%%", 100*(s-tot)/math.Max(tot, 1))
+		}
+		b.WriteString(" |     ")
+		for _, est := range []string{"linux", "linear", "bayesperf-rr", "bayesperf"} {
+			fmt.Fprintf(&b, " %6.3f", res.PerEvent[e].Metrics[est].WAPE)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// TestLiveTraces replays the live traces recorded under the virtual PMU (24 software
+// events and tracepoints on 4 counters), with task-clock on a fixed counter (as eval
+// and make run do) and without fixed counters (the drop-in path's situation), and
+// logs per trace the error reduction of bayesperf and bayesperf-rr, linear's, the
+// coverage of the 95% intervals and the median WAPE. BAYESPERF_LIVE_BIAS=1 also logs
+// every event's signed error of the run's total and its WAPE.
+//
+//	go test -count=1 -run TestLiveTraces -v ./inference/model/
+func TestLiveTraces(t *testing.T) {
+	files, _ := filepath.Glob("../../internal/eval/testdata/live-*.csv")
+	mine, _ := filepath.Glob("testdata/live/*.csv")
+	files = append(files, mine...)
+	if len(files) == 0 {
+		t.Fatal("no live traces: run make live-traces")
+	}
+	var report strings.Builder
+	fmt.Fprintf(&report, "\n%-14s %-6s %-13s %9s %9s %11s %10s\n", "trace", "fixed", "estimator", "reduction", "meanWAPE", "medianWAPE", "coverage95")
+	gm := map[string]float64{}
+	var covs []float64
+	for _, fx := range []string{"task-clock", ""} {
+		var fixed []string
+		label := "none"
+		if fx != "" {
+			fixed, label = []string{fx}, fx
+		}
+		lg := map[string]float64{}
+		for _, f := range files {
+			res := liveScore(t, f, fixed, Options{})
+			name := strings.TrimSuffix(filepath.Base(f), ".csv")
+			for _, est := range []string{"linux", "linear", "bayesperf-rr", "bayesperf"} {
+				s := res.Estimators[est]
+				cov := "-"
+				if s.Coverage95 != nil {
+					cov = fmt.Sprintf("%.3f", *s.Coverage95)
+					covs = append(covs, *s.Coverage95)
+				}
+				red := res.ErrorReduction[est]
+				if est == "linux" {
+					red = 1 // the baseline of the reductions
+				}
+				lg[est] += math.Log(red)
+				fmt.Fprintf(&report, "%-14s %-6.6s %-13s %8.2fx %9.3f %11.3f %10s\n", name, label, est,
+					red, s.WAPE, s.MedianWAPE, cov)
+			}
+			if os.Getenv("BAYESPERF_LIVE_BIAS") != "" {
+				report.WriteString(liveBias(res))
+			}
+		}
+		for _, est := range []string{"linear", "bayesperf-rr", "bayesperf"} {
+			g := math.Exp(lg[est] / float64(len(files)))
+			gm[est+"/"+label] = g
+			fmt.Fprintf(&report, "geometric mean over %d traces, fixed %s, %s: %.2fx\n", len(files), label, est, g)
+		}
+	}
+	t.Log(report.String())
+	// A regression guard, not the acceptance figure (2x, issue 5): replay and model are
+	// deterministic, so these figures move only when the code does. Measured
+	// 2026-11-22 over the 4 traces: task-clock fixed, bayesperf 1.54x, bayesperf-rr
+	// 1.05x; no fixed counter, bayesperf 1.39x, bayesperf-rr 1.09x.
+	for key, floor := range map[string]float64{
+		"bayesperf/task-clock": 1.50, "bayesperf-rr/task-clock": 1.00,
+		"bayesperf/none": 1.34, "bayesperf-rr/none": 1.04,
+	} {
+		if gm[key] < floor {
+			t.Errorf("error reduction fell: %s %.2fx, guard %.2fx", key, gm[key], floor)
+		}
+	}
+	// The intervals: near 95% on average (each trace is short, so one may stray).
+	mc := 0.0
+	for _, c := range covs {
+		mc += c / float64(len(covs))
+	}
+	if mc < 0.85 || mc > 0.99 {
+		t.Errorf("mean coverage95 %.3f: the intervals are no longer calibrated", mc)
+	}
+}
