@@ -52,6 +52,15 @@ type Options struct {
 	// RingBytes is the BPF ring buffer size, a power of two multiple of the page size
 	// (0 means 1 MiB).
 	RingBytes int
+	// SwitchAtSnapshots makes SetEnabled act at slice boundaries instead of in the kernel:
+	// every event counts in the kernel all the time, and an event's reported values (count,
+	// enabled and running) advance only by what it counted in the slices (between two
+	// snapshots Next returned) during which it was enabled, that is, enabled when the
+	// snapshot ending the slice is returned. A virtual PMU rotating its events at every
+	// snapshot then sees each event counted over exactly the slices it scheduled, with no
+	// ioctl and no lag between the snapshot and the switch. Not for hardware events on a
+	// real PMU: keeping them all enabled would make the kernel multiplex them.
+	SwitchAtSnapshots bool
 }
 
 // Stats describes a collector's work so far.
@@ -81,7 +90,9 @@ type slot struct {
 // Collector snapshots events through BPF. It implements perf.Collector.
 type Collector struct {
 	opts    Options
-	nr      int
+	nr      int                  // events opened per thread (or CPU): len(kevents)
+	kevents []unix.PerfEventAttr // the events opened per thread
+	kidx    []int                // with SwitchAtSnapshots: opts.Events[i] is kevents[kidx[i]]
 	slice   time.Duration
 	coll    *ebpf.Collection
 	array   *ebpf.Map // the PERF_EVENT_ARRAY, owned here
@@ -112,10 +123,18 @@ type Collector struct {
 	bad       uint64
 	lastNs    int64
 	err       error // the consumer's failure, for Next
-	fresh     bool  // records arrived since the last Next
-	firstNs   int64 // time of the first of them
-	gone      bool  // every tracked thread has exited
-	done      bool  // the final snapshot has been returned
+	fresh     bool  // a slice boundary arrived since the last Next
+	firstNs   int64 // time of the boundary
+	roundNs   int64 // time of the tick that ended the last slice: ticks within half a slice of it are the same round
+	// firstRound: the boundary was a tick that found no tracked thread running, so a tracked
+	// thread may be running on another CPU whose tick of the same round is still to come
+	firstRound bool
+	gone       bool // every tracked thread has exited
+	done       bool // the final snapshot has been returned
+	// With SwitchAtSnapshots: the raw sums at the last snapshot returned, and the values
+	// reported for each event (advanced only over slices in which it was enabled).
+	rawPrev []perf.Count
+	gated   []perf.Count
 
 	wake    chan struct{} // the consumer has applied records
 	quit    chan struct{} // closed by Close
@@ -126,8 +145,9 @@ var _ perf.Collector = (*Collector)(nil)
 
 // NewCollector loads the BPF program, opens the events and starts the slice timers.
 func NewCollector(opts Options) (*Collector, error) {
-	if len(opts.Events) == 0 || len(opts.Events) > maxEvents {
-		return nil, fmt.Errorf("new bpf collector: %d events, want 1 to %d", len(opts.Events), maxEvents)
+	kevents, kidx := kernelEvents(opts)
+	if len(opts.Events) == 0 || len(kevents) > maxEvents {
+		return nil, fmt.Errorf("new bpf collector: %d events, want 1 to %d", len(kevents), maxEvents)
 	}
 	if opts.Pid < -1 || opts.Pid == 0 {
 		return nil, fmt.Errorf("new bpf collector: bad pid %d (want a process id, or -1 for every CPU)", opts.Pid)
@@ -169,9 +189,11 @@ func NewCollector(opts Options) (*Collector, error) {
 		return nil, fmt.Errorf("new bpf collector: find target %d: %w", opts.Pid, err)
 	}
 
-	c := &Collector{opts: opts, nr: len(opts.Events), slice: opts.Slice, byTid: map[int]int{}, nslots: nslots}
+	c := &Collector{opts: opts, nr: len(kevents), kevents: kevents, kidx: kidx, slice: opts.Slice, byTid: map[int]int{}, nslots: nslots}
 	c.retired = make([]perf.Count, c.nr)
-	c.enabled = make([]bool, c.nr)
+	c.enabled = make([]bool, len(opts.Events))
+	c.rawPrev = make([]perf.Count, len(opts.Events))
+	c.gated = make([]perf.Count, len(opts.Events))
 	for i, a := range opts.Events {
 		c.enabled[i] = a.Bits&unix.PerfBitDisabled == 0
 	}
@@ -186,6 +208,31 @@ func NewCollector(opts Options) (*Collector, error) {
 	c.wake, c.quit, c.stopped = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 	go c.consume()
 	return c, nil
+}
+
+// kernelEvents returns the events to open in the kernel for each thread, and for each of
+// opts.Events its index among them. With SwitchAtSnapshots every event counts all the
+// time, so events that differ only in their disabled bit (a virtual PMU's truth copy and
+// its views' copies of one event) are one kernel event, read once per snapshot: a third
+// of the reads per tick and per context switch for eval's two views.
+func kernelEvents(opts Options) ([]unix.PerfEventAttr, []int) {
+	if !opts.SwitchAtSnapshots {
+		return opts.Events, nil
+	}
+	var out []unix.PerfEventAttr
+	idx := make([]int, len(opts.Events))
+	seen := map[unix.PerfEventAttr]int{}
+	for i, a := range opts.Events {
+		a.Bits &^= unix.PerfBitDisabled
+		k, ok := seen[a]
+		if !ok {
+			k = len(out)
+			seen[a] = k
+			out = append(out, a)
+		}
+		idx[i] = k
+	}
+	return out, idx
 }
 
 // load creates the maps and loads the programs.
@@ -470,10 +517,10 @@ func (c *Collector) retireFinished() {
 // appends the slot.
 func (c *Collector) addSlot(tid, cpu, idx int) error {
 	s := &slot{tid: tid, cpu: cpu, last: make([]perf.Count, c.nr), live: true}
-	for i, a := range c.opts.Events {
+	for i, a := range c.kevents {
 		a.Size = uint32(unsafe.Sizeof(a))
 		a.Bits &^= unix.PerfBitInherit | unix.PerfBitDisabled
-		if !c.enabled[i] {
+		if !c.enabled[i] && !c.opts.SwitchAtSnapshots {
 			a.Bits |= unix.PerfBitDisabled
 		}
 		a.Read_format = unix.PERF_FORMAT_TOTAL_TIME_ENABLED | unix.PERF_FORMAT_TOTAL_TIME_RUNNING
@@ -569,7 +616,7 @@ func (c *Collector) Next() (perf.Snapshot, error) {
 				return perf.Snapshot{}, ErrClosed
 			}
 			c.fresh = false
-			s := c.sum()
+			s := c.gate(c.sum())
 			c.mu.Unlock()
 			return s, nil
 		}
@@ -607,11 +654,12 @@ func (c *Collector) sweep() {
 }
 
 // batchGrace is how long after the first tick record of a slice Next waits for the ticks of
-// other CPUs. One thread runs on one CPU at a time, so with one live thread there is
-// nothing to wait for (and the wait, a timer wake-up, costs as much CPU as the rest of a
-// slice). Called with c.mu held.
+// other CPUs. One thread runs on one CPU at a time, so with one live thread found running
+// by the tick there is nothing to wait for (and the wait, a timer wake-up, costs as much
+// CPU as the rest of a slice); a round record (a CPU found none running) may precede the
+// tick of the CPU the thread now runs on. Called with c.mu held.
 func (c *Collector) batchGrace() time.Duration {
-	if c.alive <= 1 && !c.systemWide() {
+	if c.alive <= 1 && !c.systemWide() && !c.firstRound {
 		return 0
 	}
 	return min(c.slice/4, 200*time.Microsecond)
@@ -653,8 +701,12 @@ func (c *Collector) consume() {
 		c.handle(r)
 		// Only a tick ends a slice: an exit (a shell loop's every command) would otherwise
 		// end one too, and a virtual PMU would rotate its schedule at every process exit.
-		if r.Kind == kindTick && !c.fresh {
-			c.fresh, c.firstNs = true, int64(r.TimeNs)
+		// The ticks of one round (every CPU's timer fires within microseconds of the others)
+		// end one slice: a tick record arriving after Next returned its round's snapshot
+		// (another CPU's, late) adds its values to the next slice without ending one.
+		if (r.Kind == kindTick || r.Kind == kindRound) && !c.fresh && int64(r.TimeNs) >= c.roundNs+int64(c.slice)/2 {
+			c.fresh, c.firstNs, c.roundNs = true, int64(r.TimeNs), int64(r.TimeNs)
+			c.firstRound = r.Kind == kindRound
 		}
 		if c.alive == 0 && !c.systemWide() {
 			c.gone = true
@@ -709,6 +761,12 @@ func (c *Collector) handle(r record) {
 		}
 		if r.Kind == kindExit {
 			c.exit(int(r.Slot))
+		}
+	case kindRound:
+		// The values of every thread not running now are already applied (its switch or
+		// exit snapshot): the sums are current as of this tick.
+		if int64(r.TimeNs) > c.lastNs {
+			c.lastNs = int64(r.TimeNs)
 		}
 	case kindFork, kindHeld:
 		tid := int(r.Tid)
@@ -787,9 +845,32 @@ func (c *Collector) final() (perf.Snapshot, error) {
 	if err := c.readSlots(); err != nil {
 		return perf.Snapshot{}, err
 	}
-	s := c.sum()
+	s := c.gate(c.sum())
 	s.TimeNs = monotonicNow()
 	return s, nil
+}
+
+// gate turns the raw sums of a snapshot Next is about to return into what it reports: with
+// SwitchAtSnapshots, each event advances by its raw delta since the previous snapshot if it
+// is enabled now (it was enabled over that slice, as SetEnabled takes effect at the last
+// snapshot returned), and not at all otherwise. Called with c.mu held.
+func (c *Collector) gate(s perf.Snapshot) perf.Snapshot {
+	if !c.opts.SwitchAtSnapshots {
+		return s
+	}
+	raw := s.Counts
+	s.Counts = make([]perf.Count, len(c.kidx))
+	for i, k := range c.kidx {
+		v, p := raw[k], c.rawPrev[i]
+		if c.enabled[i] && v.Value >= p.Value && v.Enabled >= p.Enabled && v.Running >= p.Running {
+			c.gated[i].Value += v.Value - p.Value
+			c.gated[i].Enabled += v.Enabled - p.Enabled
+			c.gated[i].Running += v.Running - p.Running
+		}
+		c.rawPrev[i] = v
+		s.Counts[i] = c.gated[i]
+	}
+	return s
 }
 
 // readSlots reads every event with read(2) into the slots' latest values. Called with
@@ -826,7 +907,8 @@ func (c *Collector) readSlot(s *slot) error {
 }
 
 // ReadNow reads every event with read(2), bypassing BPF, and returns the sums. It is the
-// read() collector's view of the same events, for comparison and tests.
+// read() collector's view of the same events, for comparison and tests. With
+// SwitchAtSnapshots the values are the kernel's, which count all the time.
 func (c *Collector) ReadNow() (perf.Snapshot, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -849,6 +931,13 @@ func (c *Collector) ReadNow() (perf.Snapshot, error) {
 		}
 	}
 	s.TimeNs = monotonicNow()
+	if c.kidx != nil {
+		raw := s.Counts
+		s.Counts = make([]perf.Count, len(c.kidx))
+		for i, k := range c.kidx {
+			s.Counts[i] = raw[k]
+		}
+	}
 	return s, nil
 }
 
@@ -864,14 +953,16 @@ func monotonicNow() int64 {
 }
 
 // SetEnabled enables or disables event i in every thread (or CPU), including threads
-// followed later. It is what a sidecar multiplexing events itself needs.
+// followed later. It is what a sidecar multiplexing events itself needs. With
+// Options.SwitchAtSnapshots it only records the state, which applies to the slice that
+// began at the last snapshot Next returned (see there).
 //
 // Each ioctl on a thread running elsewhere costs a cross-CPU call (tens of µs in a VM), so
 // toggling events of many threads is slow; it runs without holding the lock that following
 // new threads needs.
 func (c *Collector) SetEnabled(i int, on bool) error {
-	if i < 0 || i >= c.nr {
-		return fmt.Errorf("set event %d enabled: out of range [0,%d)", i, c.nr)
+	if i < 0 || i >= len(c.enabled) {
+		return fmt.Errorf("set event %d enabled: out of range [0,%d)", i, len(c.enabled))
 	}
 	c.togMu.Lock()
 	defer c.togMu.Unlock()
@@ -882,6 +973,10 @@ func (c *Collector) SetEnabled(i int, on bool) error {
 		return ErrClosed
 	}
 	c.enabled[i] = on
+	if c.opts.SwitchAtSnapshots {
+		c.mu.Unlock()
+		return nil
+	}
 	type target struct {
 		fd, tid int
 		live    bool

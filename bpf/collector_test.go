@@ -2,6 +2,7 @@ package bpf
 
 import (
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -590,5 +591,127 @@ func TestSetEnabled(t *testing.T) {
 	}
 	if err := c.SetEnabled(3, true); err == nil {
 		t.Error("SetEnabled(3) of 3 events succeeded")
+	}
+}
+
+// TestSlicesOfASleeper runs a target that runs briefly in nearly every slice but is seldom
+// running at the instant of a tick, and checks that it still gets a snapshot for about every
+// slice in which it ran, as the read(2) backend steps every interval in which the target
+// ran: the tick of a CPU that finds no tracked thread running ends the slice all the same
+// when one ran since the last tick (its counts came with its switch snapshot).
+func TestSlicesOfASleeper(t *testing.T) {
+	const slice = 5 * time.Millisecond
+	cmd, in, _ := startHelper(t, "naps")
+	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Events: workEvents(t), Slice: slice})
+	if err != nil {
+		t.Fatalf("NewCollector (requires root): %v", err)
+	}
+	defer c.Close()
+	start := time.Now()
+	in.Write([]byte{'g'})
+	snaps := collectAll(t, c, 20*time.Second)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("helper: %v", err)
+	}
+	wall := time.Since(start)
+	end, err := c.ReadNow()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDeltas(t, snaps, end)
+	// The helper runs at least every napRun+napSleep, so it ran in every slice of its life
+	// (wall/slice of them). Half of that leaves room for a loaded machine; ticks alone
+	// (a snapshot only when the target is running at a tick) gave 1-3 where this gives
+	// 51-55, with 53-55 slices of wall time.
+	if want := int(wall/slice) / 2; len(snaps) < want {
+		t.Errorf("%d snapshots over %v of a target running in every %v slice, want at least %d", len(snaps), wall, slice, want)
+	}
+	// Every slice but the final read(2) one shows the target having run: a slice is not
+	// ended by a tick round in which it did not run.
+	for k := 1; k < len(snaps)-1; k++ {
+		if snaps[k].Counts[evTaskClock].Value == snaps[k-1].Counts[evTaskClock].Value {
+			t.Errorf("snapshot %d of %d: no task-clock since the previous one", k, len(snaps))
+			break
+		}
+	}
+	if d := end.Counts[evContextSwitches].Value; d < napCount {
+		t.Errorf("context switches: %d, want at least %d", d, napCount)
+	}
+	st, err := c.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d snapshots over %v (%d slices of wall time), stats %+v", len(snaps), wall, wall/slice, st)
+}
+
+// TestSwitchAtSnapshots checks Options.SwitchAtSnapshots: an event switched with
+// SetEnabled after each snapshot advances by exactly what an always-on copy of it counted
+// over the slices it was enabled in, and copies of one event are one kernel event.
+func TestSwitchAtSnapshots(t *testing.T) {
+	tc := softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK)
+	pf := softwareAttr(unix.PERF_COUNT_SW_PAGE_FAULTS)
+	tcOff, pfOff := tc, pf
+	tcOff.Bits |= unix.PerfBitDisabled
+	pfOff.Bits |= unix.PerfBitDisabled
+	evs := []unix.PerfEventAttr{tc, pf, tcOff, pfOff, tcOff}
+	cmd, in, _ := startHelper(t, "work")
+	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Events: evs, Slice: 5 * time.Millisecond, SwitchAtSnapshots: true})
+	if err != nil {
+		t.Fatalf("NewCollector (requires root): %v", err)
+	}
+	defer c.Close()
+	if c.nr != 2 {
+		t.Errorf("%d kernel events per thread for copies of 2 events, want 2", c.nr)
+	}
+	in.Write([]byte{'g'})
+	// Event 2 is on in odd slices, 3 in even ones, 4 never; the expected values are summed
+	// here from the always-on events' deltas.
+	on := []bool{true, true, false, false, false}
+	want := make([]perf.Count, len(evs))
+	var prev perf.Snapshot
+	var n int
+	for ; ; n++ {
+		s, err := c.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range evs {
+			src := i
+			if i >= 2 {
+				src = i % 2
+			}
+			if on[i] {
+				d := s.Counts[src]
+				if n > 0 {
+					d = d.Sub(prev.Counts[src])
+				}
+				want[i].Value += d.Value
+				want[i].Enabled += d.Enabled
+				want[i].Running += d.Running
+			}
+			if s.Counts[i] != want[i] {
+				t.Fatalf("snapshot %d event %d: %+v, want %+v", n, i, s.Counts[i], want[i])
+			}
+		}
+		prev = s
+		on[2], on[3] = n%2 == 0, n%2 == 1
+		for i := 2; i < 4; i++ {
+			if err := c.SetEnabled(i, on[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("helper: %v", err)
+	}
+	if n < 4 || want[2].Value == 0 || want[3].Value == 0 || want[2].Value >= prev.Counts[0].Value {
+		t.Errorf("%d snapshots, switched task-clock %d of %d, page faults %d: want some slices on and some off",
+			n, want[2].Value, prev.Counts[0].Value, want[3].Value)
+	}
+	if prev.Counts[4] != (perf.Count{}) {
+		t.Errorf("never-enabled copy: %+v, want zeros", prev.Counts[4])
 	}
 }

@@ -72,6 +72,10 @@ func TestMain(m *testing.M) {
 		waitGo()
 		work(100, childGetppid, 0, 0)
 		os.Exit(0)
+	case "naps":
+		waitGo()
+		helperNaps()
+		os.Exit(0)
 	case "spin":
 		helperSpin()
 	case "sleep":
@@ -136,6 +140,37 @@ func work(pages, getppid, sleeps int, spin time.Duration) {
 		}
 	}
 	unix.Munmap(mem)
+}
+
+// The "naps" helper runs napCount times for napRun of CPU time and sleeps napSleep: it
+// runs in nearly every slice of a few milliseconds, but seldom at the instant of a tick.
+const (
+	napCount = 80
+	napRun   = 200 * time.Microsecond
+	napSleep = 3 * time.Millisecond
+)
+
+func helperNaps() {
+	for range napCount {
+		spinCPU(napRun)
+		unix.Nanosleep(&unix.Timespec{Nsec: napSleep.Nanoseconds()}, nil)
+	}
+}
+
+// spinCPU spins for d of this thread's CPU time (wall time would fall short on a busy
+// machine).
+func spinCPU(d time.Duration) {
+	cpu := func() time.Duration {
+		var ts unix.Timespec
+		unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+		return time.Duration(ts.Nano())
+	}
+	end := cpu() + d
+	for x := 0; cpu() < end; {
+		for range 1000 {
+			x++
+		}
+	}
 }
 
 // helperThreads starts threadWorkers new OS threads after the go signal; each prints its

@@ -16,6 +16,7 @@ const (
 	kindGone   = 4 // a pending thread exited before its events were opened
 	kindHeld   = 5 // as kindFork, for a new process held stopped until it is continued
 	kindSwitch = 6 // snapshot of a thread leaving its CPU (not a slice boundary)
+	kindRound  = 7 // a tick found no tracked thread running, but one ran since the last: a slice boundary without values
 )
 
 // maxEvents is MAX_EVENTS in snapshot.c: the most events per thread or CPU.
@@ -63,7 +64,7 @@ func decodeRecord(b []byte, vals []perf.Count) (record, error) {
 	nr := int(le.Uint16(b[18:]))
 	switch r.Kind {
 	case kindTick, kindExit, kindSwitch:
-	case kindFork, kindGone, kindHeld:
+	case kindFork, kindGone, kindHeld, kindRound:
 		if nr != 0 {
 			return record{}, fmt.Errorf("decode notice of kind %d: has %d values", r.Kind, nr)
 		}

@@ -42,7 +42,7 @@ func TestDecodeRecord(t *testing.T) {
 	if _, err := decodeRecord(bad, nil); err == nil {
 		t.Error("unknown kind decoded")
 	}
-	for _, k := range []uint16{kindFork, kindGone, kindHeld} {
+	for _, k := range []uint16{kindFork, kindGone, kindHeld, kindRound} {
 		notice := encodeRecord(record{Kind: k, Tid: 7, Slot: 6, Vals: []perf.Count{{}}})
 		if _, err := decodeRecord(notice, nil); err == nil {
 			t.Errorf("notice of kind %d with values decoded", k)

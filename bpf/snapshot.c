@@ -41,6 +41,7 @@ enum kind {
 	KIND_GONE = 4, // a thread exited before user space opened its events
 	KIND_HELD = 5, // as KIND_FORK, for a new process stopped until user space continues it
 	KIND_SWITCH = 6, // snapshot of a thread leaving its CPU (not a slice boundary)
+	KIND_ROUND = 7,  // a slice tick found no tracked thread running, but one ran since the last
 };
 
 enum stat {
@@ -101,6 +102,16 @@ struct {
 	__type(value, __u32);
 	__uint(max_entries, 1);
 } held SEC(".maps");
+
+// ran is set when a tracked thread leaves its CPU (or exits) and cleared by the next slice
+// tick, which then ends the slice even if it finds no tracked thread running: the thread's
+// counts are already in the ring (its switch snapshot), so the slice can end on time.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} ran SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -184,7 +195,22 @@ static __always_inline void notice(__u32 tid, __u32 slot, __u16 kind)
 		count(STAT_DROPS);
 }
 
-// on_tick runs on the slice timer (a cpu-clock sampling event on every CPU).
+static __always_inline void mark_ran(void)
+{
+	__u32 zero = 0;
+	__u32 *r = bpf_map_lookup_elem(&ran, &zero);
+	if (r && !*r)
+		*r = 1;
+}
+
+// on_tick runs on the slice timer (a cpu-clock sampling event on every CPU, all started
+// together, so one round of ticks is one slice boundary). A tick that finds a tracked
+// thread running snapshots it; one that finds none ends the slice all the same (a header
+// only, KIND_ROUND) if a tracked thread ran since the last tick, as the read(2) backend
+// ends a slice every interval in which the target ran at all. Without it a target that
+// seldom runs at a tick (one that mostly sleeps) got a slice per several intervals.
+// Clearing ran is not atomic: two CPUs may both end the round; user space treats the
+// boundaries of one round as one.
 SEC("perf_event")
 int on_tick(void *ctx)
 {
@@ -194,9 +220,18 @@ int on_tick(void *ctx)
 		snapshot(tid, bpf_get_smp_processor_id(), KIND_TICK, BPF_RB_FORCE_WAKEUP);
 		return 0;
 	}
+	__u32 zero = 0;
+	__u32 *r = bpf_map_lookup_elem(&ran, &zero);
 	__u32 *slot = bpf_map_lookup_elem(&threads, &tid);
-	if (!slot || *slot == SLOT_PENDING)
+	if (!slot || *slot == SLOT_PENDING) {
+		if (r && *r) {
+			*r = 0;
+			notice(tid, SLOT_PENDING, KIND_ROUND);
+		}
 		return 0;
+	}
+	if (r && *r)
+		*r = 0;
 	snapshot(tid, *slot, KIND_TICK, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
@@ -219,6 +254,7 @@ int on_switch(void *ctx)
 	// the consumer for a default-flag record only when it has read everything before it,
 	// so the tick and exit records force their wake-up.
 	snapshot(tid, *slot, KIND_SWITCH, BPF_RB_NO_WAKEUP);
+	mark_ran();
 	return 0;
 }
 
@@ -237,6 +273,7 @@ int on_exit(void *ctx)
 		notice(tid, SLOT_PENDING, KIND_GONE);
 	else
 		snapshot(tid, *slot, KIND_EXIT, BPF_RB_FORCE_WAKEUP);
+	mark_ran();
 	bpf_map_delete_elem(&threads, &tid);
 	bpf_map_delete_elem(&held, &tid);
 	return 0;

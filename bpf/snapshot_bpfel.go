@@ -40,6 +40,7 @@ type snapshotRecord struct {
 const (
 	snapshotMapEvents        = "events"
 	snapshotMapHeld          = "held"
+	snapshotMapRan           = "ran"
 	snapshotMapRecords       = "records"
 	snapshotMapScratch       = "scratch"
 	snapshotMapStats         = "stats"
@@ -111,6 +112,7 @@ type snapshotProgramSpecs struct {
 type snapshotMapSpecs struct {
 	Events  *ebpf.MapSpec `ebpf:"events"`
 	Held    *ebpf.MapSpec `ebpf:"held"`
+	Ran     *ebpf.MapSpec `ebpf:"ran"`
 	Records *ebpf.MapSpec `ebpf:"records"`
 	Scratch *ebpf.MapSpec `ebpf:"scratch"`
 	Stats   *ebpf.MapSpec `ebpf:"stats"`
@@ -150,6 +152,7 @@ func (o *snapshotObjects) Close() error {
 type snapshotMaps struct {
 	Events  *ebpf.Map `ebpf:"events"`
 	Held    *ebpf.Map `ebpf:"held"`
+	Ran     *ebpf.Map `ebpf:"ran"`
 	Records *ebpf.Map `ebpf:"records"`
 	Scratch *ebpf.Map `ebpf:"scratch"`
 	Stats   *ebpf.Map `ebpf:"stats"`
@@ -160,6 +163,7 @@ func (m *snapshotMaps) Close() error {
 	return _SnapshotClose(
 		m.Events,
 		m.Held,
+		m.Ran,
 		m.Records,
 		m.Scratch,
 		m.Stats,

@@ -18,7 +18,7 @@ func BPFSnapshots(attrs []perf.Attr, pid int, slice time.Duration) (vpmu.Switcha
 	for i, a := range attrs {
 		ua[i] = toUnix(a)
 	}
-	return bpf.NewCollector(bpf.Options{Pid: pid, Threads: true, HoldProcesses: true, Events: ua, Slice: slice})
+	return bpf.NewCollector(bpf.Options{Pid: pid, Threads: true, HoldProcesses: true, SwitchAtSnapshots: true, Events: ua, Slice: slice})
 }
 
 // toUnix converts an attr to x/sys's type through the kernel byte layout both mirror.
