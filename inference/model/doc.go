@@ -13,7 +13,7 @@
 // before that, the never-counted term's diffuse prior would absorb the others' errors.
 //
 // Time: each free rate follows an AR(1) walk around its level (a recent average of its
-// counts), persistence 0.95 by default. The walk's steps are learned online, relative to
+// counts), persistence 0.98 by default. The walk's steps are learned online, relative to
 // each rate's level (a busy phase may move more than a quiet one, as in a log-space
 // walk, while the state stays linear so that sums stay exact): per event a volatility
 // from changes between its readings, and, with Options.Correlated, between events a

@@ -26,9 +26,11 @@ type Options struct {
 	Volatility float64
 	// Reversion pulls every rate towards its level (a recent average of its counts)
 	// between slices: the walk is x_t − μ = (1 − Reversion)(x_{t−1} − μ) + w_t. 0 means
-	// 0.05; a negative value learns it per event from one-slice changes against the
-	// spread around the level (on the traces in testdata, the fixed default does
-	// better: the learned value is noisy and its bias costs more than it gains).
+	// 0.02 (0.05 did as well on the real-program traces and worse on the live ones,
+	// whose phases outlast the gaps between an event's readings); a negative value
+	// learns it per event from one-slice changes against the spread around the level
+	// (on the traces in testdata, the fixed default does better: the learned value is
+	// noisy and its bias costs more than it gains).
 	Reversion float64
 	// Correlated learns correlations between the steps of events' walks, from pairs
 	// counted together in two consecutive slices (see learner.fitFactors). Off by
@@ -78,7 +80,7 @@ func (o Options) withDefaults() Options {
 }
 
 // defaultReversion is Options.Reversion's default.
-const defaultReversion = 0.05
+const defaultReversion = 0.02
 
 const nonnegAt = -1.0
 
