@@ -21,7 +21,11 @@
 // common factor so that it is positive definite and extends to pairs the schedule
 // never counts together (off by default: see Options.Correlated). A Student-t scale mixture on
 // each counted rate's step (the variational Student-t filter) absorbs bursts that the
-// Gaussian walk would call impossible.
+// Gaussian walk would call impossible; a burst's variance is sized by the step but never
+// below the reading's noise, so that a rate asleep at zero, whose learned step is nil,
+// still wakes on its first reading of a new phase; it widens the step out of the slice
+// as well as the step into it, so that the next reading, not the walk, says whether the
+// rate stays up.
 //
 // Activity: a rate's level need not be constant. Events that the schedule counts in
 // (nearly) every slice, as fixed counters are, are known in every slice; per free rate

@@ -25,6 +25,8 @@ type learner struct {
 	statN        []float64
 	a            []float64 // persistence of each component in the current slice
 	lam          []float64 // Student-t precision scale of each component's step
+	rnoise       []float64 // per component the noise variance of this slice's reading (0: none)
+	burst        []float64 // per component the burst variance of the previous slice's step
 	fixedA       float64   // persistence forced by Options.Reversion, or -1 to learn it
 	logc80       float64   // log interval scales learned by calibrate
 	qs           []float64 // per component step standard deviation used this slice
@@ -99,6 +101,8 @@ func (l *learner) init(k, n int, opt Options) {
 	l.statN = make([]float64, k)
 	l.a = make([]float64, k)
 	l.lam = make([]float64, k)
+	l.rnoise = make([]float64, k)
+	l.burst = make([]float64, k)
 	l.fixedA = -1
 	if opt.Reversion > 0 {
 		l.fixedA = 1 - opt.Reversion
