@@ -24,6 +24,20 @@
 // `bayesperf eval --collector bpf` was worse than with --collector read in 8 pairs of runs
 // out of 8 (0.11-0.19 against 0.07-0.11); with it, 0.10-0.14 against 0.08-0.15.
 //
+// A slice ends at every round of ticks in which the target ran, as the read(2) backend
+// steps every interval in which it ran: a tick that finds a tracked thread running
+// snapshots it, and a tick that finds none ends the slice all the same (a header-only
+// round record) if a tracked thread left its CPU or exited since the previous tick, since
+// the values of a thread not running are those of its switch snapshot, already sent.
+// Every CPU's timer fires within microseconds of the others, so the ticks of one round
+// (within half a slice of the first) end one slice; a round with no tracked thread run
+// ends none. When a slice was ended by a round record, Next waits briefly for the ticks
+// of the other CPUs, on one of which a tracked thread may be running. Before, only a tick
+// finding a tracked thread running ended a slice, so a target that mostly sleeps got one
+// slice per many intervals: `bayesperf workload sleep` got 41-409 slices against 834-986
+// through read(2), a target running 200µs every 3ms (TestSlicesOfASleeper) 1-3 slices for
+// 55 intervals of wall time, now 51-55.
+//
 // Events opened with inherit=1 cannot be read from BPF, so tasks are followed explicitly:
 // a sched_process_fork tracepoint program marks every task created by a tracked one
 // (thread or child process, as perf's inherit follows both) as pending in the kernel, so
@@ -81,26 +95,51 @@
 //
 // SetEnabled (for a sidecar that multiplexes events itself) costs one ioctl per followed
 // thread, and an ioctl on a thread running on another CPU is a cross-CPU call: with 80 busy
-// threads on 2 vCPUs that made a few toggles per slice take milliseconds. A virtual PMU over
-// software events could instead keep every copy on and count a view's event only in the
-// slices it schedules it, which gives the same observations without any ioctl.
+// threads on 2 vCPUs that made a few toggles per slice take milliseconds. It also lags the
+// snapshot it follows by the collector's wake-up and those ioctls, so a virtual PMU
+// rotating its copies at every snapshot saw a copy count a little past the end of its turn
+// and miss the start of the next: on `bayesperf workload sleep`, 5-33% of what single
+// events (context-switches, cpu-migrations, the read and close syscalls) counted in their
+// turns was misplaced, against under 5% with the read(2) backend, whose switches follow
+// its reads within microseconds. Options.SwitchAtSnapshots (which eval uses) does without
+// both: every event counts in the kernel all the time, and the collector advances an event
+// by its delta over a slice only if it was enabled for that slice, so a view's copy counts
+// over exactly the slices it was scheduled in. Copies that differ only in the disabled bit
+// are then one kernel event (eval's truth copy and two view copies of each event: a third
+// of the reads per tick and per context switch).
 // Snapshots are cumulative, so a late Next loses nothing: its snapshot covers several
 // slices. A running thread's values are those of its last tick, so what it counted since
 // shows up in the next slice; with one thread this is at most the part of a slice it ran
 // after the tick.
 //
-// Estimates through BPF against read(2), 8 pairs of `bayesperf eval --counters 3` runs on
-// the shell loop of TestEvalBPFMatchesRead (8 events, 4ms slices): bayesperf's wape median
-// 0.166 against 0.138 (BPF worse in 5 pairs of 8), bayesperf-rr 0.142 against 0.100, linux
-// 0.076 against 0.074 (5 of 8). Two fixes got them there: the switch snapshots above, and
-// ending slices at ticks only (a thread's exit used to end one too, so the virtual PMU
-// rotated at every command's exit; before both, bayesperf's mean wape was 0.36 against
-// 0.19, BPF worse in 7 pairs of 8). What is left is within the runs' spread, which these
-// runs cannot resolve; one remaining difference is that a BPF slice ends only at a tick
-// that finds a tracked thread running, as the kernel's own rotation of a task context
-// does, where the read(2) backend steps on a timer whenever the target ran at all (fewer,
-// longer slices through BPF: 92-149 against 118-207). The view toggles also lag the tick
-// by the collector's wake-up plus an ioctl per followed thread.
+// Estimates through BPF against read(2) (`bayesperf eval -e DEMO_EVENTS --counters 4
+// --fixed task-clock --collector bpf|read -- bayesperf workload W --duration 3s`,
+// alternately, medians over pairs of runs of bayesperf's median WAPE over events): on the
+// mixed workload 0.232 against 0.299 over 10 pairs (BPF better in 10 of 10; 900 slices
+// against 832), on the sleep workload 0.194 against 0.228 (BPF better in 7 of 10; 1016
+// slices against 946). The linux estimator gains most (median WAPE 0.352 against 0.486
+// and 0.256 against 0.337), as the views now count over exactly their slices, so the
+// error reductions, relative to linux in the same run, are lower through BPF (bayesperf
+// 1.50 against 1.53 and 1.27 against 1.28; bayesperf-rr 0.87 against 1.05 and 0.93
+// against 1.11). On the shell loop of TestEvalBPFMatchesRead (8 events, --counters 3, 8
+// pairs, 6-10 intervals a run) bayesperf's median WAPE was 0.081 against 0.071, linux
+// 0.066 against 0.073: within those short runs' spread. Before the round records and
+// SwitchAtSnapshots, on the same two workloads: 0.526 against 0.400 (mixed, 4 pairs, 410
+// slices against 824) and 0.555 against 0.247 (sleep, 212 slices against 912). Earlier
+// still, the switch snapshots and ending slices at ticks only, not at a thread's exit
+// (the virtual PMU rotated at every command's exit), had taken the shell loop's bayesperf
+// mean WAPE from 0.36 against 0.19 to 0.166 against 0.138. TestEvalBPFEstimatesAtLeastRead
+// in test/ checks the mixed workload over 5 pairs.
+//
+// Both collectors perturb the target, and a target switching often more through BPF: the
+// sleep workload made 284-332k context switches in 3s under `perf stat`, 118-197k under
+// `eval --collector read`, 99-127k under `--collector bpf`. The switch snapshot is what
+// BPF adds there: 1.8µs per run of on_switch (kernel BPF stats, 134k runs in one such
+// run, 0.24s of CPU in 3s), each reading every event of the thread (25 for eval's 24
+// events; 73 before copies were merged). The read(2) backend instead reads every event
+// of a running target with a cross-CPU call at every slice. The mixed workload switches
+// less (21-23k natively, 10-20k under either collector) and got more CPU through BPF
+// (task-clock 2.1-2.6s against 1.7-2.7s).
 //
 // # Costs (2-core VM, kernel 6.18, a busy single-threaded target, 1ms slices)
 //
