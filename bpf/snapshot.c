@@ -236,6 +236,14 @@ int on_tick(void *ctx)
 	return 0;
 }
 
+// TP_COUNT is what a tracepoint program returns: the kernel counts the tracepoint in perf
+// events (anyone's: a tool's sched:sched_switch, eval's truth copies) only if the programs
+// attached to it return non-zero. Returning 0 made sched:sched_switch and
+// sched:sched_process_exit count nothing, machine-wide, while a collector ran. The
+// snapshot a program takes precedes that count, so a thread's sched_switch count of the
+// switch it snapshots reaches user space with its next snapshot.
+#define TP_COUNT 1
+
 // on_switch runs as a tracked thread leaves its CPU (sched_switch runs in the thread that
 // is switched out, before its events are scheduled out): without it, a thread that is not
 // running at a tick (a shell waiting for its child) would report what it counted only at
@@ -244,18 +252,18 @@ SEC("tracepoint/sched/sched_switch")
 int on_switch(void *ctx)
 {
 	if (system_wide)
-		return 0;
+		return TP_COUNT;
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u32 *slot = bpf_map_lookup_elem(&threads, &tid);
 	if (!slot || *slot == SLOT_PENDING)
-		return 0;
+		return TP_COUNT;
 	// No wake-up: user space needs it only with the next tick's record, which wakes it
 	// (a wake-up per context switch would cost more than the snapshots). The kernel wakes
 	// the consumer for a default-flag record only when it has read everything before it,
 	// so the tick and exit records force their wake-up.
 	snapshot(tid, *slot, KIND_SWITCH, BPF_RB_NO_WAKEUP);
 	mark_ran();
-	return 0;
+	return TP_COUNT;
 }
 
 // on_exit runs in the exiting thread, before the kernel detaches its perf events, so the
@@ -264,11 +272,11 @@ SEC("tracepoint/sched/sched_process_exit")
 int on_exit(void *ctx)
 {
 	if (system_wide)
-		return 0;
+		return TP_COUNT;
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u32 *slot = bpf_map_lookup_elem(&threads, &tid);
 	if (!slot)
-		return 0;
+		return TP_COUNT;
 	if (*slot == SLOT_PENDING)
 		notice(tid, SLOT_PENDING, KIND_GONE);
 	else
@@ -276,7 +284,7 @@ int on_exit(void *ctx)
 	mark_ran();
 	bpf_map_delete_elem(&threads, &tid);
 	bpf_map_delete_elem(&held, &tid);
-	return 0;
+	return TP_COUNT;
 }
 
 // on_fork marks a task created by a tracked thread as pending right away, so that the tasks
@@ -285,17 +293,17 @@ SEC("tracepoint/sched/sched_process_fork")
 int on_fork(void *ctx)
 {
 	if (system_wide || !follow_forks)
-		return 0;
+		return TP_COUNT;
 	__u32 parent = (__u32)bpf_get_current_pid_tgid();
 	if (!bpf_map_lookup_elem(&threads, &parent))
-		return 0;
+		return TP_COUNT;
 	__s32 child = 0;
 	if (bpf_probe_read_kernel(&child, sizeof(child), (char *)ctx + fork_child_off) || child <= 0)
-		return 0;
+		return TP_COUNT;
 	__u32 key = (__u32)child, pending = SLOT_PENDING;
 	bpf_map_update_elem(&threads, &key, &pending, BPF_NOEXIST);
 	notice(key, parent, KIND_FORK);
-	return 0;
+	return TP_COUNT;
 }
 
 // The two fields of the kernel's task_struct that on_fork_hold reads, relocated to the
