@@ -114,22 +114,27 @@
 //
 // Estimates through BPF against read(2) (`bayesperf eval -e DEMO_EVENTS --counters 4
 // --fixed task-clock --collector bpf|read -- bayesperf workload W --duration 3s`,
-// alternately, medians over pairs of runs of bayesperf's median WAPE over events): on the
-// mixed workload 0.232 against 0.299 over 10 pairs (BPF better in 10 of 10; 900 slices
-// against 832), on the sleep workload 0.194 against 0.228 (BPF better in 7 of 10; 1016
-// slices against 946). The linux estimator gains most (median WAPE 0.352 against 0.486
-// and 0.256 against 0.337), as the views now count over exactly their slices, so the
-// error reductions, relative to linux in the same run, are lower through BPF (bayesperf
-// 1.50 against 1.53 and 1.27 against 1.28; bayesperf-rr 0.87 against 1.05 and 0.93
-// against 1.11). On the shell loop of TestEvalBPFMatchesRead (8 events, --counters 3, 8
-// pairs, 6-10 intervals a run) bayesperf's median WAPE was 0.081 against 0.071, linux
-// 0.066 against 0.073: within those short runs' spread. Before the round records and
-// SwitchAtSnapshots, on the same two workloads: 0.526 against 0.400 (mixed, 4 pairs, 410
-// slices against 824) and 0.555 against 0.247 (sleep, 212 slices against 912). Earlier
-// still, the switch snapshots and ending slices at ticks only, not at a thread's exit
-// (the virtual PMU rotated at every command's exit), had taken the shell loop's bayesperf
-// mean WAPE from 0.36 against 0.19 to 0.166 against 0.138. TestEvalBPFEstimatesAtLeastRead
-// in test/ checks the mixed workload over 5 pairs.
+// alternately; medians over pairs of runs of bayesperf's median WAPE over events, then of
+// its mean WAPE): mixed 0.204 against 0.274 and 0.274 against 0.346 (6 pairs), sleep
+// 0.170 against 0.189 and 0.447 against 0.485 (6), syscalls 0.171 against 0.251 (4),
+// memory 0.300 against 0.376 (4), fork 0.218 against 0.354 (4); on the shell loop of
+// TestEvalBPFMatchesRead (8 events, --counters 3, 12 pairs of 6-10 intervals) 0.100
+// against 0.101. Slices: 893 against 812 (mixed), 1014 against 975 (sleep). The linux
+// estimator gains too, as the views now count over exactly their slices, so the error
+// reductions, relative to linux in the same run, move less (bayesperf 1.89 against 1.64
+// on mixed, 0.91 against 1.03 on fork). Before the round records, SwitchAtSnapshots and
+// tracepoint programs that let their tracepoints count (below; sched:sched_switch's truth
+// was 0 through BPF): 0.526 against 0.400 (mixed, 4 pairs, 410 slices against 824) and
+// 0.555 against 0.247 (sleep, 212 slices against 912). Earlier still, the switch
+// snapshots and ending slices at ticks only, not at a thread's exit (the virtual PMU
+// rotated at every command's exit), had taken the shell loop's bayesperf mean WAPE from
+// 0.36 against 0.19 to 0.166 against 0.138. TestEvalBPFEstimatesAtLeastRead in test/
+// checks the mixed workload over 5 pairs.
+//
+// The tracepoint programs (sched_switch, sched_process_exit, sched_process_fork) return
+// 1: the kernel passes a tracepoint hit on to perf events only if the programs attached
+// to it return non-zero, and with 0, sched:sched_switch and sched:sched_process_exit
+// counted nothing machine-wide while a collector ran (TestTracepointsStillCount).
 //
 // Both collectors perturb the target, and a target switching often more through BPF: the
 // sleep workload made 284-332k context switches in 3s under `perf stat`, 118-197k under
