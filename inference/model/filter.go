@@ -18,6 +18,9 @@ func (md *Model) Observe(s inference.Slice) error {
 		return fmt.Errorf("observe slice %d: bad duration %g", s.Index, d)
 	}
 	k := md.k
+	if len(md.clocks) > 0 {
+		s = md.withClocks(s)
+	}
 	// Gather measurements first, so that a bad reading rejects the slice untouched.
 	md.obs = md.obs[:0]
 	for _, r := range s.Readings {
@@ -471,4 +474,32 @@ func median(v []float64) float64 {
 		}
 	}
 	return c[len(c)/2]
+}
+
+// withClocks returns s with every clock event (Options.Clocks) counted whole, its count
+// the slice's enabled time (the longest Enabled of its readings); s itself is not
+// changed. A slice without enabled times is returned as it is.
+func (md *Model) withClocks(s inference.Slice) inference.Slice {
+	var en uint64
+	for _, r := range s.Readings {
+		en = max(en, r.Enabled)
+	}
+	if en == 0 {
+		return s
+	}
+	md.cbuf = append(md.cbuf[:0], s.Readings...)
+	for _, c := range md.clocks {
+		r := inference.Reading{Event: inference.EventID(c), Count: en, Enabled: en, Running: en}
+		found := false
+		for j := range md.cbuf {
+			if int(md.cbuf[j].Event) == c {
+				md.cbuf[j], found = r, true
+			}
+		}
+		if !found {
+			md.cbuf = append(md.cbuf, r)
+		}
+	}
+	s.Readings = md.cbuf
+	return s
 }

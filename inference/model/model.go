@@ -46,6 +46,15 @@ type Options struct {
 	NoActivity bool
 	// AllowNegative drops the non-negativity of counts.
 	AllowNegative bool
+	// Clocks names events whose count over any span is the time their target ran, which
+	// every reading's Enabled carries: task-clock of a task target (a task's context
+	// time, hence its events' time_enabled, advances only while it runs, and task-clock
+	// counts exactly that). Observe takes such an event as counted whole in every slice
+	// with the slice's enabled time as its count, whether or not a counter held it: the
+	// value is known, and an event known in every slice is what activity levels need.
+	// Only for readings that carry Enabled (slices of the virtual PMU, or any task
+	// target's); a slice whose readings have none is left as it is.
+	Clocks []string
 	// History is the number of recent slices whose covariances are kept for smoothing;
 	// older slices keep only per-event means and variances (intervals over them are
 	// then conservative), smoothed as far as a reader's Estimate had smoothed them,
@@ -131,6 +140,9 @@ type Model struct {
 	nl    []nonlin
 
 	same [][2]int // events listed twice: (copy, first)
+
+	clocks []int               // Options.Clocks, by index
+	cbuf   []inference.Reading // scratch: a slice's readings with the clocks filled in
 
 	// Dropped lists the relations the model could not use, with the reason.
 	Dropped []string
@@ -240,6 +252,13 @@ func New(events []string, rels []relation.Relation, opt Options) (*Model, error)
 		return nil, err
 	}
 	m.names = slices.Clone(events)
+	for _, c := range opt.Clocks {
+		i, ok := idx[c]
+		if !ok {
+			return nil, fmt.Errorf("build model: clock event %q is not in the run", c)
+		}
+		m.clocks = append(m.clocks, i)
+	}
 	m.nl = nls
 	m.same = same
 	m.Dropped = append(dropped, m.Dropped...)

@@ -83,13 +83,31 @@ func (s *Stage) newCorrection(descs []perf.EventDesc, names []string, rels []rel
 		k.sched = "kernel"
 	}
 	if s.Infer {
-		md, err := model.New(names, rels, model.Options{})
+		md, err := model.New(names, rels, model.Options{Clocks: clockEvents(descs, names)})
 		if err != nil {
 			return nil, fmt.Errorf("build bayesperf model: %w", err)
 		}
 		k.md = md
 	}
 	return k, nil
+}
+
+// clockEvents names the events that count their target's running time: task-clock,
+// unless it excludes user or kernel time (perf stat sets exclude_guest, which a task's
+// own clock does not care about). The virtual PMU's targets are tasks, and a task event's
+// time_enabled advances only while the task runs, so the enabled time of every slice
+// is task-clock's count whether a virtual counter held it or not (the tool's own
+// scaling of a multiplexed task-clock relies on the same fact). Telling the model
+// makes task-clock known in every slice, which also gives the other events an
+// activity to scale with (model.Options.Clocks).
+func clockEvents(descs []perf.EventDesc, names []string) []string {
+	var out []string
+	for i, d := range descs {
+		if i < len(names) && d.Attr.Type == perf.TypeSoftware && d.Attr.Config == perf.SWTaskClock && d.Attr.Flags&(perf.FlagExcludeUser|perf.FlagExcludeKern) == 0 {
+			out = append(out, names[i])
+		}
+	}
+	return out
 }
 
 // feed gives the estimators the slices of steps and adds up the truth.
