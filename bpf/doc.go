@@ -137,14 +137,19 @@
 // counted nothing machine-wide while a collector ran (TestTracepointsStillCount).
 //
 // Both collectors perturb the target, and a target switching often more through BPF: the
-// sleep workload made 284-332k context switches in 3s under `perf stat`, 118-197k under
-// `eval --collector read`, 99-127k under `--collector bpf`. The switch snapshot is what
-// BPF adds there: 1.8µs per run of on_switch (kernel BPF stats, 134k runs in one such
-// run, 0.24s of CPU in 3s), each reading every event of the thread (25 for eval's 24
-// events; 73 before copies were merged). The read(2) backend instead reads every event
-// of a running target with a cross-CPU call at every slice. The mixed workload switches
-// less (21-23k natively, 10-20k under either collector) and got more CPU through BPF
-// (task-clock 2.1-2.6s against 1.7-2.7s).
+// sleep workload (threads of one process waking each other) made 284-332k context
+// switches in 3s under `perf stat`, 118-197k under `eval --collector read`, 99-127k under
+// `--collector bpf`. Most of that is the per-thread events themselves, not the programs:
+// `perf stat -p` of the running workload, which opens every thread's events separately
+// as this package must, let it make 34-39k switches a second against 79-93k for `perf
+// stat` of the command (inherited events, no BPF in either). The kernel switches between
+// threads whose event contexts are clones of one inherited context by swapping the
+// contexts, without scheduling every event out and in; separately opened events get no
+// such shortcut. The switch snapshot adds 1.8µs per run of on_switch (kernel BPF stats,
+// 134k runs, 0.24s of CPU in a 3s run), reading every event of the thread (25 for eval's
+// 24 events; 73 before copies were merged). The mixed workload switches less (21-23k
+// natively, 10-20k under either collector) and got more CPU through BPF (task-clock
+// 2.1-2.6s against 1.7-2.7s).
 //
 // # Costs (2-core VM, kernel 6.18, a busy single-threaded target, 1ms slices)
 //
