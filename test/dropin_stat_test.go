@@ -352,10 +352,13 @@ func TestDropinOverflowSignals(t *testing.T) {
 	}
 	ns, nr := parse(n.stdout)
 	gs, gr := parse(r.stdout)
-	// Both are CPU-time driven on a shared VM: within a factor of two.
+	// Both run for 300 ms of CPU time, and signals come per 2 ms of it: a loaded machine
+	// changes neither. Reads per CPU time vary with cache and scheduling: within a
+	// factor of two.
 	if gs < ns/2 || gr < nr/2 {
-		t.Errorf("through bayesperf %v signals and %v reads in 300 ms, natively %v and %v", gs, gr, ns, nr)
+		t.Errorf("through bayesperf %v signals and %v reads in 300 ms of CPU, natively %v and %v", gs, gr, ns, nr)
 	}
+	t.Logf("through bayesperf %v signals and %v reads in 300 ms of CPU, natively %v and %v", gs, gr, ns, nr)
 	if st.SelfReads < uint64(gr) || st.PassthroughReads != 0 {
 		t.Errorf("stats %+v: want the %v reads answered as self-counting reads", st, gr)
 	}
