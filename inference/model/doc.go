@@ -28,7 +28,9 @@
 // rate stays up.
 //
 // Activity: a rate's level need not be constant. Events that the schedule counts in
-// (nearly) every slice, as fixed counters are, are known in every slice; per free rate
+// (nearly) every slice, as fixed counters are, are known in every slice (so are
+// Options.Clocks, task-clock of a task target, whose count is every slice's enabled
+// time: the model takes it as counted whether a counter held it or not); per free rate
 // the model learns whether it is better predicted as a ratio of one of them (the
 // survey statistician's ratio estimator: page faults per unit of task-clock, data reads
 // per instruction) than as a constant, and if so its level in a slice is that ratio
