@@ -107,6 +107,7 @@
 // over exactly the slices it was scheduled in. Copies that differ only in the disabled bit
 // are then one kernel event (eval's truth copy and two view copies of each event: a third
 // of the reads per tick and per context switch).
+//
 // Snapshots are cumulative, so a late Next loses nothing: its snapshot covers several
 // slices. A running thread's values are those of its last tick, so what it counted since
 // shows up in the next slice; with one thread this is at most the part of a slice it ran
