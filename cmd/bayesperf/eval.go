@@ -29,7 +29,7 @@ const traceFormat = "a trace is a CSV file: a header naming the events, then one
 
 const evalUsage = `usage:
   bayesperf eval -e EVENTS --counters N [--fixed EVENTS] [-I MS] [--relations FILE]
-                 [--collector read|bpf] [--mux-interval D] [--save-trace FILE]
+                 [--collector auto|read|bpf] [--mux-interval D] [--save-trace FILE]
                  [--online] [--json] [--plot FILE] -- CMD ARGS...
   bayesperf eval --trace FILE.csv --counters N [--fixed EVENTS] [--window K]
                  [--relations FILE] [--time-column NAME] [--online] [--json] [--plot FILE]
@@ -37,6 +37,9 @@ const evalUsage = `usage:
 Live mode runs CMD with every event opened for it and multiplexes them on a virtual PMU
 of N counters (plus the --fixed events, which always count), exactly as the kernel
 rotates flexible groups, while a hidden always-on copy of every event records the truth.
+The copies are read at every slice boundary by a BPF program in the kernel when this
+process can load one (root, or CAP_BPF and CAP_PERFMON), otherwise with read(2); the
+table and --json say which (--collector forces one).
 Replay mode reads a CSV of exact per-slice counts and simulates the kernel's round robin.
 Every estimator (linux, fixed, linear, bayesperf-rr, and bayesperf on its own schedule
 when available) sees the same observations and is scored against the truth.
@@ -59,7 +62,7 @@ func runEval(args []string) int {
 	interval := fs.Int("I", 100, "live: reporting interval, ms")
 	mux := fs.Duration("mux-interval", 0, "live: multiplexing interval (default: the kernel's perf_event_mux_interval_ms)")
 	relFile := fs.String("relations", "", "relation file to add to the built-in relations")
-	collector := fs.String("collector", "read", "live: how counters are read: read (read(2) per slice) or bpf (in-kernel snapshots)")
+	collector := fs.String("collector", "auto", "live: how counters are read: bpf (in-kernel snapshots at each slice), read (read(2) per slice), or auto: bpf when this process can load it, else read")
 	trace := fs.String("trace", "", "replay: trace CSV of exact per-slice counts")
 	window := fs.Int("window", 25, "replay: slices per reporting interval")
 	timeCol := fs.String("time-column", "", "replay: metadata column holding each slice's duration")
@@ -81,9 +84,10 @@ func runEval(args []string) int {
 	var r perf.Resolver
 	universe := append(perf.SymbolNames(), r.Tracepoints()...)
 	var (
-		obs   eval.Observations
-		opt   = eval.Options{Counters: *counters}
-		title string
+		obs           eval.Observations
+		opt           = eval.Options{Counters: *counters}
+		title         string
+		collectorUsed string // live: "read" or "bpf"
 	)
 	switch {
 	case *trace != "":
@@ -112,8 +116,9 @@ func runEval(args []string) int {
 		case fs.NArg() == 0:
 			return fail(usageErr("no command given; usage: bayesperf eval -e EVENTS [flags] -- CMD [ARGS...]"))
 		}
-		if *collector != "read" && *collector != "bpf" {
-			return fail(usageErr("--collector %s: want read or bpf", *collector))
+		coll, err := eval.ResolveCollector(*collector)
+		if err != nil {
+			return fail(usageErr("--collector %s: want auto, read or bpf", *collector))
 		}
 		if *mux != 0 && *mux < time.Millisecond {
 			return fail(usageErr("--mux-interval %v: want at least 1ms (the kernel's minimum), or leave it out for the kernel's", *mux))
@@ -165,7 +170,7 @@ func runEval(args []string) int {
 		if *asJSON {
 			cmd.Stdout = os.Stderr // keep stdout for exactly one JSON object
 		}
-		lr, err := eval.RunLive(eval.Live{Events: evs, Fixed: fixedIdx, Counters: *counters, Interval: muxIv, Rels: opt.Relations, Collector: *collector}, cmd)
+		lr, err := eval.RunLive(eval.Live{Events: evs, Fixed: fixedIdx, Counters: *counters, Interval: muxIv, Rels: opt.Relations, Collector: coll}, cmd)
 		if err != nil {
 			return fail(err)
 		}
@@ -186,13 +191,15 @@ func runEval(args []string) int {
 				return fail(werr)
 			}
 		}
-		title = fmt.Sprintf("'%s' (%.2f s, multiplexing every %v)", strings.Join(fs.Args(), " "), float64(lr.WallNs)/1e9, lr.Interval)
+		title = fmt.Sprintf("'%s' (%.2f s, multiplexing every %v, collector %s)", strings.Join(fs.Args(), " "), float64(lr.WallNs)/1e9, lr.Interval, lr.Collector)
+		collectorUsed = lr.Collector
 	}
 	opt.Online = *online
 	res, err := eval.Score(obs, opt)
 	if err != nil {
 		return fail(err)
 	}
+	res.Collector = collectorUsed
 	var out io.Writer = os.Stdout
 	if *asJSON {
 		if err := res.WriteJSON(out); err != nil {

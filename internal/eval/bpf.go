@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"fmt"
 	"time"
 	"unsafe"
 
@@ -33,4 +34,22 @@ func toUnix(a perf.Attr) unix.PerfEventAttr {
 	copy(dst, b)
 	u.Size = uint32(min(len(b), len(dst)))
 	return u
+}
+
+// ResolveCollector returns the collector a live run uses for the name asked for: "read"
+// and "bpf" as given, "auto" (or "") "bpf" when this process can load the BPF collector
+// (bpf.Probe: root or CAP_BPF+CAP_PERFMON, a kernel with the BPF ring buffer) and "read"
+// otherwise. BPF snapshots every copy in the kernel at the slice boundary, exactly, and
+// its estimates are at least as good (test/bpf_eval_test.go); read(2) works everywhere.
+func ResolveCollector(name string) (string, error) {
+	switch name {
+	case "read", "bpf":
+		return name, nil
+	case "", "auto":
+		if bpf.Probe() == nil {
+			return "bpf", nil
+		}
+		return "read", nil
+	}
+	return "", fmt.Errorf("collector %q: want auto, read or bpf", name)
 }

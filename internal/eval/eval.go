@@ -83,6 +83,8 @@ func (p PerEvent) MarshalJSON() ([]byte, error) {
 
 // Result is the report, shaped as issue 5's --json.
 type Result struct {
+	// Collector is the live run's collector ("read" or "bpf"); empty for a replay.
+	Collector      string                     `json:"collector,omitempty"`
 	Counters       int                        `json:"counters"`
 	Events         int                        `json:"events"`
 	Slices         int                        `json:"slices"`

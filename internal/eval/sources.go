@@ -49,7 +49,8 @@ type Live struct {
 	Counters int
 	Interval time.Duration // multiplexing interval; 0: the kernel's
 	Rels     []relation.Relation
-	// Collector is "read" (default) or "bpf": how the virtual PMU reads its copies.
+	// Collector is "read" (default) or "bpf": how the virtual PMU reads its copies
+	// (ResolveCollector turns "auto" into one of them).
 	Collector string
 }
 
@@ -59,6 +60,8 @@ type LiveRun struct {
 	Interval time.Duration
 	WallNs   int64
 	ExitErr  error
+	// Collector is the collector the run used: "read" or "bpf".
+	Collector string
 	// SliceWallNs is each slice's wall-clock length.
 	SliceWallNs []int64
 }
@@ -113,7 +116,10 @@ func RunLive(l Live, cmd *exec.Cmd) (*LiveRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	lr := &LiveRun{Interval: res.Interval, WallNs: res.WallNs, ExitErr: res.ExitErr}
+	lr := &LiveRun{Interval: res.Interval, WallNs: res.WallNs, ExitErr: res.ExitErr, Collector: "read"}
+	if cfg.Snapshots != nil {
+		lr.Collector = "bpf"
+	}
 	lr.Obs.Events = names
 	// Slice durations (the target's running time) are expressed in multiplexing
 	// intervals (~1 for a slice the target ran throughout), the unit replayed traces
