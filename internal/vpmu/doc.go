@@ -8,29 +8,37 @@
 //
 //   - a dummy software event, always enabled, whose time_enabled is the virtual
 //     time_enabled every event shows (the time the target ran since Start);
-//   - per view, one copy of every event, opened disabled. A view is a cyclic schedule
-//     (inference/schedule): KernelSchedule reproduces the kernel's round robin of flexible
-//     groups exactly; any other schedule, such as BayesPerf's overlap schedule, can be
-//     enforced side by side on its own copies, so that estimators using different schedules
-//     are scored on the same run;
-//   - with Truth, an always-on copy of every event.
+//   - one always-on copy of every distinct event. It is the truth (Truth), and for
+//     software events and tracepoints, which the kernel never multiplexes, it is also
+//     what every view counts: a view's count of such an event advances by exactly what
+//     the copy counted in the slices the view scheduled it in, so views switch
+//     atomically at slice boundaries, as a real PMU does, and cost no kernel event of
+//     their own. A view is a cyclic schedule (inference/schedule): KernelSchedule
+//     reproduces the kernel's round robin of flexible groups exactly; any other
+//     schedule, such as BayesPerf's overlap schedule, can be enforced side by side, so
+//     that estimators using different schedules are scored on the same run;
+//   - for any other event (hardware events, which the kernel would itself multiplex if
+//     they were all enabled on a real CPU), per view one copy, opened disabled and
+//     switched by ioctl, and an always-on copy only with Truth.
 //
 // Start enables the first configuration of every view. Step, called once per
 // multiplexing interval (MuxInterval: the kernel's perf_event_mux_interval_ms, 4 ms
-// typically), reads the events that were on during the ending slice and records, for each
-// view, an inference.Slice: Duration = the virtual enabled time the target accrued in the
-// slice (the time it ran), and one Reading per event with the raw count delta, Enabled =
-// that time, and Running = Enabled for the events scheduled in the slice, 0 for the
-// others. It also records the exact truth deltas, then disables the events leaving the
-// next configuration and enables those entering it. Like the kernel, which rotates a
-// task's events only while the task runs, a Step in which the target did not run at all
-// is Idle: it records nothing and does not rotate, and the next slice covers the idle
-// time (Flush ends the last slice regardless).
+// typically), reads the always-on copies (and the view copies that were on during the
+// ending slice) and records, for each view, an inference.Slice: Duration = the virtual
+// enabled time the target accrued in the slice (the time it ran), and one Reading per
+// event with the raw count delta, Enabled = that time, and Running = Enabled for the
+// events scheduled in the slice, 0 for the others. It also records the exact truth
+// deltas, and moves every view to its next configuration (disabling and enabling view
+// copies, where there are any). Like the kernel, which rotates a task's events only
+// while the task runs, a Step in which the target did not run at all is Idle: it records
+// nothing and does not rotate, and the next slice covers the idle time (Flush ends the
+// last slice regardless).
 //
-// Virtual reports what a client reading its events through a view would see: the view
-// copy's cumulative count, the dummy's time_enabled, and as time_running the enabled
-// time of the slices in which the event was scheduled: multiplexing exactly as a tool
-// sees it on a real CPU.
+// Virtual reports what a client reading its events through a view would see: the view's
+// cumulative count (for a derived event, its count at the last Step plus what the
+// always-on copy counted since, if the view schedules it now), the dummy's time_enabled,
+// and as time_running the enabled time of the slices in which the event was scheduled:
+// multiplexing exactly as a tool sees it on a real CPU.
 //
 // The sidecar calls it from `bayesperf run --virtual-counters N`, for a client (perf stat)
 // whose events target a command that has not exec'd yet:
@@ -46,8 +54,12 @@
 //
 // Limits: events are opened per task (inherit optional) or per CPU by this package; on a
 // real CPU the truth copies of hardware events would themselves be multiplexed, so Truth
-// is meant for software events and tracepoints. Between a Step's read and its toggles a
-// few events may land in the neighbouring slice; they are never lost.
+// is meant for software events and tracepoints. The always-on copies are read one after
+// another, so an event's slice boundary is the instant of its own read, microseconds
+// apart from the next event's; views and truth share it, so a derived view counts
+// exactly the truth of its slices (TestEmulationNoise). View copies (hardware events)
+// are switched after their truth is read: a few of their events may land in the
+// neighbouring slice; they are never lost.
 //
 // Errors are wrapped with the action that failed; a failing read or ioctl is returned,
 // never a panic. A PMU is not safe for concurrent use: one goroutine steps it.

@@ -102,8 +102,16 @@ type Config struct {
 // PMU is an open virtual PMU. See the package doc.
 type PMU struct {
 	cfg   Config
-	clock *perf.Event   // dummy, always on: virtual time_enabled
-	truth []*perf.Event // always-on copies, when Truth
+	clock *perf.Event // dummy, always on: virtual time_enabled
+	// copies are the always-on copies, one per distinct event: every derived event's
+	// (see derivable), and with Truth every other event's too. copyOf[i] is event i's
+	// copy (-1: none) and truth[i] the copy itself (nil: none).
+	copies  []*perf.Event
+	copyOf  []int
+	truth   []*perf.Event
+	derived []bool // event i's views are derived from its always-on copy: no view copies
+	// views[v][i] is view v's own copy of event i, switched by ioctl; nil for derived
+	// events and with a snapshotting collector.
 	views [][]*perf.Event
 
 	step      int
@@ -119,6 +127,10 @@ type PMU struct {
 	lastWall  int64
 
 	truthVals []uint64     // cumulative truth values of the current read
+	copyVals  []uint64     // per copy: cumulative value at this step's read
+	prevCopy  []uint64     // per copy: cumulative value at the last step's read
+	readAt    []int        // per copy: the round (gen) in which copyVals was read
+	gen       int          // read rounds begun
 	srd       perf.Reading // scratch for single reads
 	sbuf      [24]byte
 	started   bool
@@ -214,25 +226,44 @@ func Open(cfg Config) (*PMU, error) {
 		return nil, fmt.Errorf("open virtual clock: %w", err)
 	}
 	p.clock.Name = "vpmu-clock"
-	if cfg.Truth {
-		for _, d := range cfg.Events {
-			a := d.Attr
-			a.Flags = a.Flags&^(perf.FlagDisabled|perf.FlagEnableOnExec|perf.FlagPinned|perf.FlagExclusive) | flags | onExec
-			a.ReadFormat = perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning
-			// Singletons, not a group with the clock: the kernel refuses (ECHILD) group
-			// reads of inherited groups while any child task's copy of the group differs
-			// from the parent's, which under load lasted longer than any retry here.
-			e, err := perf.Open(a, cfg.Pid, cfg.CPU, nil)
-			if err != nil {
-				return nil, fmt.Errorf("open truth copy of %s: %w", d.Name, err)
-			}
-			e.Name = d.Name
-			p.truth = append(p.truth, e)
+	// The always-on copies, one per distinct event: identical events (perf stat -e
+	// x,x) count the same, so they share one.
+	p.copyOf = make([]int, len(cfg.Events))
+	p.truth = make([]*perf.Event, len(cfg.Events))
+	p.derived = make([]bool, len(cfg.Events))
+	seen := map[perf.Attr]int{}
+	for i, d := range cfg.Events {
+		p.copyOf[i] = -1
+		p.derived[i] = derivable(d.Attr)
+		if !p.derived[i] && !cfg.Truth {
+			continue
 		}
+		a := d.Attr
+		a.Flags = a.Flags&^(perf.FlagDisabled|perf.FlagEnableOnExec|perf.FlagPinned|perf.FlagExclusive) | flags | onExec
+		a.ReadFormat = perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning
+		if k, ok := seen[a]; ok {
+			p.copyOf[i], p.truth[i] = k, p.copies[k]
+			continue
+		}
+		// Singletons, not a group with the clock: the kernel refuses (ECHILD) group
+		// reads of inherited groups while any child task's copy of the group differs
+		// from the parent's, which under load lasted longer than any retry here.
+		e, err := perf.Open(a, cfg.Pid, cfg.CPU, nil)
+		if err != nil {
+			return nil, fmt.Errorf("open always-on copy of %s: %w", d.Name, err)
+		}
+		e.Name = d.Name
+		seen[a] = len(p.copies)
+		p.copyOf[i], p.truth[i] = len(p.copies), e
+		p.copies = append(p.copies, e)
 	}
 	for vi, v := range cfg.Views {
 		var evs []*perf.Event
 		for i, d := range cfg.Events {
+			if p.derived[i] {
+				evs = append(evs, nil)
+				continue
+			}
 			a := d.Attr
 			a.Flags = a.Flags&^(perf.FlagEnableOnExec|perf.FlagPinned|perf.FlagExclusive) | flags | perf.FlagDisabled
 			if first[vi][i] {
@@ -255,10 +286,28 @@ func Open(cfg Config) (*PMU, error) {
 		p.running = append(p.running, make([]uint64, len(cfg.Events)))
 	}
 	p.prevTruth = make([]uint64, len(cfg.Events))
-	p.truthVals = make([]uint64, len(p.truth))
+	p.truthVals = make([]uint64, len(cfg.Events))
+	p.copyVals = make([]uint64, len(p.copies))
+	p.prevCopy = make([]uint64, len(p.copies))
+	p.readAt = make([]int, len(p.copies))
 	ok = true
 	return p, nil
 }
+
+// derivable says whether an event's views can be derived from one always-on copy of it:
+// software events and tracepoints, which the kernel never multiplexes, so keeping every
+// one of them enabled changes nothing they count. A hardware event (or a breakpoint, or
+// any other PMU's) always enabled would be multiplexed by the kernel itself on a real CPU
+// (or fail for want of a debug register): its views keep copies of their own, switched
+// by ioctl, so that a view of at most as many events as there are counters is counted
+// exactly, as before.
+func derivable(a perf.Attr) bool {
+	return !viewCopies && (a.Type == perf.TypeSoftware || a.Type == perf.TypeTracepoint)
+}
+
+// viewCopies makes every event keep view copies of its own, as hardware events do: tests
+// set it to exercise that path on machines without hardware events.
+var viewCopies = false
 
 // Events is the number of client events.
 func (p *PMU) Events() int { return len(p.cfg.Events) }
@@ -329,6 +378,9 @@ func (p *PMU) toggle(v, i int, on bool) error {
 	if p.bc != nil {
 		return p.bc.SetEnabled(p.bpfIndex(v, i), on)
 	}
+	if p.views[v][i] == nil {
+		return nil // derived: switching is p.on alone
+	}
 	if on {
 		return p.views[v][i].Enable(false)
 	}
@@ -398,12 +450,16 @@ func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 		if c.Enabled == p.prevClock && !force {
 			return Step{Index: p.step, Idle: true}, nil
 		}
-		// Then, event by event, read the truth copy (the slice boundary for this event)
-		// and right after it switch and read the event's view copies: a leaving copy is
-		// disabled before it is read, so nothing leaks into its next turn, and an
-		// entering one is enabled at once. Keeping each copy next to its truth in time
-		// matters: every read of another task's active event costs an IPI, and a whole
-		// round of them takes hundreds of microseconds on a loaded VM.
+		// Then, event by event, read the always-on copy: that read is the event's slice
+		// boundary. A derived event's views advance by exactly what the copy counted
+		// since the last step if they scheduled it in the ending slice, and switch by
+		// bookkeeping alone, atomically at the boundary as a real PMU switches. An event
+		// with view copies of its own (hardware events, see derivable) has them switched
+		// and read right after its truth: a leaving copy is disabled before it is read,
+		// so nothing leaks into its next turn, and an entering one is enabled at once;
+		// the few events that happen in between land in the neighbouring slice. Reads
+		// of another task's active events cost an IPI each, hundreds of microseconds a
+		// round on a loaded VM, so the copies are read once per step.
 		if rotate {
 			p.want(p.pos + 1)
 		} else {
@@ -411,17 +467,31 @@ func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 		}
 		now = perf.MonotonicNs()
 		clock = c.Enabled
+		p.gen++
 		for i := range p.cfg.Events {
-			if p.cfg.Truth {
-				tc, err := p.readOne(p.truth[i])
-				if err != nil {
-					return Step{}, err
+			if k := p.copyOf[i]; k >= 0 {
+				if p.readAt[k] != p.gen {
+					tc, err := p.readOne(p.copies[k])
+					if err != nil {
+						return Step{}, err
+					}
+					p.copyVals[k], p.readAt[k] = tc.Value, p.gen
 				}
-				p.truthVals[i] = tc.Value
+				p.truthVals[i] = p.copyVals[k]
 			}
 			for v := range p.views {
 				was, will := p.on[v][i], p.next[v][i]
 				p.wasOn[v][i] = was
+				if p.derived[i] {
+					if k := p.copyOf[i]; was {
+						p.viewVals[v][i] = p.prevView[v][i]
+						if p.copyVals[k] >= p.prevCopy[k] {
+							p.viewVals[v][i].Value += p.copyVals[k] - p.prevCopy[k]
+						}
+					}
+					p.on[v][i] = will
+					continue
+				}
 				if was && !will {
 					if err := p.toggle(v, i, false); err != nil {
 						return Step{}, err
@@ -442,6 +512,7 @@ func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 				p.on[v][i] = will
 			}
 		}
+		copy(p.prevCopy, p.copyVals)
 		switched = true
 		truth = func(i int) uint64 { return p.truthVals[i] }
 		view = func(v, i int) (perf.Count, error) { return p.viewVals[v][i], nil }
@@ -519,9 +590,26 @@ func (p *PMU) Virtual(v, i int) (perf.Count, error) {
 		c.Enabled, c.Running = p.prevClock, p.running[v][i]
 		return c, nil
 	}
-	c, err := p.views[v][i].ReadCount()
-	if err != nil {
-		return perf.Count{}, err
+	var c perf.Count
+	if p.derived[i] {
+		// The view's count at the last step, plus what the always-on copy has counted
+		// since if the view schedules the event now.
+		c = p.prevView[v][i]
+		if p.on[v][i] {
+			k := p.copyOf[i]
+			tc, err := p.readOne(p.copies[k])
+			if err != nil {
+				return perf.Count{}, err
+			}
+			if tc.Value >= p.prevCopy[k] {
+				c.Value += tc.Value - p.prevCopy[k]
+			}
+		}
+	} else {
+		var err error
+		if c, err = p.views[v][i].ReadCount(); err != nil {
+			return perf.Count{}, err
+		}
 	}
 	clk, err := p.readOne(p.clock)
 	if err != nil {
@@ -539,7 +627,7 @@ func (p *PMU) Virtual(v, i int) (perf.Count, error) {
 // read(2) backend only), for a reader that wants the truth at the instant it read
 // Virtual.
 func (p *PMU) TruthNow(i int) (uint64, error) {
-	if !p.cfg.Truth || p.bc != nil || i < 0 || i >= len(p.truth) {
+	if !p.cfg.Truth || p.bc != nil || i < 0 || i >= len(p.truth) || p.truth[i] == nil {
 		return 0, fmt.Errorf("read truth of event %d: no truth copy (Truth unset, snapshot backend or out of range)", i)
 	}
 	c, err := p.readOne(p.truth[i])
@@ -575,7 +663,7 @@ func (p *PMU) Close() error {
 			cl(e)
 		}
 	}
-	for _, e := range p.truth {
+	for _, e := range p.copies {
 		cl(e)
 	}
 	cl(p.clock)
