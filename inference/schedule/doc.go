@@ -3,6 +3,17 @@
 // robin, reproduced exactly, used by every baseline) and Overlap (BayesPerf's
 // overlap-aware schedule of paper section 4.1, built greedily as in the design notes).
 //
+// By default Overlap carries no event from one configuration to the next: it partitions
+// the events into configurations (without groups or counter masks, the fewest the
+// budget allows), each spread over the relation graph, so that consecutive
+// configurations are linked through relations where the relations allow (their Markov
+// blankets intersect, the paper's condition) and through the fixed events, rather than
+// by sharing a counter. Every event is then read as often as the budget allows,
+// evenly spaced; with the model this measured better than carrying events over, and
+// co-counting related events worse (OverlapOptions has the figures). The order of the
+// configurations within the cycle is left as built: reordering them moved the figures
+// no more than shifting the same schedule's phase against the reporting intervals does.
+//
 // A schedule is a list of configurations; slice t uses configuration t mod len. A
 // configuration lists the events on programmable counters; events on fixed counters are
 // counted in every slice and are kept apart in Schedule.Fixed.

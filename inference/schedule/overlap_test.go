@@ -108,7 +108,7 @@ func TestOverlapNoRelations(t *testing.T) {
 // The carried event rotates: no event holds a counter in every configuration.
 func TestOverlapRotatesCarry(t *testing.T) {
 	sp := Spec{Events: 20, Counters: 4}
-	s, err := Overlap(sp, nil, OverlapOptions{})
+	s, err := Overlap(sp, nil, OverlapOptions{Carry: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,12 +136,11 @@ func TestOverlapUsesBlankets(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSchedule(t, sp, s)
-	linkedCycle(t, s)
 	first := s.Configs[0]
 	if len(g.Blanket(first)) < 4 {
 		t.Errorf("first config %v informs only %v; spreading over both clusters informs 4", first, g.Blanket(first))
 	}
-	r, err := Overlap(sp, g, OverlapOptions{Related: true})
+	r, err := Overlap(sp, g, OverlapOptions{Related: true, Carry: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,11 +149,19 @@ func TestOverlapUsesBlankets(t *testing.T) {
 	if got := slices.Sorted(slices.Values(r.Configs[0])); !slices.Equal(got, []EventID{0, 1, 2}) {
 		t.Errorf("related first config %v, want the cluster [0 1 2]", got)
 	}
+	// Without carry, consecutive configurations share no event but are linked through
+	// the relations: each spreads over both clusters.
 	for i := range s.Len() {
 		if !g.Linked(s.Configs[i], s.Configs[(i+1)%s.Len()]) {
-			t.Errorf("configs %d and %d not linked in the graph", i, i+1)
+			t.Errorf("configs %d and %d not linked in the graph: %v", i, i+1, s)
 		}
 	}
+	c, err := Overlap(sp, g, OverlapOptions{Carry: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSchedule(t, sp, c)
+	linkedCycle(t, c)
 }
 
 // Random specs with groups, fixed events, masks and a validity hook: the schedule is
@@ -221,9 +228,14 @@ func TestOverlapRandomSpecs(t *testing.T) {
 }
 
 func ExampleOverlap() {
-	s, _ := Overlap(Spec{Events: 10, Counters: 4}, nil, OverlapOptions{})
+	sp := Spec{Events: 10, Counters: 4}
+	s, _ := Overlap(sp, nil, OverlapOptions{})
 	fmt.Println(s)
-	// Output: fixed []; C0=[0 1 2 3] C1=[0 4 5 6] C2=[4 7 8 9] C3=[7 0 1 2]
+	c, _ := Overlap(sp, nil, OverlapOptions{Carry: 1})
+	fmt.Println(c)
+	// Output:
+	// fixed []; C0=[0 1 2 3] C1=[4 5 6 7] C2=[8 9 0 1]
+	// fixed []; C0=[0 1 2 3] C1=[0 4 5 6] C2=[4 7 8 9] C3=[7 0 1 2]
 }
 
 // With one counter no two configurations can share an event: the schedule degrades to
