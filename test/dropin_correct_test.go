@@ -208,22 +208,31 @@ func reduction(t *testing.T, what string, base, x map[string]float64) (float64, 
 // TestDropinCorrected: bayesperf run --virtual-counters 4 --stats S --report R -- perf
 // stat -I 100 -x, with 18 software events and tracepoints on the mixed workload, once
 // with --correct none --schedule kernel (what Linux prints on a real CPU) and once with
-// the defaults (--correct bayesperf on bayesperf's schedule).
+// the defaults (--correct bayesperf on bayesperf's schedule), 3 pairs of 5 s runs.
 //
-// What is asserted holds in every run: perf prints, interval by interval, exactly what
-// the sidecar gave it (the report's intervals are perf's); the stats file has the truth
-// of every event; bayesperf's 95% intervals hold the truth of most intervals of most
-// events. The accuracy is measured and logged, as eval does (geometric mean over events
-// of WAPE_linux / WAPE_bayesperf): between the two runs (the acceptance's comparison)
-// and within the bayesperf run against the kernel-style values of a second copy of the
-// events multiplexed as the kernel would. Neither is asserted: on the shared 2-CPU test
-// VM both vary from run to run between about 0.6x and 2.5x (the model reaches about the
-// same as `bayesperf eval` on the same events), so a bound would be a coin toss.
+// Asserted in every run: perf prints, interval by interval, exactly what the sidecar
+// gave it (the report's intervals are perf's); the stats file has the truth of every
+// event; bayesperf's 95% intervals hold the truth of most intervals of most events.
+// Asserted over the pooled pairs (per event, Σ|error| and Σtruth over every run): the
+// error reduction of perf's intervals, as eval computes it (geometric mean over events
+// of WAPE_linux / WAPE_bayesperf), between the two runs of each pair (the acceptance's
+// comparison) and within the bayesperf run against the kernel-style values of a second
+// copy of the events multiplexed as the kernel would.
 //
-// BAYESPERF_CORRECT_RUNS=N (default 1) makes N pairs of runs and pools their intervals
-// (per event, Σ|error| and Σtruth over every run), for a steadier figure.
+// The bounds sit below what was measured: 2026-11-22, 10 repetitions of this test
+// (3 pairs of 5 s runs each, about 45 s) on the shared 2-CPU VM under a load of 5-7,
+// gave two-run figures of 1.72x-2.78x (median 2.38x) and same-run figures of
+// 2.03x-2.60x (median 2.28x); without task-clock 1.54x-2.54x and 1.73x-2.48x. task-clock
+// is the enabled time, which the model knows exactly (WAPE about 0.001 against Linux's
+// 0.006-0.022). Single pairs and 2 s runs are too noisy to bound: the first second of
+// the mixed workload is harder for bayesperf than the rest (inference/model
+// TestLiveCut).
+//
+// BAYESPERF_CORRECT_RUNS=N (default 3) and BAYESPERF_CORRECT_DURATION (default 5s)
+// change the pooling and the workload's duration; the bounds are only asserted with
+// the defaults.
 func TestDropinCorrected(t *testing.T) {
-	runs := 1
+	runs := defaultCorrectRuns
 	if n, err := strconv.Atoi(os.Getenv("BAYESPERF_CORRECT_RUNS")); err == nil && n > 0 {
 		runs = n
 	}
@@ -247,8 +256,38 @@ func TestDropinCorrected(t *testing.T) {
 	if k < 16 || k2 < 16 {
 		t.Fatalf("only %d (%d) events with a truth in both runs (in the bayesperf run), want 16", k, k2)
 	}
-	t.Logf("error reduction of perf's intervals, --correct none --schedule kernel -> --correct bayesperf: %.2fx over %d events (%d pairs of runs)", two, k, runs)
-	t.Logf("error reduction within the bayesperf run, kernel-style scaling on the kernel's round robin -> bayesperf: %.2fx over %d events", same, k2)
+	twoNC, _ := reduction(t, "", withoutEvent(none.wapes(false), "task-clock"), withoutEvent(pooled.wapes(false), "task-clock"))
+	sameNC, _ := reduction(t, "", withoutEvent(pooled.wapes(true), "task-clock"), withoutEvent(pooled.wapes(false), "task-clock"))
+	t.Logf("error reduction of perf's intervals, --correct none --schedule kernel -> --correct bayesperf: %.2fx over %d events (%d pairs of runs); %.2fx without task-clock", two, k, runs, twoNC)
+	t.Logf("error reduction within the bayesperf run, kernel-style scaling on the kernel's round robin -> bayesperf: %.2fx over %d events; %.2fx without task-clock", same, k2, sameNC)
+	if runs != defaultCorrectRuns || correctDuration() != defaultCorrectDuration {
+		return
+	}
+	if two < minReductionBetween {
+		t.Errorf("error reduction between the runs %.2fx, below %.2fx", two, minReductionBetween)
+	}
+	if same < minReductionSame {
+		t.Errorf("error reduction within the bayesperf run %.2fx, below %.2fx", same, minReductionSame)
+	}
+}
+
+const (
+	defaultCorrectRuns     = 3
+	defaultCorrectDuration = "5s"
+	// Bounds below the measured minimums (see TestDropinCorrected).
+	minReductionBetween = 1.5
+	minReductionSame    = 1.8
+)
+
+// withoutEvent is m without event ev.
+func withoutEvent(m map[string]float64, ev string) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		if k != ev {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // checkCorrectedRun checks what holds in every --correct bayesperf run: coverage of the
@@ -395,10 +434,10 @@ func TestDropinCorrectedRecord(t *testing.T) {
 }
 
 // correctDuration is how long the corrected runs' workload runs: $BAYESPERF_CORRECT_DURATION
-// (a Go duration), 2s by default.
+// (a Go duration), defaultCorrectDuration by default.
 func correctDuration() string {
 	if d := os.Getenv("BAYESPERF_CORRECT_DURATION"); d != "" {
 		return d
 	}
-	return "2s"
+	return defaultCorrectDuration
 }
