@@ -76,6 +76,14 @@ type Stats struct {
 	// MaxFollowLatency is the longest time from a thread's creation (the fork tracepoint)
 	// to its events being in the BPF map: what the thread counted meanwhile is not seen.
 	MaxFollowLatency time.Duration
+	// MaxSliceLag is the longest time from the tick that ended a slice to the Next that
+	// returned it (or to the final snapshot that took it in): how far the collector's
+	// user side, the consuming goroutine and Next's caller, fell behind the kernel. The
+	// kernel's ticks keep time; on a saturated machine the Go side does not, whatever its
+	// priority (its goroutines need a P, which an M at normal priority may hold while the
+	// scheduler keeps it off the CPU), and under a loaded 2-core VM it reached 40-170ms.
+	// A late slice is merged into the next snapshot: nothing is lost.
+	MaxSliceLag time.Duration
 }
 
 // slot is one thread (or CPU) and its events.
@@ -120,6 +128,7 @@ type Collector struct {
 	lostTid   int // the last thread that could not be followed
 	held      uint64
 	followLat time.Duration
+	sliceLag  time.Duration // see Stats.MaxSliceLag
 	bad       uint64
 	lastNs    int64
 	err       error // the consumer's failure, for Next
@@ -616,6 +625,7 @@ func (c *Collector) Next() (perf.Snapshot, error) {
 				return perf.Snapshot{}, ErrClosed
 			}
 			c.fresh = false
+			c.sliceLag = max(c.sliceLag, time.Duration(monotonicNow()-c.firstNs))
 			s := c.gate(c.sum())
 			c.mu.Unlock()
 			return s, nil
@@ -836,6 +846,11 @@ func (c *Collector) sum() perf.Snapshot {
 // Called with c.mu held.
 func (c *Collector) final() (perf.Snapshot, error) {
 	c.done = true
+	if c.fresh {
+		// A slice ended but was not returned before the target was gone: this snapshot
+		// takes it in.
+		c.sliceLag = max(c.sliceLag, time.Duration(monotonicNow()-c.firstNs))
+	}
 	deadline := time.Now().Add(time.Second)
 	for _, s := range c.slots {
 		for s != nil && s.tid >= 0 && !threadFinished(s.tid) && time.Now().Before(deadline) {
@@ -1014,7 +1029,7 @@ func (c *Collector) Threads() []int {
 func (c *Collector) Stats() (Stats, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := Stats{Threads: max(len(c.followed), len(c.slots)), LostThreads: c.lost, BadRecords: c.bad, MaxFollowLatency: c.followLat, Held: c.held}
+	st := Stats{Threads: max(len(c.followed), len(c.slots)), LostThreads: c.lost, BadRecords: c.bad, MaxFollowLatency: c.followLat, MaxSliceLag: c.sliceLag, Held: c.held}
 	if c.closed {
 		return st, ErrClosed
 	}

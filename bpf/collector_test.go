@@ -119,9 +119,17 @@ func TestSlicesOfOneThread(t *testing.T) {
 	}
 	checkDeltas(t, snaps, end)
 
+	st, err := c.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The snapshots taken by BPF (all but the read() at the end) are real slices: the
 	// task clock moves from slice to slice, and the last one is within a few slices of
-	// the end (the spin is the last thing the helper does).
+	// the end (the spin is the last thing the helper does), give or take how late the
+	// collector's user side was: on a saturated machine the helper spins on while this
+	// process waits for a CPU (a clean-clone make test saw 30ms of task-clock after the
+	// last BPF snapshot; in such runs a slice had waited 40-170ms to be returned), and the
+	// final snapshot then takes in the slices not returned.
 	bpfSnaps := snaps[:len(snaps)-1]
 	moving := 0
 	for k := 1; k < len(bpfSnaps); k++ {
@@ -134,8 +142,8 @@ func TestSlicesOfOneThread(t *testing.T) {
 	}
 	lastBPF := bpfSnaps[len(bpfSnaps)-1]
 	tc := end.Counts[evTaskClock].Value - lastBPF.Counts[evTaskClock].Value
-	if tc > uint64(3*slice) {
-		t.Errorf("task-clock after the last BPF snapshot: %v, want under 3 slices", time.Duration(tc))
+	if tc > uint64(3*slice+st.MaxSliceLag) {
+		t.Errorf("task-clock after the last BPF snapshot: %v, want under 3 slices plus the collector's lag %v", time.Duration(tc), st.MaxSliceLag)
 	}
 	// Work that ended before the final spin is all in the last BPF snapshot, exactly.
 	if got, want := lastBPF.Counts[evGetppid].Value-start.Counts[evGetppid].Value, uint64(workGetppid); got != want {
@@ -163,17 +171,13 @@ func TestSlicesOfOneThread(t *testing.T) {
 	if d(evTaskClock) < uint64(workSpin) {
 		t.Errorf("task-clock: %v, want at least the %v spin", time.Duration(d(evTaskClock)), workSpin)
 	}
-	st, err := c.Stats()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if st.Drops != 0 || st.ReadErrors != 0 || st.BadRecords != 0 {
 		t.Errorf("stats %+v: want no drops, read errors or bad records", st)
 	}
 	if st.Records < uint64(len(bpfSnaps)) {
 		t.Errorf("stats: %d records for %d BPF snapshots", st.Records, len(bpfSnaps))
 	}
-	t.Logf("%d snapshots, stats %+v", len(snaps), st)
+	t.Logf("%d snapshots, task-clock after the last BPF one %v, stats %+v", len(snaps), time.Duration(tc), st)
 }
 
 // TestFollowsNewThreads checks that threads created after attach are found, and that

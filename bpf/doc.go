@@ -109,7 +109,11 @@
 // of the reads per tick and per context switch).
 //
 // Snapshots are cumulative, so a late Next loses nothing: its snapshot covers several
-// slices. A running thread's values are those of its last tick, so what it counted since
+// slices. Late it can be, on a saturated machine: the kernel's ticks keep time, but the
+// consuming goroutine (nice -10 on its own thread) and Next's caller need the Go
+// scheduler, whose Ps threads of normal priority may hold while off the CPU; with other
+// test packages loading a 2-core VM, a slice waited up to 40-170ms to be returned while
+// the target spun on (Stats.MaxSliceLag). A running thread's values are those of its last tick, so what it counted since
 // shows up in the next slice; with one thread this is at most the part of a slice it ran
 // after the tick.
 //
