@@ -224,9 +224,8 @@ func reduction(t *testing.T, what string, base, x map[string]float64) (float64, 
 // gave two-run figures of 1.72x-2.78x (median 2.38x) and same-run figures of
 // 2.03x-2.60x (median 2.28x); without task-clock 1.54x-2.54x and 1.73x-2.48x. task-clock
 // is the enabled time, which the model knows exactly (WAPE about 0.001 against Linux's
-// 0.006-0.022). Single pairs and 2 s runs are too noisy to bound: the first second of
-// the mixed workload is harder for bayesperf than the rest (inference/model
-// TestLiveCut).
+// 0.006-0.022). Single pairs and 2 s runs are too noisy to bound: 4 repetitions of 3
+// pairs of 2 s runs gave pooled two-run figures of 1.33x-3.17x, single pairs 1.01x-3.81x.
 //
 // BAYESPERF_CORRECT_RUNS=N (default 3) and BAYESPERF_CORRECT_DURATION (default 5s)
 // change the pooling and the workload's duration; the bounds are only asserted with
