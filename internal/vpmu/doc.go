@@ -59,7 +59,13 @@
 // apart from the next event's; views and truth share it, so a derived view counts
 // exactly the truth of its slices (TestEmulationNoise). View copies (hardware events)
 // are switched after their truth is read: a few of their events may land in the
-// neighbouring slice; they are never lost.
+// neighbouring slice; they are never lost. Software events had such copies too, until
+// derived views replaced them: 0.4-0.7% of all counts, and up to 14-25% of a single
+// event's (getpid under load), were in the wrong slice. `bayesperf eval -e DEMO_EVENTS
+// --counters 4 --fixed task-clock --collector read -- bayesperf workload mixed
+// --duration 3s`, 6 alternating pairs, medians: bayesperf's median WAPE 0.258 before,
+// 0.148 after, error reduction 1.97 and 2.51 (linux's own median WAPE fell too, 0.415 to
+// 0.344), coverage95 0.946 and 0.979, 83 fds and 35.
 //
 // Errors are wrapped with the action that failed; a failing read or ioctl is returned,
 // never a panic. A PMU is not safe for concurrent use: one goroutine steps it.
