@@ -232,11 +232,13 @@ func TestLiveTraces(t *testing.T) {
 	// 1.16x; no fixed counter, bayesperf 1.62x, bayesperf-rr 1.16x, served as the
 	// drop-in path serves it 1.52x (online values 1.56x); the drop-in (and its online
 	// values) then told, as vstage tells the model, that task-clock is the enabled time
-	// (Options.Clocks): 1.75x (1.79x).
+	// (Options.Clocks): 1.75x (1.79x). With inference/schedule's overlap schedule
+	// carrying no group without fixed counters either (d66acf6): no fixed counter,
+	// bayesperf 1.68x, drop-in 1.80x (online values 1.84x).
 	for key, floor := range map[string]float64{
 		"bayesperf/task-clock": 1.67, "bayesperf-rr/task-clock": 1.11,
-		"bayesperf/none": 1.57, "bayesperf-rr/none": 1.11,
-		"dropin/none": 1.70,
+		"bayesperf/none": 1.63, "bayesperf-rr/none": 1.11,
+		"dropin/none": 1.75,
 	} {
 		if _, ok := gm[key]; !ok && testing.Short() {
 			continue
