@@ -220,10 +220,12 @@ func reduction(t *testing.T, what string, base, x map[string]float64) (float64, 
 // copy of the events multiplexed as the kernel would.
 //
 // The bounds sit below what was measured: 2026-11-22, 10 repetitions of this test
-// (3 pairs of 5 s runs each, about 45 s) on the shared 2-CPU VM under a load of 5-7,
-// gave two-run figures of 1.72x-2.78x (median 2.38x) and same-run figures of
-// 2.03x-2.60x (median 2.28x); without task-clock 1.54x-2.54x and 1.73x-2.48x. task-clock
-// is the enabled time, which the model knows exactly (WAPE about 0.001 against Linux's
+// (3 pairs of 5 s runs each, 40-62 s) on the shared 2-CPU VM under a load of 5-7, with
+// the code of this commit, gave two-run figures of 1.68x-2.97x (median 2.46x, geometric
+// sd of 20%) and same-run figures of 1.83x-2.38x (median 2.30x, 8%); without task-clock
+// 1.50x-2.68x and 1.68x-2.22x. (10 earlier repetitions, half of them before the
+// schedule's no-carry default: 1.72x-2.78x and 2.03x-2.60x.) task-clock is the enabled
+// time, which the model knows exactly (WAPE about 0.001 against Linux's
 // 0.006-0.022). Single pairs and 2 s runs are too noisy to bound: 4 repetitions of 3
 // pairs of 2 s runs gave pooled two-run figures of 1.33x-3.17x, single pairs 1.01x-3.81x.
 //
@@ -273,9 +275,11 @@ func TestDropinCorrected(t *testing.T) {
 const (
 	defaultCorrectRuns     = 3
 	defaultCorrectDuration = "5s"
-	// Bounds below the measured minimums (see TestDropinCorrected).
-	minReductionBetween = 1.5
-	minReductionSame    = 1.8
+	// Bounds below the measured minimums (see TestDropinCorrected): about 2.9 and 4.3
+	// geometric standard deviations below the geometric means of the 10 repetitions
+	// (2.39x, 2.24x). The acceptance's 2x is the median, not a floor.
+	minReductionBetween = 1.4
+	minReductionSame    = 1.6
 )
 
 // withoutEvent is m without event ev.
