@@ -626,6 +626,13 @@ func (c *Collector) Next() (perf.Snapshot, error) {
 			}
 			c.fresh = false
 			c.sliceLag = max(c.sliceLag, time.Duration(monotonicNow()-c.firstNs))
+			if len(c.exited) > 0 {
+				// What an exited thread counted after its exit snapshot (its own
+				// sched:sched_process_exit, which the kernel counts after the programs
+				// ran) is in its events only: read them now, or it would reach no slice
+				// before the final snapshot.
+				c.retireFinished()
+			}
 			s := c.gate(c.sum())
 			c.mu.Unlock()
 			return s, nil

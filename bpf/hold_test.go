@@ -190,3 +190,57 @@ func taskState(pid int) byte {
 	}
 	return b[i+2]
 }
+
+// TestExitsCountInTheirSlices: an exited process's own sched:sched_process_exit is counted
+// by the kernel after the collector's exit snapshot, so only its events hold it; the
+// collector reads them at the next slice, so that the exits of a shell loop's commands
+// reach the slices they happened in, not only the final snapshot.
+func TestExitsCountInTheirSlices(t *testing.T) {
+	const children = 60
+	script := fmt.Sprintf("read go; i=0; while [ $i -lt %d ]; do cat /proc/self/stat >/dev/null; i=$((i+1)); done", children)
+	cmd := exec.Command("/bin/sh", "-c", script)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start shell loop: %v", err)
+	}
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	attrs := []unix.PerfEventAttr{
+		tracepointAttr(t, "syscalls", "sys_enter_execve"),
+		tracepointAttr(t, "sched", "sched_process_exit"),
+	}
+	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, HoldProcesses: true, Events: attrs, Slice: 4 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("NewCollector (requires root): %v", err)
+	}
+	defer c.Close()
+	in.Write([]byte("go\n"))
+	snaps := collectAll(t, c, 20*time.Second)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("shell loop: %v", err)
+	}
+	if len(snaps) < 2 {
+		t.Fatalf("%d snapshots", len(snaps))
+	}
+	final := snaps[len(snaps)-1].Counts
+	if final[0].Value != children || final[1].Value != children+1 {
+		t.Fatalf("final: %d execve, %d exits; want %d and %d (the shell's own too)", final[0].Value, final[1].Value, children, children+1)
+	}
+	// In the last BPF snapshot every command that had exec'd has exited, but for the one
+	// running then and one whose events the kernel was still detaching.
+	last := snaps[len(snaps)-2].Counts
+	execs, exits := last[0].Value, last[1].Value
+	t.Logf("%d snapshots; last BPF one: %d execve, %d exits", len(snaps), execs, exits)
+	if execs < children/2 {
+		t.Skipf("only %d of %d commands ran before the last BPF snapshot: too few to judge", execs, children)
+	}
+	if exits+2 < execs {
+		t.Errorf("last BPF snapshot: %d exits for %d execve: exits reach only the final snapshot", exits, execs)
+	}
+}
