@@ -83,10 +83,13 @@
 // visit_groups_merge and the slice timers of the CPU context stopped firing, so they are
 // not used. An fexit program on schedule_tail, in the child's first moment on a CPU, would
 // not need the kfunc, but this kernel refuses fentry/fexit programs and has no kprobes.)
-// A sched_process_exit program takes each thread's last snapshot in its exit path. The
-// slot of an exited thread is recycled once the kernel has detached its events: its final
-// values are read with read(2) and kept in a running sum, so Options.MaxThreads bounds the
-// threads alive at once, not the threads ever created.
+// A sched_process_exit program takes each thread's last snapshot in its exit path. Once
+// the kernel has detached an exited thread's events, at the next slice Next returns, its
+// final values are read with read(2) into a running sum and its slot is recycled, so
+// Options.MaxThreads bounds the threads alive at once, not the threads ever created. The
+// read matters: the thread's own sched:sched_process_exit is counted after the program
+// ran, and reading it only when a slot was needed put every exit of a run in its last
+// slice (TestExitsCountInTheirSlices).
 //
 // A goroutine consumes the BPF ring buffer as records arrive, so new threads are followed
 // however late Next is called; Next returns the sums as of the last record applied. It runs
