@@ -7,6 +7,10 @@ import (
 	"github.com/bayesperf/bayesperf/inference"
 )
 
+// shortSlice is the share of the usual slice duration below which a reading does not
+// inform the state (see Observe).
+const shortSlice = 0.05
+
 // Observe runs one step of the filter: predict the rates of the slice from the previous
 // ones, then condition on the slice's readings and on the relations.
 func (md *Model) Observe(s inference.Slice) error {
@@ -41,6 +45,15 @@ func (md *Model) Observe(s inference.Slice) error {
 			frac = run / en
 		}
 		span := d * frac
+		if md.init && span < shortSlice*md.dTyp && !md.lrn.act.always(e) {
+			// A count over a twentieth of a usual slice or less says little about the
+			// rate the walk carries to other slices and can say something wildly
+			// wrong: what happens in a few microseconds of the target's running time
+			// need not scale with it (258 sched_wakeup in 18µs as a run ended, 11
+			// times the run's total once carried over its last interval). The slice's
+			// own count is still reported exactly (withCounts).
+			continue
+		}
 		y := float64(r.Count) / span
 		pois := false
 		// A count over the whole slice is the truth: only a rounding-level noise, so
