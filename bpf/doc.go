@@ -141,6 +141,8 @@
 // also derives its views from always-on copies, exactly (internal/vpmu), BPF has lost
 // that edge: mixed, 2s, 8 pairs, 0.195 against 0.154 (read better in 7), 3s, 4 pairs,
 // 0.212 against 0.174 (read better in 2); slices 646 against 634 and 697 against 803.
+// With exited threads read at the next slice (below), 2s, 8 pairs: 0.187 against 0.174
+// (read better in 3), slices 664 against 653.
 //
 // The tracepoint programs (sched_switch, sched_process_exit, sched_process_fork) return
 // 1: the kernel passes a tracepoint hit on to perf events only if the programs attached
