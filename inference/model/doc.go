@@ -64,11 +64,13 @@
 // over an interval) and by the scatter of an uncounted slice's count that the walk does
 // not explain (learned per event as the excess of squared innovations over their
 // predicted variance, per count of level: a sparse event's counts come in bursts that
-// no rate walk predicts), times 1.96, scaled per event by a factor calibrated online
-// from how far counted rates fall from their prediction after a gap (the situation
-// every inferred interval is in). An event counted for the whole of a reporting
-// interval is reported exactly as counted (StatusExact); one that nothing
-// observed bears on is StatusNotCounted.
+// no rate walk predicts), times 1.96. The smoothed and level parts (not the scatter,
+// which is learned from the same misses) are scaled per event by a factor calibrated
+// online from how far counted rates fall from their prediction after a gap (the
+// situation every inferred interval is in), against what the interval allows, scatter
+// included (learner.calibrate); the factor may narrow as well as widen. An event
+// counted for the whole of a reporting interval is reported exactly as counted
+// (StatusExact); one that nothing observed bears on is StatusNotCounted.
 //
 // Costs: Observe is O(k²) per reading for k free rates and allocates nothing in steady
 // state; Estimate smooths back to the start of the asked interval, O(k³) per slice, and

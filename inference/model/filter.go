@@ -232,8 +232,12 @@ func (md *Model) predict(d float64) {
 			// The walk reverts to a level that is itself only an average of a few
 			// counts: its uncertainty is part of what the prediction may miss by.
 			w := 1 - math.Pow(l.a[i], float64(gap))
-			sl := s + c*c*w*w*l.levelVar(i, d)
-			l.calibrate(o.event, nu*nu/sl)
+			sl := s - rv + c*c*w*w*l.levelVar(i, d)
+			// An inferred interval adds the scatter of an uncounted slice's count
+			// (Model.scatter), unscaled, where a reading has its noise: the scale
+			// is calibrated for the rest, or it learns the scatter a second time.
+			sc := math.Max(rv, l.dispersion(o.event)*math.Max(c*l.mu[i]*d, l.dispM[o.event])/(d*d))
+			l.calibrate(o.event, nu*nu, sl, sc)
 		}
 		if dof := md.opt.Dof; dof > 0 {
 			lam[i] = math.Max(math.Min((dof+1)/(dof+r2), 1), 1e-2)

@@ -323,8 +323,8 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 			continue
 		}
 		val := mean[e]
-		q := q0 * md.lrn.intervalScale(e)
-		s := math.Hypot(sd[e], md.levelError(e, from, to))
+		q := q0
+		s := md.lrn.intervalScale(e) * math.Hypot(sd[e], md.levelError(e, from, to))
 		val = md.withCounts(e, from, to, val)
 		if v := md.scatter(e, un, to-from, val); v > 0 {
 			s = math.Sqrt(s*s + v)
