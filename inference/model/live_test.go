@@ -250,7 +250,7 @@ func TestLiveTraces(t *testing.T) {
 	// The intervals: near 95% on average (each trace is short, so one may stray).
 	// Measured 2026-11-22 with the scatter kept out of the calibrated scale: bayesperf
 	// 0.910-0.978 per trace, the mean over bayesperf and bayesperf-rr 0.956 (before:
-	// 0.973-0.998, mean 0.981).
+	// 0.972-0.998, mean 0.981).
 	mc := 0.0
 	for _, c := range covs {
 		mc += c / float64(len(covs))
