@@ -92,10 +92,10 @@ var bpfEstimateEvents = []string{"task-clock", "page-faults", "minor-faults", "m
 	"sched:sched_wakeup", "sched:sched_process_fork", "sched:sched_process_exec", "sched:sched_process_exit",
 	"syscalls:sys_enter_newfstat", "syscalls:sys_enter_lseek", "syscalls:sys_enter_getuid"}
 
-// bpfEstimatePairs is how many pairs of runs TestEvalBPFEstimatesAtLeastRead pools.
+// bpfEstimatePairs is how many pairs of runs TestEvalBPFEstimatesAsGoodAsRead pools.
 const bpfEstimatePairs = 5
 
-// TestEvalBPFEstimatesAtLeastRead runs `bayesperf eval` on the mixed workload (memory,
+// TestEvalBPFEstimatesAsGoodAsRead runs `bayesperf eval` on the mixed workload (memory,
 // syscall, sleep, fork and compute phases) alternately with each collector and compares,
 // pooled over the pairs, the median over runs of bayesperf's median WAPE over events, and
 // of the number of slices. One pair says little (bayesperf's median WAPE on this workload
@@ -103,14 +103,15 @@ const bpfEstimatePairs = 5
 //
 // Measured before the BPF collector ended a slice at every tick round in which the target
 // ran and switched events at its snapshots (SwitchAtSnapshots): medians over 4 pairs of
-// 410 slices against 824 and a median WAPE of 0.526 against 0.400. After, over 10 pairs:
-// 900 slices against 832, 0.232 against 0.299 (BPF better in 10 pairs of 10), and over 5
-// pairs 899 against 866, 0.226 against 0.263. Eleven runs of this test (5 pairs of 2s
-// runs each, load average 1-10) gave a bpf/read ratio of the median WAPEs of 0.49-0.93 and
-// of slices 0.91-1.15; the code before gave 1.26 and 1.47, and 0.50 and 0.54. The
-// assertions leave room for the spread: BPF's median WAPE at most read's, and at least
-// 0.8 as many slices.
-func TestEvalBPFEstimatesAtLeastRead(t *testing.T) {
+// 410 slices against 824 and a median WAPE of 0.526 against 0.400; after, over 10 pairs,
+// 900 slices against 832, 0.232 against 0.299. Since then the read(2) backend's views are
+// exact too (internal/vpmu derives them from the always-on counters), so both collectors
+// give the model the same exact observations and differ only in where slices end: the
+// bpf/read ratio of the median WAPEs was 0.67-0.90 in four runs of this test, 1.02 in a
+// clean-clone make test, 1.07 and 1.14 in a helper's runs. The assertions say "as good,
+// within the spread of 5 pooled pairs": BPF's median WAPE at most 1.3 times read's, and at
+// least 0.8 as many slices.
+func TestEvalBPFEstimatesAsGoodAsRead(t *testing.T) {
 	wl := []string{statBin(t), "workload", "mixed", "--duration", "2s"}
 	type stats struct{ wape, slices []float64 }
 	got := map[string]*stats{"read": {}, "bpf": {}}
@@ -151,8 +152,8 @@ func TestEvalBPFEstimatesAtLeastRead(t *testing.T) {
 	t.Logf("read: median wape %v, slices %v", rd.wape, rd.slices)
 	t.Logf("bpf:  median wape %v, slices %v", bp.wape, bp.slices)
 	t.Logf("medians: wape bpf %.3f read %.3f, slices bpf %.0f read %.0f", med(bp.wape), med(rd.wape), med(bp.slices), med(rd.slices))
-	if med(bp.wape) > med(rd.wape) {
-		t.Errorf("bayesperf's median WAPE, median over %d runs: bpf %.3f, read %.3f: want bpf at most read", bpfEstimatePairs, med(bp.wape), med(rd.wape))
+	if med(bp.wape) > 1.3*med(rd.wape) {
+		t.Errorf("bayesperf's median WAPE, median over %d runs: bpf %.3f, read %.3f: want bpf at most 1.3 times read", bpfEstimatePairs, med(bp.wape), med(rd.wape))
 	}
 	if med(bp.slices) < 0.8*med(rd.slices) {
 		t.Errorf("slices, median over %d runs: bpf %.0f, read %.0f: want at least 0.8 as many with bpf", bpfEstimatePairs, med(bp.slices), med(rd.slices))
