@@ -349,6 +349,11 @@ func operand(t token) (Expr, error) {
 		}
 		return Neg{X: x}, nil
 	}
+	if w[0] == '#' {
+		// "(#x)" would read as an event #x, but written out with a space before it the
+		// # begins a comment: no event name starts with #.
+		return nil, &ParseError{Col: t.col, Msg: fmt.Sprintf("%q: an event name cannot start with # (a # that starts a word begins a comment)", w)}
+	}
 	if c := w[0]; (c >= '0' && c <= '9') || (c == '.' && len(w) > 1 && w[1] >= '0' && w[1] <= '9') {
 		v, err := strconv.ParseFloat(w, 64)
 		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
