@@ -213,7 +213,7 @@ func writeDoc(file string, live, rep, lrep []row, wl string, dur time.Duration, 
 	fmt.Fprintf(&b, "Metrics are the brief's (\"How we score accuracy\"): per event and reporting interval of 100 ms, WAPE, total error, RA, DTW cost, coverage of the 95%% intervals; error reduction is the geometric mean over events of WAPE_linux / WAPE_X, each ratio capped at 100. ")
 	fmt.Fprintf(&b, "`linux`, `fixed`, `linear` and `bayesperf-rr` see the kernel's round robin; `bayesperf` sees its own overlap schedule (a second copy of every event driven by it in the same run). Truth is the virtual PMU's always-on copy of every event.\n\n")
 	fmt.Fprintf(&b, "## Live: error versus number of events at 4 counters\n\n")
-	fmt.Fprintf(&b, "Workload `bayesperf workload %s --duration %s --seed 1`, multiplexed on a virtual PMU of 4 programmable counters every %v with `task-clock` on a fixed counter; events are the first N of the pool in `internal/eval/accuracy/main.go` (software events, then tracepoints). One run per N:\n\n", wl, dur, vpmu.MuxInterval())
+	fmt.Fprintf(&b, "Workload `bayesperf workload %s --duration %s --seed 1`, multiplexed on a virtual PMU of 4 programmable counters every %v with `task-clock` on a fixed counter, its copies read with read(2) at every slice (`bayesperf eval`'s default, `--collector auto`, takes the BPF collector where it can load it); events are the first N of the pool in `internal/eval/accuracy/main.go` (software events, then tracepoints). One run per N:\n\n", wl, dur, vpmu.MuxInterval())
 	fmt.Fprintf(&b, "    bayesperf eval -e <first N events> --counters 4 --fixed task-clock -- bayesperf workload %s --duration %s --seed 1\n\n", wl, dur)
 	fmt.Fprintf(&b, "![mean WAPE vs events](accuracy-vs-events.svg)\n\n")
 	table(&b, live)
