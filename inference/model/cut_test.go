@@ -9,10 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bayesperf/bayesperf/inference/graph"
-	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/replay"
-	"github.com/bayesperf/bayesperf/inference/schedule"
 )
 
 // TestLiveCut is a diagnostic, skipped unless BAYESPERF_LIVE_CUT=N is set: it replays
@@ -58,23 +55,8 @@ func TestLiveCut(t *testing.T) {
 		if tr.Slices() == 0 {
 			continue
 		}
-		rels := relation.Bind(relation.Builtins(), tr.Events)
-		sp, err := replay.KernelSpec(tr, realCounters, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kern, err := schedule.Kernel(sp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		own, err := schedule.Overlap(sp, graph.FromRelations(tr.Events, rels), schedule.OverlapOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var opt Options
-		if tr.EventIndex("task-clock") >= 0 {
-			opt.Clocks = []string{"task-clock"}
-		}
+		rels, kern, own := liveSchedules(t, tr, nil)
+		opt := dropinOptions(tr)
 		mk := func() *Model {
 			m, err := New(tr.Events, rels, opt)
 			if err != nil {

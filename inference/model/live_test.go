@@ -26,19 +26,7 @@ func liveScore(t *testing.T, path string, fixed []string, opt Options) *replay.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	rels := relation.Bind(relation.Builtins(), tr.Events)
-	sp, err := replay.KernelSpec(tr, realCounters, fixed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kern, err := schedule.Kernel(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	own, err := schedule.Overlap(sp, graph.FromRelations(tr.Events, rels), schedule.OverlapOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rels, kern, own := liveSchedules(t, tr, fixed)
 	rr, err := New(tr.Events, rels, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +71,35 @@ func (d *dropin) Estimate(from, to int) []inference.Estimate {
 	return out
 }
 
+// liveSchedules binds the built-in relations to tr's events and builds, at realCounters
+// with the fixed events, the kernel's round robin and bayesperf's overlap schedule, as
+// `bayesperf eval --trace` does.
+func liveSchedules(t *testing.T, tr *replay.Trace, fixed []string) (rels []relation.Relation, kern, own *schedule.Schedule) {
+	t.Helper()
+	rels = relation.Bind(relation.Builtins(), tr.Events)
+	sp, err := replay.KernelSpec(tr, realCounters, fixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kern, err = schedule.Kernel(sp); err != nil {
+		t.Fatal(err)
+	}
+	if own, err = schedule.Overlap(sp, graph.FromRelations(tr.Events, rels), schedule.OverlapOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return rels, kern, own
+}
+
+// dropinOptions are the model's options as vstage sets them: a task's enabled time is
+// its task-clock, so the model is told.
+func dropinOptions(tr *replay.Trace) Options {
+	var opt Options
+	if tr.EventIndex("task-clock") >= 0 {
+		opt.Clocks = []string{"task-clock"}
+	}
+	return opt
+}
+
 // liveDropin replays a live trace as liveScore does and returns the error reduction of
 // bayesperf served as the drop-in path serves it (dropin, on bayesperf's schedule), and
 // of its online values (each interval estimated right after it ends), against linux.
@@ -92,24 +109,8 @@ func liveDropin(t *testing.T, path string, fixed []string) (cum, online float64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rels := relation.Bind(relation.Builtins(), tr.Events)
-	sp, err := replay.KernelSpec(tr, realCounters, fixed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kern, err := schedule.Kernel(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	own, err := schedule.Overlap(sp, graph.FromRelations(tr.Events, rels), schedule.OverlapOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// As vstage does: a task's enabled time is its task-clock, so the model is told.
-	var opt Options
-	if tr.EventIndex("task-clock") >= 0 {
-		opt.Clocks = []string{"task-clock"}
-	}
+	rels, kern, own := liveSchedules(t, tr, fixed)
+	opt := dropinOptions(tr)
 	a, err := New(tr.Events, rels, opt)
 	if err != nil {
 		t.Fatal(err)
