@@ -10,24 +10,15 @@ import (
 	"testing"
 
 	"github.com/bayesperf/bayesperf/inference"
-	"github.com/bayesperf/bayesperf/inference/graph"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/replay"
-	"github.com/bayesperf/bayesperf/inference/schedule"
 )
 
 // covModel replays a trace to bayesperf on its own schedule (as liveScore or
 // realScore do) and returns the result with the finished model.
 func covModel(t *testing.T, tr *replay.Trace, rels []relation.Relation, fixed []string) (*replay.Result, *Model) {
 	t.Helper()
-	sp, err := replay.KernelSpec(tr, realCounters, fixed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	own, err := schedule.Overlap(sp, graph.FromRelations(tr.Events, rels), schedule.OverlapOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, own := traceSchedules(t, tr, rels, fixed)
 	bp, err := New(tr.Events, rels, Options{})
 	if err != nil {
 		t.Fatal(err)

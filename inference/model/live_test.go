@@ -71,12 +71,10 @@ func (d *dropin) Estimate(from, to int) []inference.Estimate {
 	return out
 }
 
-// liveSchedules binds the built-in relations to tr's events and builds, at realCounters
-// with the fixed events, the kernel's round robin and bayesperf's overlap schedule, as
-// `bayesperf eval --trace` does.
-func liveSchedules(t *testing.T, tr *replay.Trace, fixed []string) (rels []relation.Relation, kern, own *schedule.Schedule) {
+// traceSchedules builds, for tr at realCounters with the fixed events, the kernel's round
+// robin and bayesperf's overlap schedule over rels, as `bayesperf eval --trace` does.
+func traceSchedules(t *testing.T, tr *replay.Trace, rels []relation.Relation, fixed []string) (kern, own *schedule.Schedule) {
 	t.Helper()
-	rels = relation.Bind(relation.Builtins(), tr.Events)
 	sp, err := replay.KernelSpec(tr, realCounters, fixed)
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +85,14 @@ func liveSchedules(t *testing.T, tr *replay.Trace, fixed []string) (rels []relat
 	if own, err = schedule.Overlap(sp, graph.FromRelations(tr.Events, rels), schedule.OverlapOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return kern, own
+}
+
+// liveSchedules binds the built-in relations to tr's events and builds both schedules.
+func liveSchedules(t *testing.T, tr *replay.Trace, fixed []string) (rels []relation.Relation, kern, own *schedule.Schedule) {
+	t.Helper()
+	rels = relation.Bind(relation.Builtins(), tr.Events)
+	kern, own = traceSchedules(t, tr, rels, fixed)
 	return rels, kern, own
 }
 

@@ -8,10 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bayesperf/bayesperf/inference/graph"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/replay"
-	"github.com/bayesperf/bayesperf/inference/schedule"
 )
 
 // realFixed are the events that sit on fixed counters in the replays, the way cycles
@@ -73,18 +71,7 @@ func realScore(t *testing.T, path string) *replay.Result {
 			fixed = append(fixed, f)
 		}
 	}
-	kern, err := replay.KernelSchedule(tr, realCounters, fixed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := replay.KernelSpec(tr, realCounters, fixed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	own, err := schedule.Overlap(sp, graph.FromRelations(tr.Events, rels), schedule.OverlapOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	kern, own := traceSchedules(t, tr, rels, fixed)
 	rr, err := New(tr.Events, rels, Options{})
 	if err != nil {
 		t.Fatal(err)
