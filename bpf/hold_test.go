@@ -34,20 +34,7 @@ const (
 // child before it first runs (schedule_tail's write of the child's tid, counted by the
 // inherited copies from the fork on).
 func TestHoldsNewProcesses(t *testing.T) {
-	script := fmt.Sprintf("read go; i=0; while [ $i -lt %d ]; do cat /proc/self/stat >/dev/null; i=$((i+1)); done", shellLoopChildren)
-	cmd := exec.Command("/bin/sh", "-c", script)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start shell loop: %v", err)
-	}
-	t.Cleanup(func() {
-		in.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	cmd, in := startShellLoop(t, shellLoopChildren)
 	attrs := []unix.PerfEventAttr{
 		tracepointAttr(t, "syscalls", "sys_enter_execve"),
 		softwareAttr(unix.PERF_COUNT_SW_PAGE_FAULTS),
@@ -197,20 +184,7 @@ func taskState(pid int) byte {
 // reach the slices they happened in, not only the final snapshot.
 func TestExitsCountInTheirSlices(t *testing.T) {
 	const children = 60
-	script := fmt.Sprintf("read go; i=0; while [ $i -lt %d ]; do cat /proc/self/stat >/dev/null; i=$((i+1)); done", children)
-	cmd := exec.Command("/bin/sh", "-c", script)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start shell loop: %v", err)
-	}
-	t.Cleanup(func() {
-		in.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	cmd, in := startShellLoop(t, children)
 	attrs := []unix.PerfEventAttr{
 		tracepointAttr(t, "syscalls", "sys_enter_execve"),
 		tracepointAttr(t, "sched", "sched_process_exit"),
@@ -243,4 +217,25 @@ func TestExitsCountInTheirSlices(t *testing.T) {
 	if exits+2 < execs {
 		t.Errorf("last BPF snapshot: %d exits for %d execve: exits reach only the final snapshot", exits, execs)
 	}
+}
+
+// startShellLoop starts a shell that waits for a line on in, then runs cat n times (a
+// fork and an exec each); the test's cleanup kills and reaps it.
+func startShellLoop(t *testing.T, n int) (*exec.Cmd, io.WriteCloser) {
+	t.Helper()
+	script := fmt.Sprintf("read go; i=0; while [ $i -lt %d ]; do cat /proc/self/stat >/dev/null; i=$((i+1)); done", n)
+	cmd := exec.Command("/bin/sh", "-c", script)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start shell loop: %v", err)
+	}
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd, in
 }
