@@ -14,14 +14,7 @@ import (
 // (a real PMU switches events atomically at the slice boundary).
 func emulationNoise(t *testing.T) (evs []perf.EventDesc, tot, diff []float64) {
 	t.Helper()
-	evs, err := perf.ParseEvents(testEvents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := KernelSchedule(evs, 4, []int{0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs, ks := kernelEvents(t, testEvents, 4, []int{0})
 	res, err := RunCommand(Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true}, target("mixed", 600), 0)
 	if err != nil {
 		t.Fatal(err)

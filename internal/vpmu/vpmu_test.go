@@ -75,16 +75,9 @@ const testEvents = "task-clock,page-faults,minor-faults,major-faults,context-swi
 
 func TestVirtualMultiplexingHoldsBudgetAndTruth(t *testing.T) {
 	requireRoot(t)
-	evs, err := perf.ParseEvents(testEvents)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const counters = 4
 	fixed := []int{0} // task-clock on a fixed counter
-	ks, err := KernelSchedule(evs, counters, fixed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs, ks := kernelEvents(t, testEvents, counters, fixed)
 	res, err := RunCommand(Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true}, target("mixed", 400), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -240,14 +233,7 @@ func TestTruthMatchesNativePerfStat(t *testing.T) {
 func TestVirtualTimes(t *testing.T) {
 	runtime.LockOSThread() // the events follow this thread
 	defer runtime.UnlockOSThread()
-	evs, err := perf.ParseEvents("task-clock,page-faults,minor-faults")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := KernelSchedule(evs, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs, ks := kernelEvents(t, "task-clock,page-faults,minor-faults", 1, nil)
 	// Allocate before starting: zeroing 64 MiB would make the first slice long.
 	buf := make([]byte, 64<<20)
 	p, err := Open(Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true, Pid: perf.ThisPid, CPU: perf.AnyCPU})
@@ -296,14 +282,7 @@ func TestVirtualTimes(t *testing.T) {
 // before the exec may count, and a client sees multiplexed times.
 func TestEnableOnExecRunner(t *testing.T) {
 	requireRoot(t)
-	evs, err := perf.ParseEvents("syscalls:sys_enter_getppid,syscalls:sys_enter_write,page-faults,minor-faults")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := KernelSchedule(evs, 2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs, ks := kernelEvents(t, "syscalls:sys_enter_getppid,syscalls:sys_enter_write,page-faults,minor-faults", 2, nil)
 	cmd := exec.Command("sh", "-c", `read x; exec "$0" -test.run=^$`, os.Args[0])
 	cmd.Env = append(os.Environ(), "BAYESPERF_VPMU_WORKLOAD=fixed-work:0")
 	in, err := cmd.StdinPipe()
@@ -379,14 +358,7 @@ func TestEnableOnExecRunner(t *testing.T) {
 func TestSplitKeepsConfiguration(t *testing.T) {
 	runtime.LockOSThread() // the events follow this thread
 	defer runtime.UnlockOSThread()
-	evs, err := perf.ParseEvents("task-clock,page-faults,minor-faults")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := KernelSchedule(evs, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs, ks := kernelEvents(t, "task-clock,page-faults,minor-faults", 1, nil)
 	p, err := Open(Config{Events: evs, Views: []View{{"kernel", ks}}, Pid: perf.ThisPid, CPU: perf.AnyCPU})
 	if err != nil {
 		t.Fatal(err)
@@ -441,14 +413,7 @@ func TestEnableOnExecRunnerViewCopies(t *testing.T) {
 // (plus the clock), however many views, with or without truth, and an event asked for
 // twice shares its copy.
 func TestOneKernelEventPerEvent(t *testing.T) {
-	evs, err := perf.ParseEvents("task-clock,page-faults,minor-faults,page-faults")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := KernelSchedule(evs, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs, ks := kernelEvents(t, "task-clock,page-faults,minor-faults,page-faults", 1, nil)
 	fds := func() int {
 		ents, err := os.ReadDir("/proc/self/fd")
 		if err != nil {
@@ -467,4 +432,20 @@ func TestOneKernelEventPerEvent(t *testing.T) {
 		}
 		p.Close()
 	}
+}
+
+// kernelEvents parses names (perf syntax) and returns the events with the kernel's round
+// robin of them on counters programmable counters (fixed: indices of the events on fixed
+// counters).
+func kernelEvents(t *testing.T, names string, counters int, fixed []int) ([]perf.EventDesc, *schedule.Schedule) {
+	t.Helper()
+	evs, err := perf.ParseEvents(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := KernelSchedule(evs, counters, fixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs, ks
 }

@@ -3,7 +3,6 @@ package vstage
 import (
 	"math"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -26,22 +25,7 @@ func TestCorrectedClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("sh", "-c", `read x; exec "$0" -test.run=^$`, os.Args[0])
-	cmd.Env = append(os.Environ(), "BAYESPERF_VSTAGE_WORK=1")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := int32(cmd.Process.Pid)
-	var evs []sidecar.Event
-	for i, d := range descs {
-		evs = append(evs, sidecar.Event{Client: 1, ClientPid: pid, Handle: uint32(i + 1), Pid: pid, CPU: -1,
-			Attr: shim.Attr{Type: d.Attr.Type, Config: d.Attr.Config,
-				Bits: shim.AttrDisabled | shim.AttrInherit | shim.AttrEnableOnExec}})
-	}
+	cmd, in, evs := heldWorker(t, descs, false)
 	st := &Stage{Counters: 2, Infer: true, Truth: true, Schedule: "kernel", Relations: relation.Builtins(), Logf: t.Logf}
 	defer st.Close()
 	all := make([]shim.Values, len(evs))

@@ -1,6 +1,7 @@
 package vstage
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"testing"
@@ -48,22 +49,7 @@ func TestPerfStatLikeClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("sh", "-c", `read x; exec "$0" -test.run=^$`, os.Args[0])
-	cmd.Env = append(os.Environ(), "BAYESPERF_VSTAGE_WORK=1")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := int32(cmd.Process.Pid)
-	var evs []sidecar.Event
-	for i, d := range descs {
-		evs = append(evs, sidecar.Event{Client: 1, ClientPid: pid, Handle: uint32(i + 1), Pid: pid, CPU: -1,
-			Attr: shim.Attr{Type: d.Attr.Type, Config: d.Attr.Config, ReadFormat: d.Attr.ReadFormat,
-				Bits: shim.AttrDisabled | shim.AttrInherit | shim.AttrEnableOnExec}})
-	}
+	cmd, in, evs := heldWorker(t, descs, true)
 	vals := func() []shim.Values {
 		out := make([]shim.Values, len(evs))
 		for i := range out {
@@ -182,4 +168,31 @@ loop:
 	if g.Running != pf.Running || g.Enabled != pf.Enabled || g.Running >= g.Enabled {
 		t.Errorf("group times %d/%d, member alone %d/%d: want equal and multiplexed", g.Running, g.Enabled, pf.Running, pf.Enabled)
 	}
+}
+
+// heldWorker starts this test binary as the worker (BAYESPERF_VSTAGE_WORK=1) behind a
+// shell that execs it once a line arrives on in, and returns the events a perf stat-like
+// client registers for descs on it: disabled, inherited, enabled on exec, with the
+// descs' read_format when withReadFormat is set.
+func heldWorker(t *testing.T, descs []perf.EventDesc, withReadFormat bool) (*exec.Cmd, io.WriteCloser, []sidecar.Event) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", `read x; exec "$0" -test.run=^$`, os.Args[0])
+	cmd.Env = append(os.Environ(), "BAYESPERF_VSTAGE_WORK=1")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := int32(cmd.Process.Pid)
+	var evs []sidecar.Event
+	for i, d := range descs {
+		a := shim.Attr{Type: d.Attr.Type, Config: d.Attr.Config, Bits: shim.AttrDisabled | shim.AttrInherit | shim.AttrEnableOnExec}
+		if withReadFormat {
+			a.ReadFormat = d.Attr.ReadFormat
+		}
+		evs = append(evs, sidecar.Event{Client: 1, ClientPid: pid, Handle: uint32(i + 1), Pid: pid, CPU: -1, Attr: a})
+	}
+	return cmd, in, evs
 }
