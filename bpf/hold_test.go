@@ -109,19 +109,7 @@ func TestHoldsNewProcesses(t *testing.T) {
 // held (stopped), then checks that contAllHeld, which Close calls for the processes whose
 // notice it did not consume, lets it run.
 func TestContinuesHeldProcesses(t *testing.T) {
-	cmd := exec.Command("/bin/sh", "-c", "read go; cat /proc/self/stat >/dev/null")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start shell: %v", err)
-	}
-	t.Cleanup(func() {
-		in.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	cmd, in := startShellLoop(t, 1)
 	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, HoldProcesses: true,
 		Events: []unix.PerfEventAttr{softwareAttr(unix.PERF_COUNT_SW_PAGE_FAULTS)}})
 	if err != nil {
