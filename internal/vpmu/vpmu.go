@@ -105,10 +105,9 @@ type PMU struct {
 	clock *perf.Event // dummy, always on: virtual time_enabled
 	// copies are the always-on copies, one per distinct event: every derived event's
 	// (see derivable), and with Truth every other event's too. copyOf[i] is event i's
-	// copy (-1: none) and truth[i] the copy itself (nil: none).
+	// copy (-1: none).
 	copies  []*perf.Event
 	copyOf  []int
-	truth   []*perf.Event
 	derived []bool // event i's views are derived from its always-on copy: no view copies
 	// views[v][i] is view v's own copy of event i, switched by ioctl; nil for derived
 	// events and with a snapshotting collector.
@@ -229,7 +228,6 @@ func Open(cfg Config) (*PMU, error) {
 	// The always-on copies, one per distinct event: identical events (perf stat -e
 	// x,x) count the same, so they share one.
 	p.copyOf = make([]int, len(cfg.Events))
-	p.truth = make([]*perf.Event, len(cfg.Events))
 	p.derived = make([]bool, len(cfg.Events))
 	seen := map[perf.Attr]int{}
 	for i, d := range cfg.Events {
@@ -242,7 +240,7 @@ func Open(cfg Config) (*PMU, error) {
 		a.Flags = a.Flags&^(perf.FlagDisabled|perf.FlagEnableOnExec|perf.FlagPinned|perf.FlagExclusive) | flags | onExec
 		a.ReadFormat = perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning
 		if k, ok := seen[a]; ok {
-			p.copyOf[i], p.truth[i] = k, p.copies[k]
+			p.copyOf[i] = k
 			continue
 		}
 		// Singletons, not a group with the clock: the kernel refuses (ECHILD) group
@@ -254,7 +252,7 @@ func Open(cfg Config) (*PMU, error) {
 		}
 		e.Name = d.Name
 		seen[a] = len(p.copies)
-		p.copyOf[i], p.truth[i] = len(p.copies), e
+		p.copyOf[i] = len(p.copies)
 		p.copies = append(p.copies, e)
 	}
 	for vi, v := range cfg.Views {
@@ -627,10 +625,10 @@ func (p *PMU) Virtual(v, i int) (perf.Count, error) {
 // read(2) backend only), for a reader that wants the truth at the instant it read
 // Virtual.
 func (p *PMU) TruthNow(i int) (uint64, error) {
-	if !p.cfg.Truth || p.bc != nil || i < 0 || i >= len(p.truth) || p.truth[i] == nil {
+	if !p.cfg.Truth || p.bc != nil || i < 0 || i >= len(p.copyOf) || p.copyOf[i] < 0 {
 		return 0, fmt.Errorf("read truth of event %d: no truth copy (Truth unset, snapshot backend or out of range)", i)
 	}
-	c, err := p.readOne(p.truth[i])
+	c, err := p.readOne(p.copies[p.copyOf[i]])
 	if err != nil {
 		return 0, err
 	}
