@@ -51,7 +51,10 @@ func (md *Model) Observe(s inference.Slice) error {
 			// wrong: what happens in a few microseconds of the target's running time
 			// need not scale with it (258 sched_wakeup in 18µs as a run ended, 11
 			// times the run's total once carried over its last interval). The slice's
-			// own count is still reported exactly (withCounts).
+			// own count is still reported exactly (withCounts). Longer short slices are
+			// weighed down in predict (a step of the walk per missing share); down here
+			// that variance still left a burst innovations of hundreds of deviations,
+			// which the Student-t step took for a jump of the rate.
 			continue
 		}
 		y := float64(r.Count) / span

@@ -37,7 +37,7 @@ func toUnix(a perf.Attr) unix.PerfEventAttr {
 }
 
 // ResolveCollector returns the collector a live run uses for the name asked for: "read"
-// and "bpf" as given, "auto" (or "") "bpf" when this process can load the BPF collector
+// and "bpf" as given, "auto" "bpf" when this process can load the BPF collector
 // (bpf.Probe: root or CAP_BPF+CAP_PERFMON, a kernel with the BPF ring buffer) and "read"
 // otherwise. BPF snapshots every copy in the kernel at the slice boundary, exactly, and
 // its estimates are at least as good (test/bpf_eval_test.go); read(2) works everywhere.
@@ -45,7 +45,7 @@ func ResolveCollector(name string) (string, error) {
 	switch name {
 	case "read", "bpf":
 		return name, nil
-	case "", "auto":
+	case "auto":
 		if bpf.Probe() == nil {
 			return "bpf", nil
 		}
