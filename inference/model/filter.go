@@ -239,7 +239,7 @@ func (md *Model) predict(d float64) {
 			// An inferred interval adds the scatter of an uncounted slice's count
 			// (Model.scatter), unscaled, where a reading has its noise: the scale
 			// is calibrated for the rest, or it learns the scatter a second time.
-			sc := math.Max(rv, l.dispersion(o.event)*math.Max(c*l.mu[i]*d, l.dispM[o.event])/(d*d))
+			sc := math.Max(rv, l.countScatter(o.event, c*l.mu[i]*d, 1)/(d*d))
 			l.calibrate(o.event, nu*nu, sl, sc)
 		}
 		if dof := md.opt.Dof; dof > 0 {

@@ -240,6 +240,14 @@ func (l *learner) dispersion(e int) float64 {
 	return math.Max(1, l.dispV[e]/l.dispM[e])
 }
 
+// countScatter is the variance, beyond the walk's, of event e's count over slices
+// uncounted slices expected to hold count: the learned dispersion times the count, at
+// least the mean count of a slice per slice. Model.scatter adds it to inferred intervals;
+// calibrate leaves it out of the scale it learns.
+func (l *learner) countScatter(e int, count, slices float64) float64 {
+	return l.dispersion(e) * math.Max(count, l.dispM[e]*slices)
+}
+
 // levelVar is the variance of component i's level estimate, in rate units.
 func (l *learner) levelVar(i int, d float64) float64 {
 	if rv := l.act.relVar[i]; l.actUsed[i] && rv >= 0 && !math.IsInf(rv, 0) {

@@ -513,8 +513,7 @@ func (md *Model) scatter(e, un, n int, val float64) float64 {
 		return 0
 	}
 	share := float64(un) / float64(n)
-	c := math.Max(val*share, md.lrn.dispM[e]*float64(un))
-	v := md.lrn.dispersion(e) * c
+	v := md.lrn.countScatter(e, val*share, float64(un))
 	if !(v > 0) || math.IsInf(v, 0) {
 		return 0
 	}
