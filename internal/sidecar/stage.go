@@ -1,6 +1,10 @@
 package sidecar
 
-import "github.com/bayesperf/bayesperf/shim"
+import (
+	"time"
+
+	"github.com/bayesperf/bayesperf/shim"
+)
 
 // Event describes one registered perf event as the client opened it.
 type Event struct {
@@ -50,4 +54,14 @@ func (Identity) KernelExact() bool { return true }
 // Forget when a client is gone (its events are closed).
 type Forgetter interface {
 	Forget(client int)
+}
+
+// Pacer is implemented by stages that need the live events of some clients re-read at
+// least every Pace(client) even while no client reads (Config.IdlePeriod would
+// otherwise apply): a stage that infers from the successive values it is given needs
+// them about as often as the kernel rotates its multiplexed events to see that
+// rotation. 0 asks for nothing. The server asks after each periodic round of the
+// client; the answer never lengthens Config.Period.
+type Pacer interface {
+	Pace(client int) time.Duration
 }
