@@ -39,10 +39,12 @@ type Identity struct{}
 func (Identity) Name() string                          { return "identity" }
 func (Identity) Correct(int64, []Event, []shim.Values) {}
 
-// KernelExact is implemented by stages that publish the kernel's values unchanged (only
-// Identity here). The shim may then read events that count the reader itself straight
-// from the kernel; with any other stage it refreshes their mirrors synchronously, so
-// that every value a tool sees went through the stage.
+// KernelExact is implemented by stages that publish the kernel's values unchanged
+// (Identity), or that let reads of events counting the reader itself keep them (the
+// drop-in path's correction of the kernel's multiplexing, internal/kstage). The shim
+// may then read such events straight from the kernel; with any other stage it
+// refreshes their mirrors synchronously, so that every value a tool sees went through
+// the stage. Config.AllowUIDs needs such a stage: it opens no events of its own.
 type KernelExact interface {
 	KernelExact() bool
 }

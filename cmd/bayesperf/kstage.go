@@ -1,0 +1,46 @@
+package main
+
+import (
+	"github.com/bayesperf/bayesperf/inference/relation"
+	"github.com/bayesperf/bayesperf/internal/kstage"
+	"github.com/bayesperf/bayesperf/internal/sidecar"
+)
+
+// resolveInferFrom checks --infer-from against --virtual-counters and gives its default.
+func resolveInferFrom(v string, vcounters int) (string, error) {
+	switch {
+	case v == "" && vcounters > 0:
+		return "slices", nil
+	case v == "":
+		return "values", nil
+	case v == "slices" && vcounters == 0:
+		return "", usageErr("--infer-from slices needs --virtual-counters N (only the virtual PMU makes slices); without it the kernel's values are all there is")
+	case v != "slices" && v != "values":
+		return "", usageErr("--infer-from %s: want slices or values", v)
+	}
+	return v, nil
+}
+
+// vstageCorrect is the --correct the virtual PMU gets: none when the values it
+// presents are corrected after it.
+func vstageCorrect(correct, inferFrom string) string {
+	if inferFrom == "values" {
+		return "none"
+	}
+	return correct
+}
+
+// withKernelMux adds, with --correct bayesperf --infer-from values, the stage that
+// corrects multiplexing from the values read after st (nil: the kernel's own values).
+// readsRefresh: the stale bound is below the period, so every read is a refresh.
+func withKernelMux(st sidecar.Stage, correct, inferFrom string, readsRefresh bool, logf func(string, ...any)) sidecar.Stage {
+	if correct != "bayesperf" || inferFrom != "values" {
+		return st
+	}
+	ks := &kstage.Stage{Relations: relation.Builtins(), Logf: logf, ReadsRefresh: readsRefresh}
+	go ks.Preload()
+	if st == nil {
+		return ks
+	}
+	return sidecar.Chain{st, ks}
+}

@@ -1,0 +1,68 @@
+// Package kstage corrects the kernel's own multiplexing in the drop-in path: it is a
+// sidecar.Stage (`bayesperf run` and `bayesperf sidecar` without --virtual-counters,
+// --correct bayesperf, the default) for a CPU whose PMU has fewer counters than the
+// tool asked for events, where the kernel rotates the events and reports each one's
+// count with time_enabled and a smaller time_running.
+//
+// It sees only what the sidecar reads of the tool's events: per client and target
+// (pid, cpu: the kernel multiplexes each context on its own), every periodic round the
+// cumulative (value, enabled, running) of every live event, a group read member by
+// member. Per round, the deltas since the last round are cut into the kernel's own
+// slices (segment.go: a round that holds one rotation is split where it happened, as
+// the shares of the round the leaving and joining events ran say), and each slice goes
+// to a bayesperf model (inference/model; relations bound to the events' perf names
+// through perf.Namer; task-clock of a task target named as a clock). A round in which
+// the target did not run adds nothing.
+//
+// What the tool reads (shim.Values, rewritten in place):
+//   - An event whose time_running has always equalled its time_enabled keeps the
+//     kernel's values bit for bit: it was never multiplexed, so they are exact. Until
+//     some event of a target is multiplexed no model is built at all, so on a machine
+//     without a PMU (software events and tracepoints, which the kernel never
+//     multiplexes) the stage costs nothing and changes nothing.
+//   - A multiplexed event gets the estimate of its running total, with time_running =
+//     time_enabled so that the tool's own scaling leaves it unchanged: the totals the
+//     model started from (the kernel's values then, exact), plus the model's filtered
+//     estimates of the slices fed, plus the slice being built (counted, or at the
+//     event's latest rate). A periodic round publishes that; a synchronous refresh
+//     passing one event (a stale page, an ioctl) adds the kernel's delta since the last
+//     round, scaled by enabled/running where the event ran part of the time, at its
+//     latest rate where it did not run. Values published never decrease (the kernel's
+//     values published before the model started included).
+//   - With ReadsRefresh (the sidecar's stale bound is below its period, as with `run
+//     --report`: every read by the tool is a refresh), a read gets the smoother's
+//     running totals given every slice so far instead of the filter's, and periodic
+//     rounds keep the last read's values, which no read sees but which must not be
+//     above what a later read gets.
+//   - Once the target task has exited (checked when a round finds it idle and at every
+//     refresh, which is how perf stat's reads after reaping its command come), the
+//     smoother's final totals, plus the kernel's scaled delta since the last round.
+//   - An event the model knows nothing of (never scheduled and tied to nothing
+//     counted) keeps the kernel's values (perf prints <not counted>); so does a group
+//     read with such a member. PERF_FORMAT_ID and PERF_FORMAT_LOST stay the kernel's.
+//   - Events that count the reader itself (perf stat -a, self-monitoring programs) are
+//     read by the shim straight from the kernel (the stage is KernelExact): those reads
+//     stay the kernel's, as natively.
+//
+// Slices must be about the kernel's rotation period to show its structure, so the
+// stage implements sidecar.Pacer: while a target of a client is being corrected, the
+// server re-reads that client's events at least every multiplexing interval
+// (perf_event_mux_interval_ms) even when the tool reads only at the end (its idle
+// period would otherwise be 50 ms).
+//
+// Accuracy: on this project's VMs the kernel never multiplexes, so the stage is tested
+// behind the virtual PMU, which presents exactly what a multiplexing kernel would
+// (`bayesperf run --virtual-counters N --infer-from values`, a sidecar.Chain). On the
+// mixed workload with 18 events on 4 counters and the kernel's round robin, perf stat
+// -I 100's intervals through this stage are about as accurate as the kernel's own
+// scaling: 0.92x-1.23x its accuracy with ReadsRefresh, 0.77x-0.90x with the filter's
+// totals (test/dropin_kstage_test.go). The virtual PMU's own correction on the same
+// round robin, from its exact slices, is at about 1.0x: the gains of
+// --virtual-counters' default come from bayesperf's schedule, which a real PMU's
+// kernel does not follow.
+//
+// Limits: targets with more than MaxEvents events keep the kernel's values; events
+// registered after a target's model started rebuild it (their earlier counts enter as
+// the kernel's scaled values). Stage is safe for concurrent use; Correct is called by
+// one goroutine at a time, as the sidecar promises.
+package kstage

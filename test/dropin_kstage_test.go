@@ -1,0 +1,197 @@
+package test
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// runValues is one `bayesperf run --virtual-counters 4 --schedule kernel --stats S
+// --report R FLAGS -- perf stat -I 100 -x, -e correctEvents -- bayesperf workload
+// mixed`: perf's intervals, the report's (truth at the instants of the tool's reads,
+// and "linux", the kernel's scaling of the virtual PMU's view over the same spans:
+// what perf prints with --correct none) and the stats file's truth totals.
+func runValues(t *testing.T, flags ...string) correctedRun {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the virtual PMU opens tracepoints on the measured command")
+	}
+	dir := dropinBins(t)
+	tmp := t.TempDir()
+	sf, rf := filepath.Join(tmp, "stats.json"), filepath.Join(tmp, "report.json")
+	bp := filepath.Join(dir, "bayesperf")
+	argv := append([]string{bp, "run", "--virtual-counters", "4", "--schedule", "kernel", "--stats", sf, "--report", rf}, flags...)
+	argv = append(argv, "--", "perf", "stat", "-I", "100", "-x,", "-e", correctEvents, "--",
+		bp, "workload", "mixed", "--duration", correctDuration())
+	r := run(t, patientShim, argv...)
+	if r.status != 0 {
+		t.Fatalf("%q: status %d\n%s", argv, r.status, r.stderr)
+	}
+	if strings.Contains(r.stderr, "bayesperf: ") {
+		t.Fatalf("the shim gave up on the sidecar:\n%s", r.stderr)
+	}
+	var out correctedRun
+	last := ""
+	for _, l := range parseStatCSV(t, r.stderr, true) {
+		if l.interval != last {
+			out.perf = append(out.perf, map[string]float64{})
+			last = l.interval
+		}
+		v, err := strconv.ParseFloat(l.value, 64)
+		if err != nil {
+			v = 0 // <not counted>
+		}
+		if l.unit == "msec" {
+			v *= 1e6
+		}
+		out.perf[len(out.perf)-1][l.event] = v
+	}
+	var rep runReport
+	b, err := os.ReadFile(rf)
+	if err == nil {
+		err = json.Unmarshal(b, &rep)
+	}
+	if err != nil || len(rep.Clients) == 0 {
+		t.Fatalf("read report: %v\n%s", err, b)
+	}
+	c := rep.Clients[len(rep.Clients)-1]
+	if c.Correct != "none" {
+		t.Fatalf("the virtual PMU says it gave the tool %q values, want none (its multiplexed view)", c.Correct)
+	}
+	for _, iv := range c.Interval {
+		m := map[string]reportEvent{}
+		for _, e := range iv.Events {
+			m[e.Event] = e
+		}
+		out.report = append(out.report, m)
+	}
+	var st struct {
+		Truth map[string]uint64 `json:"truth"`
+	}
+	sb, err := os.ReadFile(sf)
+	if err == nil {
+		err = json.Unmarshal(sb, &st)
+	}
+	if err != nil {
+		t.Fatalf("read stats: %v", err)
+	}
+	out.truth = st.Truth
+	if len(out.perf) < 10 || len(out.report) < len(out.perf) {
+		t.Fatalf("%d perf intervals, %d report intervals: want at least 10, and a report interval for each of perf's\n%s", len(out.perf), len(out.report), r.stderr)
+	}
+	out.report = out.report[:len(out.perf)] // perf prints no interval for its reads after the exit
+	return out
+}
+
+// TestDropinKernelMux: the correction of the kernel's multiplexing from the values the
+// sidecar reads (what `bayesperf run` does on a CPU with a PMU), tested where the kernel
+// never multiplexes: the virtual PMU presents what a multiplexing kernel would (counts
+// while scheduled, time_running < time_enabled) and --infer-from values corrects that.
+// 18 software events and tracepoints on 4 virtual counters, perf stat -I 100 -x, on the
+// mixed workload; 3 pairs of 5 s runs, --correct none against --infer-from values, both
+// on the kernel's round robin.
+//
+// Asserted in every corrected run: each event's intervals add up to about its truth
+// (the totals are right); over the pooled pairs, the error reduction of perf's
+// intervals against the truth (geometric mean over events of WAPE_none /
+// WAPE_values, as eval computes it) between the two runs of each pair, and within the
+// corrected run against the report's "linux", which is exactly what perf would have
+// printed without correction over the same spans.
+//
+// --report makes every read of the tool a refresh (stale bound 1 ns), so the stage
+// runs with ReadsRefresh: reads get the smoother's running totals. Measured
+// (2026-11-22, shared 2-CPU VM under the other helpers' load, 5 repetitions of this
+// test with the code of this commit): between the runs 1.04x-1.23x, within the
+// corrected run 0.92x-1.20x; without task-clock (which the model knows exactly as the
+// target's running time) 0.86x-0.98x. Before ReadsRefresh, with the filter's totals
+// only (what a tool reading mirror pages gets), 0.78x-0.88x and 0.77x-0.90x (5
+// repetitions). For comparison, the virtual PMU's own correction on the same round
+// robin (--infer-from slices --schedule kernel, 1 repetition of 2 pairs) gave 1.02x:
+// the 2.46x of TestDropinCorrected comes with bayesperf's schedule, which a real PMU's
+// kernel does not follow.
+func TestDropinKernelMux(t *testing.T) {
+	runs := defaultCorrectRuns
+	if n, err := strconv.Atoi(os.Getenv("BAYESPERF_CORRECT_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
+	var none, pooled correctedRun
+	for i := range runs {
+		n := runValues(t, "--correct", "none")
+		b := runValues(t, "--infer-from", "values")
+		checkIntervalTotals(t, b)
+		none.perf, none.report = append(none.perf, n.perf...), append(none.report, n.report...)
+		pooled.perf, pooled.report = append(pooled.perf, b.perf...), append(pooled.report, b.report...)
+		if runs > 1 {
+			r, _ := reduction(t, "", n.wapes(false), b.wapes(false))
+			r2, _ := reduction(t, "", b.wapes(true), b.wapes(false))
+			t.Logf("pair %d: error reduction %.2fx (two runs), %.2fx (same run)", i+1, r, r2)
+		}
+	}
+	two, k := reduction(t, "none -> values", none.wapes(false), pooled.wapes(false))
+	same, k2 := reduction(t, "same run, linux -> values", pooled.wapes(true), pooled.wapes(false))
+	if k < 16 || k2 < 16 {
+		t.Fatalf("only %d (%d) events with a truth in both runs (in the corrected run), want 16", k, k2)
+	}
+	twoNC, _ := reduction(t, "", withoutEvent(none.wapes(false), "task-clock"), withoutEvent(pooled.wapes(false), "task-clock"))
+	sameNC, _ := reduction(t, "", withoutEvent(pooled.wapes(true), "task-clock"), withoutEvent(pooled.wapes(false), "task-clock"))
+	t.Logf("error reduction of perf's intervals, --correct none -> --infer-from values: %.2fx over %d events (%d pairs of runs); %.2fx without task-clock", two, k, runs, twoNC)
+	t.Logf("error reduction within the corrected run, the kernel's scaling -> bayesperf from values: %.2fx over %d events; %.2fx without task-clock", same, k2, sameNC)
+	if runs != defaultCorrectRuns || correctDuration() != defaultCorrectDuration {
+		return
+	}
+	if two < minKernelMuxBetween {
+		t.Errorf("error reduction between the runs %.2fx, below %.2fx", two, minKernelMuxBetween)
+	}
+	if same < minKernelMuxSame {
+		t.Errorf("error reduction within the corrected run %.2fx, below %.2fx", same, minKernelMuxSame)
+	}
+}
+
+// Bounds of TestDropinKernelMux, below the measured minimums (1.04x, 0.92x): they catch
+// a correction gone wrong (a biased clock, clipped sums, unaligned slices all gave
+// 0.5x-0.7x), not a gain, which is not there yet on the kernel's round robin.
+const (
+	maxTotalsRatio      = 3.0
+	minKernelMuxBetween = 0.85
+	minKernelMuxSame    = 0.8
+)
+
+// checkIntervalTotals: per event, perf's intervals add up to the event's running total
+// at the tool's last read, whose error against the truth over the same span is the
+// error the corrected totals carry; its mean over the events must stay within
+// maxTotalsRatio of the same for the kernel's scaling (the report's "linux" intervals
+// added up), which bounds a drift of the running totals.
+func checkIntervalTotals(t *testing.T, c correctedRun) {
+	t.Helper()
+	sum, lx, truth := map[string]float64{}, map[string]float64{}, map[string]float64{}
+	for i, pv := range c.perf {
+		for ev, v := range pv {
+			if e, ok := c.report[i][ev]; ok && e.Truth != nil {
+				sum[ev] += v
+				lx[ev] += e.Linux
+				truth[ev] += float64(*e.Truth)
+			}
+		}
+	}
+	var eb, el float64
+	n := 0
+	for ev, tr := range truth {
+		if tr > 0 {
+			eb += math.Abs(sum[ev]-tr) / tr
+			el += math.Abs(lx[ev]-tr) / tr
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no event with a truth")
+	}
+	eb, el = eb/float64(n), el/float64(n)
+	t.Logf("running totals at the last read: mean relative error %.3f (the kernel's scaling added up: %.3f)", eb, el)
+	if eb > maxTotalsRatio*el+0.01 {
+		t.Errorf("running totals at the last read: mean relative error %.3f, more than %.1f times the kernel's scaling's %.3f", eb, maxTotalsRatio, el)
+	}
+}
