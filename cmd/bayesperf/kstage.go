@@ -32,12 +32,11 @@ func vstageCorrect(correct, inferFrom string) string {
 
 // withKernelMux adds, with --correct bayesperf --infer-from values, the stage that
 // corrects multiplexing from the values read after st (nil: the kernel's own values).
-// readsRefresh: the stale bound is below the period, so every read is a refresh.
-func withKernelMux(st sidecar.Stage, correct, inferFrom string, readsRefresh bool, logf func(string, ...any)) sidecar.Stage {
+func withKernelMux(st sidecar.Stage, correct, inferFrom string, logf func(string, ...any)) sidecar.Stage {
 	if correct != "bayesperf" || inferFrom != "values" {
 		return st
 	}
-	ks := &kstage.Stage{Relations: relation.Builtins(), Logf: logf, ReadsRefresh: readsRefresh}
+	ks := &kstage.Stage{Relations: relation.Builtins(), Logf: logf}
 	go ks.Preload()
 	if st == nil {
 		return ks

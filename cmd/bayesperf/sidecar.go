@@ -120,7 +120,7 @@ func sidecarMain(args []string) int {
 		}
 		vst = st
 	}
-	cfg.Stage = withKernelMux(cfg.Stage, *correct, from, cfg.StaleBound < cfg.Period, cfg.Logf)
+	cfg.Stage = withKernelMux(cfg.Stage, *correct, from, cfg.Logf)
 	srv, err := sidecar.New(cfg)
 	if err != nil {
 		return fail(fmt.Errorf("%w; give --socket a path in a directory of your own with mode 0700 (mkdir -m 700 DIR), or let 'bayesperf run' start the sidecar", err))

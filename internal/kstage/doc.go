@@ -21,19 +21,18 @@
 //     without a PMU (software events and tracepoints, which the kernel never
 //     multiplexes) the stage costs nothing and changes nothing.
 //   - A multiplexed event gets the estimate of its running total, with time_running =
-//     time_enabled so that the tool's own scaling leaves it unchanged: the totals the
-//     model started from (the kernel's values then, exact), plus the model's filtered
-//     estimates of the slices fed, plus the slice being built (counted, or at the
-//     event's latest rate). A periodic round publishes that; a synchronous refresh
-//     passing one event (a stale page, an ioctl) adds the kernel's delta since the last
-//     round, scaled by enabled/running where the event ran part of the time, at its
-//     latest rate where it did not run. Values published never decrease (the kernel's
-//     values published before the model started included).
-//   - With ReadsRefresh (the sidecar's stale bound is below its period, as with `run
-//     --report`: every read by the tool is a refresh), a read gets the smoother's
-//     running totals given every slice so far instead of the filter's, and periodic
-//     rounds keep the last read's values, which no read sees but which must not be
-//     above what a later read gets.
+//     time_enabled so that the tool's own scaling leaves it unchanged: the smoother's
+//     estimate given every slice so far (recomputed once per slice, a tool's reads
+//     come in bursts), plus the slice being built (counted, or at the event's latest
+//     rate), plus the kernel's delta since the last round, scaled by enabled/running
+//     where the event ran part of the time, at its latest rate where it did not run.
+//     Such values are estimates as of the read, so once a target is corrected its
+//     events' mirrors are marked shim.MirrorSync (sidecar.Syncer): every read of them
+//     is a synchronous refresh, whatever the sidecar's staleness bound, and periodic
+//     rounds, which no read then serves, keep the last read's values. Values published
+//     never decrease (the kernel's values published before the model started
+//     included): a smoothed total revised down later comes out of the following
+//     intervals.
 //   - Once the target task has exited (checked when a round finds it idle and at every
 //     refresh, which is how perf stat's reads after reaping its command come), the
 //     smoother's final totals, plus the kernel's scaled delta since the last round.
@@ -55,11 +54,11 @@
 // (`bayesperf run --virtual-counters N --infer-from values`, a sidecar.Chain). On the
 // mixed workload with 18 events on 4 counters and the kernel's round robin, perf stat
 // -I 100's intervals through this stage are about as accurate as the kernel's own
-// scaling: 0.92x-1.23x its accuracy with ReadsRefresh, 0.77x-0.90x with the filter's
-// totals (test/dropin_kstage_test.go). The virtual PMU's own correction on the same
-// round robin, from its exact slices, is at about 1.0x: the gains of
-// --virtual-counters' default come from bayesperf's schedule, which a real PMU's
-// kernel does not follow.
+// scaling, 0.9x-1.25x its accuracy (test/dropin_kstage_test.go; publishing the
+// filter's totals at every round instead gave 0.77x-0.90x). The virtual PMU's own
+// correction on the same round robin, from its exact slices, is at about 1.0x: the
+// gains of --virtual-counters' default come from bayesperf's schedule, which a real
+// PMU's kernel does not follow.
 //
 // Limits: targets with more than MaxEvents events keep the kernel's values; events
 // registered after a target's model started rebuild it (their earlier counts enter as

@@ -31,14 +31,6 @@ type Stage struct {
 	// model in this unit (as stat and eval feed it), and Pace asks for rounds this
 	// often. 0 reads perf_event_mux_interval_ms.
 	Unit time.Duration
-	// ReadsRefresh says every read by a tool asks for a refresh (the sidecar's stale
-	// bound is below its period, as with `run --report`): a read then gets the
-	// smoother's running totals given every slice so far, and periodic rounds keep the
-	// last read's values (no read sees them, and a smoothed total revised down later
-	// could not be published: values never decrease). Otherwise every publication is
-	// the filter's running totals, which a read may meet on the mirror page (see
-	// totals).
-	ReadsRefresh bool
 	// MaxEvents is the most events of one target the model corrects (its cost grows
 	// with their square; another user's client may register many); a target with more
 	// keeps the kernel's values. 0 means 64.
@@ -57,6 +49,7 @@ var (
 	_ sidecar.Forgetter   = (*Stage)(nil)
 	_ sidecar.KernelExact = (*Stage)(nil)
 	_ sidecar.Pacer       = (*Stage)(nil)
+	_ sidecar.Syncer      = (*Stage)(nil)
 )
 
 type client struct {
@@ -95,7 +88,7 @@ type target struct {
 	open    openSlice // the slice being built (see segment)
 	rate    []float64 // latest estimated rate per event, per ns: its share of the open slice
 	lastEst []float64 // estimate of each event in the newest slice
-	// smoothed are the smoother's running totals through slice smoothedAt (ReadsRefresh).
+	// smoothed are the smoother's running totals through slice smoothedAt.
 	smoothed   []float64
 	smoothedAt int
 }
@@ -131,6 +124,20 @@ func (s *Stage) Pace(id int) time.Duration {
 		}
 	}
 	return 0
+}
+
+// Sync is true for the events of a target being corrected: their values are the
+// smoother's running totals as of each read, so every read must ask for them (a
+// refresh), whatever the sidecar's staleness bound.
+func (s *Stage) Sync(e sidecar.Event) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.clients[e.Client]
+	if c == nil {
+		return false
+	}
+	t := c.targets[targetKey{e.Pid, e.CPU}]
+	return t != nil && t.md != nil && !t.final && !t.off
 }
 
 // Preload reads what naming the clients' events needs ahead of the first client.
@@ -406,15 +413,14 @@ func isClock(e sidecar.Event, t *target) bool {
 }
 
 // totals updates the running totals after a slice with the newest slice's filtered
-// estimates: what every publication carries unless ReadsRefresh. Not a smoother's: a
-// smoothing pass revises the recent past, and a revision down cannot be published
-// (values never decrease) once a read may have met the higher value on the mirror
-// page, so it comes out of the following intervals instead. On the mixed workload on
-// 4 virtual counters (perf stat -I 100, every read a refresh to score it), the
-// filter's totals gave 0.77x-0.90x the kernel's accuracy, fixed-lag smoothing passes
-// every 32 slices 0.69x, and with ReadsRefresh (rounds keep the last read's values,
-// reads get the smoother's totals) 0.92x-1.23x. The smoother's final totals come at
-// the end (finish).
+// estimates: the base of a rebuilt model and, through lastEst, each event's latest
+// rate. What reads get are the smoother's totals (smooth): on the mixed workload on 4
+// virtual counters (perf stat -I 100), the filter's totals published at every round
+// gave 0.77x-0.90x the kernel's accuracy, fixed-lag smoothing passes every 32 slices
+// 0.69x, and the smoother's totals at each read, rounds keeping the last read's
+// values, 0.92x-1.23x. (A published total revised down later cannot be taken back:
+// values never decrease, so a revision comes out of the following intervals.) The
+// smoother's final totals come at the end (finish).
 func (s *Stage) totals(t *target) {
 	est := t.md.Estimate(t.slices-1, t.slices)
 	mean, _ := t.md.Posterior(t.slices-1, t.slices)
@@ -506,9 +512,11 @@ func (s *Stage) publish(t *target, idx []int, v *shim.Values, isRound bool) {
 		kernel() // exact: the kernel's values, bit for bit
 		return
 	}
-	if s.ReadsRefresh && !t.final {
+	if !t.final {
 		if isRound {
-			// No read sees this publication: keep the last read's values.
+			// The mirror is marked MirrorSync (see Sync): no read serves this
+			// publication without a refresh, so it keeps the last read's values (a
+			// round's own totals could be above what a later read gets).
 			for m, j := range idx {
 				v.Members[m].Value = t.pub[j]
 			}
@@ -519,7 +527,7 @@ func (s *Stage) publish(t *target, idx []int, v *shim.Values, isRound bool) {
 	}
 	for m, j := range idx {
 		val := t.tot[j] + t.pending(j)
-		if s.ReadsRefresh && !t.final && j < len(t.smoothed) && t.muxed[j] {
+		if !t.final && j < len(t.smoothed) && t.muxed[j] {
 			val = t.smoothed[j] + t.pending(j)
 		}
 		if !isRound || t.final {

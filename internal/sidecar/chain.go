@@ -10,7 +10,7 @@ import (
 // Chain runs stages one after the other on the same values: each corrects what the one
 // before it left. It forwards the optional interfaces the server asks for: Forget to
 // every Forgetter, KernelExact only when every stage is, Pace as the shortest any
-// stage asks. (`bayesperf run --virtual-counters N --infer-from values` chains the
+// stage asks, Sync when any stage asks. (`bayesperf run --virtual-counters N --infer-from values` chains the
 // virtual PMU, which presents what a multiplexing kernel would, and the stage that
 // corrects the kernel's multiplexing from those values alone.)
 type Chain []Stage
@@ -20,6 +20,7 @@ var (
 	_ Forgetter   = Chain(nil)
 	_ KernelExact = Chain(nil)
 	_ Pacer       = Chain(nil)
+	_ Syncer      = Chain(nil)
 )
 
 // Name joins the stages' names with "+".
@@ -55,6 +56,16 @@ func (ch Chain) KernelExact() bool {
 		}
 	}
 	return true
+}
+
+// Sync is true when a stage says so.
+func (ch Chain) Sync(e Event) bool {
+	for _, st := range ch {
+		if sy, ok := st.(Syncer); ok && sy.Sync(e) {
+			return true
+		}
+	}
+	return false
 }
 
 // Pace is the shortest period any stage asks for the client (0: none asks).

@@ -503,8 +503,13 @@ func (s *Server) publish(evs []*event) {
 	}
 	now := s.now()
 	s.cfg.Stage.Correct(now, infos, vals)
+	sy, _ := s.cfg.Stage.(Syncer)
 	for i, e := range live {
-		e.mirror.Publish(states[i], 0, uint64(now), vals[i])
+		var flags uint32
+		if sy != nil && sy.Sync(infos[i]) {
+			flags = shim.MirrorSync
+		}
+		e.mirror.Publish(states[i], flags, uint64(now), vals[i])
 	}
 	s.publishes.Add(uint64(len(live)))
 }

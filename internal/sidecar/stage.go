@@ -58,6 +58,15 @@ type Forgetter interface {
 	Forget(client int)
 }
 
+// Syncer is implemented by stages whose values for some events are estimates as of the
+// instant a read asks for them (a running total that a read's refresh recomputes from
+// everything seen so far): after each Correct the server marks those events' mirrors
+// with shim.MirrorSync, and the shim then refreshes before every read of them
+// whatever Config.StaleBound, so that every read of them is a synchronous refresh.
+type Syncer interface {
+	Sync(e Event) bool
+}
+
 // Pacer is implemented by stages that need the live events of some clients re-read at
 // least every Pace(client) even while no client reads (Config.IdlePeriod would
 // otherwise apply): a stage that infers from the successive values it is given needs
