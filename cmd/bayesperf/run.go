@@ -84,9 +84,11 @@ OPTIONS
                     the sidecar reads each event's count, time_enabled and
                     time_running, and their deltas feed bayesperf's model;
                     CMD reads the posterior mean of each multiplexed event's
-                    running total with time_running equal to time_enabled
-                    (after the measured program exits, the smoother's final
-                    totals). Events the kernel never multiplexed (on a
+                    running total with time_running equal to time_enabled,
+                    as of the read (each read of such an event asks the
+                    sidecar: a round trip); after the measured program
+                    exits, the smoother's final totals. Events the kernel
+                    never multiplexed (on a
                     machine without a PMU, all of them) keep the kernel's
                     values bit for bit, and so do reads of events that count
                     the reader itself (perf stat -a, self-monitoring). none:
