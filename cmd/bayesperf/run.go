@@ -88,11 +88,11 @@ OPTIONS
                     as of the read (each read of such an event asks the
                     sidecar: a round trip); after the measured program
                     exits, the smoother's final totals. Events the kernel
-                    never multiplexed (on a
-                    machine without a PMU, all of them) keep the kernel's
-                    values bit for bit, and so do reads of events that count
-                    the reader itself (perf stat -a, self-monitoring). none:
-                    the kernel's values unchanged.
+                    never multiplexed (on a machine without a PMU, all of
+                    them) keep the kernel's values bit for bit, and so do
+                    reads of events that count the reader itself (perf stat
+                    -a, self-monitoring). none: the kernel's values
+                    unchanged.
                     With --virtual-counters: what CMD reads. bayesperf (the
                     default): the posterior mean of each event's running total
                     as inferred by bayesperf's model from the multiplexed
