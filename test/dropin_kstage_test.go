@@ -48,6 +48,10 @@ func runValues(t *testing.T, flags ...string) correctedRun {
 		if l.unit == "msec" {
 			v *= 1e6
 		}
+		if v > 1e15 {
+			// perf's delta of a value that went down, wrapped around 2^64.
+			t.Errorf("%s at %s: perf printed %v: a published value decreased", l.event, l.interval, v)
+		}
 		out.perf[len(out.perf)-1][l.event] = v
 	}
 	var rep runReport
@@ -105,9 +109,9 @@ func runValues(t *testing.T, flags ...string) correctedRun {
 // Every read of a corrected event is a refresh (MirrorSync; --report also sets a 1 ns
 // staleness bound, so that the virtual PMU records the truth at every read), and gets
 // the smoother's running totals. Measured (2026-11-22, shared 2-CPU VM under the other
-// helpers' load, 7 repetitions of this test, 3 pairs each): between the runs
-// 0.93x-1.24x, within the corrected run 0.92x-1.20x; without task-clock (which the
-// model knows exactly, as the target's running time) 0.85x-1.06x and 0.83x-1.00x. With
+// helpers' load, 12 repetitions of this test, 3 pairs each): between the runs
+// 0.93x-1.24x, within the corrected run 0.90x-1.20x; without task-clock (which the
+// model knows exactly, as the target's running time) 0.84x-1.06x and 0.81x-1.00x. With
 // the filter's totals published at every round instead: 0.78x-0.88x and 0.77x-0.90x
 // (5 repetitions). The virtual PMU's own correction on the same round robin
 // (--infer-from slices --schedule kernel, 1 repetition of 2 pairs) gave 1.02x: the
@@ -151,20 +155,19 @@ func TestDropinKernelMux(t *testing.T) {
 	}
 }
 
-// Bounds of TestDropinKernelMux, below the measured minimums (0.93x, 0.92x): they catch
+// Bounds of TestDropinKernelMux, below the measured minimums (0.93x, 0.90x): they catch
 // a correction gone wrong (a biased clock, clipped sums, unaligned slices all gave
 // 0.5x-0.7x), not a gain, which is not there yet on the kernel's round robin.
 const (
-	maxTotalsRatio      = 3.0
-	minKernelMuxBetween = 0.85
-	minKernelMuxSame    = 0.8
+	maxTotalsError      = 0.2
+	minKernelMuxBetween = 0.8
+	minKernelMuxSame    = 0.75
 )
 
 // checkIntervalTotals: per event, perf's intervals add up to the event's running total
-// at the tool's last read, whose error against the truth over the same span is the
-// error the corrected totals carry; its mean over the events must stay within
-// maxTotalsRatio of the same for the kernel's scaling (the report's "linux" intervals
-// added up), which bounds a drift of the running totals.
+// at the tool's last read; its mean relative error against the truth over the same span
+// must stay below maxTotalsError, which catches running totals that drift. Measured
+// (14 runs): 0.066-0.127, the kernel's scaling's intervals added up 0.038-0.098.
 func checkIntervalTotals(t *testing.T, c correctedRun) {
 	t.Helper()
 	sum, lx, truth := map[string]float64{}, map[string]float64{}, map[string]float64{}
@@ -191,8 +194,8 @@ func checkIntervalTotals(t *testing.T, c correctedRun) {
 	}
 	eb, el = eb/float64(n), el/float64(n)
 	t.Logf("running totals at the last read: mean relative error %.3f (the kernel's scaling added up: %.3f)", eb, el)
-	if eb > maxTotalsRatio*el+0.01 {
-		t.Errorf("running totals at the last read: mean relative error %.3f, more than %.1f times the kernel's scaling's %.3f", eb, maxTotalsRatio, el)
+	if eb > maxTotalsError {
+		t.Errorf("running totals at the last read: mean relative error %.3f, above %.2f (the kernel's scaling's: %.3f)", eb, maxTotalsError, el)
 	}
 }
 

@@ -178,7 +178,9 @@ func (s *Stage) feed(t *target, sl inference.Slice) {
 		t.rate = append(t.rate, make([]float64, len(t.handles)-len(t.rate))...)
 	}
 	if d := sl.Duration * float64(s.unit().Nanoseconds()); d > 0 {
-		for j := range t.handles {
+		// lastEst has the model's events: fewer than the handles while a new event
+		// waits for the rebuilt model.
+		for j := range min(len(t.handles), len(t.lastEst)) {
 			t.rate[j] = t.lastEst[j] / d
 		}
 	}

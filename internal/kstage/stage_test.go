@@ -385,3 +385,29 @@ func TestRoundsKeepReads(t *testing.T) {
 		t.Errorf("second read: %d after %d, truth %.0f", v, first, k.truth[1])
 	}
 }
+
+// TestLateEvent: an event registered after the target's model started joins a rebuilt
+// model; values stay monotonic and the totals close to the truth.
+func TestLateEvent(t *testing.T) {
+	k := mixed(t, int32(os.Getpid()))
+	late := k.evs[4]
+	k.evs = k.evs[:4]
+	on := k.on
+	k.on = func(r, j int) bool { return on(r, j) }
+	for range 100 {
+		k.step()
+	}
+	k.evs = append(k.evs, late)
+	for range 300 {
+		k.step()
+	}
+	_, got := k.read(0, 1, 2, 3, 4)
+	for j := range 4 {
+		if b := float64(got[j].Members[0].Value); math.Abs(b-k.truth[j]) > 0.05*k.truth[j] {
+			t.Errorf("event %d: total %.0f, truth %.0f", j, b, k.truth[j])
+		}
+	}
+	if got[4].Running != got[4].Enabled {
+		t.Errorf("the late event is not corrected: %+v", got[4])
+	}
+}
