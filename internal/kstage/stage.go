@@ -424,7 +424,7 @@ func isClock(e sidecar.Event, t *target) bool {
 // virtual counters (perf stat -I 100), the filter's totals published at every round
 // gave 0.77x-0.90x the kernel's accuracy, fixed-lag smoothing passes every 32 slices
 // 0.69x, and the smoother's totals at each read, rounds keeping the last read's
-// values, 0.92x-1.23x. (A published total revised down later cannot be taken back:
+// values, 0.87x-1.24x. (A published total revised down later cannot be taken back:
 // values never decrease, so a revision comes out of the following intervals.) The
 // smoother's final totals come at the end (finish).
 func (s *Stage) totals(t *target) {
