@@ -61,6 +61,14 @@ type Options struct {
 	// ioctl and no lag between the snapshot and the switch. Not for hardware events on a
 	// real PMU: keeping them all enabled would make the kernel multiplex them.
 	SwitchAtSnapshots bool
+	// EnableOnExec makes the events of the threads present at NewCollector start counting
+	// at the target's next execve, as perf stat's events (enable_on_exec) do on the
+	// command it has forked but not exec'd yet: they are opened disabled with
+	// enable_on_exec, and the kernel enables them in the exec. Tasks followed later (the
+	// command's threads and children) count from the moment their events are open, as
+	// before. Before the exec the events read as zero (time_enabled too), so nothing of
+	// the forked tool's own code reaches a snapshot.
+	EnableOnExec bool
 }
 
 // Stats describes a collector's work so far.
@@ -101,6 +109,7 @@ type Collector struct {
 	nr      int                  // events opened per thread (or CPU): len(kevents)
 	kevents []unix.PerfEventAttr // the events opened per thread
 	kidx    []int                // with SwitchAtSnapshots: opts.Events[i] is kevents[kidx[i]]
+	onExec  bool                 // start is opening the first threads: EnableOnExec applies
 	slice   time.Duration
 	coll    *ebpf.Collection
 	array   *ebpf.Map // the PERF_EVENT_ARRAY, owned here
@@ -166,6 +175,9 @@ func NewCollector(opts Options) (*Collector, error) {
 	}
 	if opts.Slice < 10*time.Microsecond {
 		return nil, fmt.Errorf("new bpf collector: slice %v is too short (at least 10µs)", opts.Slice)
+	}
+	if opts.EnableOnExec && opts.Pid == -1 {
+		return nil, errors.New("new bpf collector: EnableOnExec needs a task target (pid > 0)")
 	}
 	if opts.HoldProcesses && (!opts.Threads || opts.Pid == -1) {
 		return nil, errors.New("new bpf collector: HoldProcesses needs Threads and a task target (pid > 0)")
@@ -362,6 +374,8 @@ func (c *Collector) start(cpus []int, systemWide bool) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.onExec = c.opts.EnableOnExec
+	defer func() { c.onExec = false }()
 	switch {
 	case systemWide:
 		for _, cpu := range cpus {
@@ -529,8 +543,12 @@ func (c *Collector) addSlot(tid, cpu, idx int) error {
 	for i, a := range c.kevents {
 		a.Size = uint32(unsafe.Sizeof(a))
 		a.Bits &^= unix.PerfBitInherit | unix.PerfBitDisabled
-		if !c.enabled[i] && !c.opts.SwitchAtSnapshots {
+		on := c.opts.SwitchAtSnapshots || c.enabled[i]
+		switch {
+		case !on:
 			a.Bits |= unix.PerfBitDisabled
+		case c.onExec:
+			a.Bits |= unix.PerfBitDisabled | unix.PerfBitEnableOnExec
 		}
 		a.Read_format = unix.PERF_FORMAT_TOTAL_TIME_ENABLED | unix.PERF_FORMAT_TOTAL_TIME_RUNNING
 		fd, err := unix.PerfEventOpen(&a, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
@@ -647,6 +665,91 @@ func (c *Collector) Next() (perf.Snapshot, error) {
 			c.mu.Unlock()
 		}
 	}
+}
+
+// Wait blocks until Next would return without waiting for a record: a slice has ended,
+// every tracked thread has exited (the final snapshot, or io.EOF after it), the collector
+// failed, or it was closed (ErrClosed, which Wait returns too). It consumes nothing, so a
+// caller that must not be blocked in Next while holding its own lock (a virtual PMU serving
+// reads between slices) waits here, then takes its lock and calls Next, which returns at
+// once but for the short wait for the other CPUs' ticks of the slice.
+func (c *Collector) Wait() error {
+	for {
+		c.mu.Lock()
+		switch {
+		case c.closed:
+			c.mu.Unlock()
+			return ErrClosed
+		case c.done, c.gone, c.err != nil, c.fresh:
+			c.mu.Unlock()
+			return nil
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.wake:
+		case <-c.quit:
+		case <-time.After(sweepEvery):
+			c.mu.Lock()
+			c.sweep()
+			c.mu.Unlock()
+		}
+	}
+}
+
+// Peek returns, for each of events (indices into Options.Events), what Next would report
+// for it if the current slice ended now, read with read(2) from every thread's event,
+// without ending the slice: the next Next still reports the whole slice since the last
+// one. With SwitchAtSnapshots an event advances by what it counted since the last
+// snapshot only if it is enabled now, as Next's would. It serves a reader that wants
+// values at the instant it reads (a virtual PMU answering a tool's read between slices,
+// or splitting a slice there). A running thread's events are read with a cross-CPU call,
+// as read(2) always does; a thread that has exited reads its final values. Values read
+// this way can exceed the next snapshot's by what a thread's events count after its exit
+// snapshot (its own sched:sched_process_exit) until the thread is retired; a caller
+// keeping running totals should never let them decrease.
+func (c *Collector) Peek(events []int, out []perf.Count) error {
+	if len(out) < len(events) {
+		return fmt.Errorf("peek %d events into %d values", len(events), len(out))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	var buf [24]byte
+	for n, i := range events {
+		if i < 0 || i >= len(c.opts.Events) {
+			return fmt.Errorf("peek event %d: out of range [0,%d)", i, len(c.opts.Events))
+		}
+		k := i
+		if c.kidx != nil {
+			k = c.kidx[i]
+		}
+		raw := c.retired[k]
+		for _, sl := range c.slots {
+			if sl == nil {
+				continue
+			}
+			if _, err := unix.Read(sl.fds[k], buf[:]); err != nil {
+				return fmt.Errorf("peek event %d of tid %d: %w", i, sl.tid, err)
+			}
+			raw.Value += le64(buf[0:])
+			raw.Enabled += le64(buf[8:])
+			raw.Running += le64(buf[16:])
+		}
+		if !c.opts.SwitchAtSnapshots {
+			out[n] = raw
+			continue
+		}
+		v, p := c.gated[i], c.rawPrev[i]
+		if c.enabled[i] && raw.Value >= p.Value && raw.Enabled >= p.Enabled && raw.Running >= p.Running {
+			v.Value += raw.Value - p.Value
+			v.Enabled += raw.Enabled - p.Enabled
+			v.Running += raw.Running - p.Running
+		}
+		out[n] = v
+	}
+	return nil
 }
 
 // sweepEvery is how long Next waits for records before checking that the threads it

@@ -30,7 +30,8 @@ SYNOPSIS
     bayesperf run [--stats FILE] [--pidfile FILE] [-v] [--shim PATH]
                   [--virtual-counters N [--fixed-counters EVENTS]
                    [--correct none|bayesperf] [--schedule kernel|bayesperf]
-                   [--report FILE.json]] -- CMD [ARGS...]
+                   [--collector auto|read|bpf] [--report FILE.json]]
+                  -- CMD [ARGS...]
 
 DESCRIPTION
     Starts the bayesperf sidecar, then runs CMD with libbayesperf.so preloaded
@@ -61,7 +62,8 @@ OPTIONS
                     first asked the sidecar for fresh values. With
                     --virtual-counters also "truth": {"EVENT": n, ...}, the
                     count of a hidden copy of each event that always counts
-                    (summed over the tool's processes that opened it).
+                    (summed over the tool's processes that opened it), and
+                    "collector": "bpf" or "read" (see --collector).
     --pidfile FILE  Write the sidecar's pid to FILE once it is ready.
     -v              Log the sidecar's and the shim's decisions on stderr.
     --shim PATH     libbayesperf.so to preload (default: next to this binary,
@@ -94,6 +96,19 @@ OPTIONS
                     the kernel's round robin of flexible groups; bayesperf (the
                     default): BayesPerf's overlap schedule over the relations
                     between the events (the kernel's when none links them).
+    --collector auto|read|bpf
+                    With --virtual-counters: how the sidecar reads its copies
+                    of CMD's events at every multiplexing slice. bpf: an eBPF
+                    program snapshots them all in the kernel at the slice
+                    boundary and follows CMD's threads and child processes
+                    (each new process is held stopped from its fork until its
+                    copies are open); needs root (CAP_BPF and CAP_PERFMON) and,
+                    for CMD's children, kernel 6.13+. read: read(2) of every
+                    copy, with inherited events. auto (the default): bpf when
+                    the sidecar can load it, else read. A client whose events
+                    bpf cannot serve (hardware events) uses read. -v logs each
+                    client's collector ("collector bpf" or "collector read
+                    (why)"); --stats and --report say it as "collector".
     --report FILE.json
                     With --virtual-counters: at exit, write per event the
                     corrected value with its 95% interval ("lo", "hi"), the
@@ -135,6 +150,7 @@ func runMain(args []string) int {
 	correct := fs.String("correct", "bayesperf", "")
 	sched := fs.String("schedule", "bayesperf", "")
 	reportFile := fs.String("report", "", "")
+	collector := fs.String("collector", "auto", "")
 	if code, stop := parseCmdLine("run", runHelp, fs, args); stop {
 		return code
 	}
@@ -148,6 +164,11 @@ func runMain(args []string) int {
 	}
 	if *sched != "kernel" && *sched != "bayesperf" {
 		return exitWith("run", usageErr("--schedule %s: want kernel or bayesperf", *sched))
+	}
+	switch *collector {
+	case "auto", "read", "bpf":
+	default:
+		return exitWith("run", usageErr("--collector %s: want auto, read or bpf", *collector))
 	}
 	if *reportFile != "" && *vcounters == 0 {
 		return exitWith("run", usageErr("--report needs --virtual-counters N (without it the values are the kernel's, exact)"))
@@ -172,7 +193,7 @@ func runMain(args []string) int {
 	var extra []string
 	if *vcounters != 0 {
 		extra = append(extra, "--virtual-counters", strconv.Itoa(*vcounters), "--fixed-counters", *fixed,
-			"--correct", *correct, "--schedule", *sched)
+			"--correct", *correct, "--schedule", *sched, "--collector", *collector)
 		if *reportFile != "" {
 			abs, err := filepath.Abs(*reportFile)
 			if err != nil {
