@@ -71,6 +71,7 @@ type client struct {
 	corr   *correction  // per-PMU correction and report state
 	final  []perf.Count // once finished: the virtual values at the end (the PMU is closed)
 	coll   string       // the collector of the PMU: "bpf" or "read"
+	logged string       // the last collector line logged for the client
 }
 
 var _ sidecar.Stage = (*Stage)(nil)
@@ -310,7 +311,7 @@ func (s *Stage) rebuild(id int, c *client) {
 	}
 	cfg := vpmu.Config{Events: descs, Views: views, Pid: target, CPU: perf.AnyCPU,
 		Inherit: inherit, EnableOnExec: onExec && notExecd(target, int(first.ClientPid)), Truth: s.Truth}
-	p, coll, err := s.open(id, cfg)
+	p, coll, why, err := s.open(cfg)
 	if err != nil {
 		s.logf("vstage: open virtual PMU for client %d: %v", id, err)
 		return
@@ -320,6 +321,11 @@ func (s *Stage) rebuild(id int, c *client) {
 		p.Close()
 		s.logf("vstage: start virtual PMU for client %d: %v", id, err)
 		return
+	}
+	// One line per client: perf stat registers its events one by one, each a rebuild.
+	if line := "collector " + coll + why; line != c.logged {
+		s.logf("vstage: client %d: %s", id, line)
+		c.logged = line
 	}
 	c.coll = coll
 	if s.used == nil {
@@ -336,16 +342,15 @@ func (s *Stage) rebuild(id int, c *client) {
 }
 
 // open opens the client's virtual PMU with the Snapshots collector when there is one,
-// else, or if that fails, with read(2), and logs which (one line per client and build:
-// "collector bpf" or "collector read (why)").
-func (s *Stage) open(id int, cfg vpmu.Config) (*vpmu.PMU, string, error) {
+// else, or if that fails, with read(2). It returns the collector used ("bpf" or "read")
+// and, for read, why not bpf (" (why)").
+func (s *Stage) open(cfg vpmu.Config) (*vpmu.PMU, string, string, error) {
 	why := s.ReadWhy
 	if s.Snapshots != nil {
 		cfg.Snapshots = s.Snapshots
 		p, err := vpmu.Open(cfg)
 		if err == nil {
-			s.logf("vstage: client %d: collector bpf", id)
-			return p, "bpf", nil
+			return p, "bpf", "", nil
 		}
 		why = err.Error()
 		cfg.Snapshots = nil
@@ -355,10 +360,9 @@ func (s *Stage) open(id int, cfg vpmu.Config) (*vpmu.PMU, string, error) {
 	}
 	p, err := vpmu.Open(cfg)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
-	s.logf("vstage: client %d: collector read (%s)", id, why)
-	return p, "read", nil
+	return p, "read", " (" + why + ")", nil
 }
 
 // Collector says which collector the clients' virtual PMUs read their copies with: "bpf"
