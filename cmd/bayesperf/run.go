@@ -102,13 +102,14 @@ OPTIONS
                     program snapshots them all in the kernel at the slice
                     boundary and follows CMD's threads and child processes
                     (each new process is held stopped from its fork until its
-                    copies are open); needs root (CAP_BPF and CAP_PERFMON) and,
-                    for CMD's children, kernel 6.13+. read: read(2) of every
-                    copy, with inherited events. auto (the default): bpf when
-                    the sidecar can load it, else read. A client whose events
-                    bpf cannot serve (hardware events) uses read. -v logs each
-                    client's collector ("collector bpf" or "collector read
-                    (why)"); --stats and --report say it as "collector".
+                    copies are open); needs root (CAP_BPF and CAP_PERFMON).
+                    read: read(2) of every copy, with inherited events. auto
+                    (the default): bpf when the sidecar can load it, else
+                    read. A client bpf cannot serve (hardware events; inherited
+                    events on a kernel older than 6.13, which cannot hold new
+                    processes) uses read. -v logs each client's collector
+                    ("collector bpf" or "collector read (why)"); --stats and
+                    --report say it as "collector".
     --report FILE.json
                     With --virtual-counters: at exit, write per event the
                     corrected value with its 95% interval ("lo", "hi"), the
