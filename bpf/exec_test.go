@@ -34,6 +34,11 @@ func startExecShell(t *testing.T) (*exec.Cmd, io.WriteCloser) {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
+	// Attach once the shell waits in its read: its start-up (dash calls getppid for
+	// $PPID) must be over, or a collector without EnableOnExec would count it.
+	for deadline := time.Now().Add(2 * time.Second); taskState(cmd.Process.Pid) != 'S' && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	return cmd, in
 }
 
