@@ -35,6 +35,13 @@ type Options struct {
 	// inherited events from BPF) and read_format set to (value, enabled, running). An event
 	// with the disabled bit starts disabled; see SetEnabled.
 	Events []unix.PerfEventAttr
+	// Descendants (with Threads) follows only the thread Pid and the tasks it creates
+	// after NewCollector (and theirs), as an event opened on Pid with inherit counts, not
+	// the other threads of Pid's process already present. For a target that has one
+	// thread (a command just started) it changes nothing; for `perf stat -p` of a running
+	// multi-threaded process, whose tool opens one event per thread, it keeps the copies
+	// of the first thread's event from counting its siblings too.
+	Descendants bool
 	// HoldProcesses (with Threads) stops every new child process before its first user
 	// instruction until its events are open, so that a short-lived one (a shell loop's cat)
 	// is counted from its start, as inherited events count it: a program in the child's
@@ -382,6 +389,12 @@ func (c *Collector) start(cpus []int, systemWide bool) error {
 			if err := c.addSlot(-1, cpu, cpu); err != nil {
 				return err
 			}
+		}
+	case c.opts.Threads && c.opts.Descendants:
+		// Tasks Pid creates from now on are reported by on_fork once Pid is tracked;
+		// what it created before is not followed, as inherit does not reach it either.
+		if err := c.addThread(c.opts.Pid, unix.BPF_ANY); err != nil {
+			return err
 		}
 	case c.opts.Threads:
 		// Re-list until stable: a thread created before its parent was tracked was not

@@ -160,3 +160,44 @@ func TestPeek(t *testing.T) {
 			checked, last.Counts[1].Value, workGetppid, last.Counts[2].Value, last.Counts[0].Value)
 	}
 }
+
+// TestDescendants: with Descendants the collector starts from the thread Pid alone, as an
+// inherited event opened on it counts, not from every thread of its process (a Go
+// helper has runtime threads before the test lets it go), and still follows the tasks Pid
+// creates.
+func TestDescendants(t *testing.T) {
+	for _, desc := range []bool{true, false} {
+		t.Run(fmt.Sprintf("Descendants=%v", desc), func(t *testing.T) {
+			cmd, in, _ := startHelper(t, "forker")
+			// The Go runtime starts its threads at once; wait until it has more than one.
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				if ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", cmd.Process.Pid)); len(ents) > 1 {
+					break
+				}
+			}
+			getppid := tracepointAttr(t, "syscalls", "sys_enter_getppid")
+			c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, Descendants: desc, HoldProcesses: true,
+				Events: []unix.PerfEventAttr{getppid}, Slice: 5 * time.Millisecond})
+			if err != nil {
+				t.Fatalf("NewCollector (requires root): %v", err)
+			}
+			defer c.Close()
+			initial := c.Threads()
+			if desc && (len(initial) != 1 || initial[0] != cmd.Process.Pid) {
+				t.Errorf("initial threads %v, want the target thread %d alone", initial, cmd.Process.Pid)
+			}
+			if !desc && len(initial) < 2 {
+				t.Errorf("initial threads %v: want every thread of the helper (Go starts several)", initial)
+			}
+			// The forker's children wait for a byte each on the shared stdin.
+			in.Write([]byte("ggg"))
+			snaps := collectAll(t, c, 20*time.Second)
+			if len(snaps) == 0 {
+				t.Fatal("no snapshot")
+			}
+			if got := snaps[len(snaps)-1].Counts[0].Value; got < childCount*childGetppid {
+				t.Errorf("getppid counted %d times, want at least the children's %d: new processes not followed", got, childCount*childGetppid)
+			}
+		})
+	}
+}

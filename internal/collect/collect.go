@@ -52,9 +52,11 @@ func Resolve(name string) (coll, why string, err error) {
 }
 
 // Snapshots is the vpmu.Config.Snapshots of the bpf collector: it snapshots every copy in
-// the kernel at every slice and follows the target's threads (with req.Inherit also its
-// child processes, each held stopped from its fork until its events are open, so that
-// short-lived ones count from their first instruction, as inherited events do). The views'
+// the kernel at every slice and, with req.Inherit, follows the tasks the target creates,
+// threads and child processes, as inherited events do (bpf.Options.Descendants: not the
+// target's sibling threads already present), each new process held stopped from its
+// fork until its events are open, so that short-lived ones count from their first
+// instruction. Without req.Inherit only the target thread counts. The views'
 // copies are switched at the snapshots (bpf.Options.SwitchAtSnapshots) rather than with an
 // ioctl after each: a copy then counts over exactly the slices its view scheduled it in,
 // as on a real PMU, where switching after the snapshot misplaced 5-33% of single events'
@@ -69,7 +71,7 @@ func Snapshots(req vpmu.SnapshotRequest) (vpmu.Switchable, error) {
 	for i, a := range req.Attrs {
 		ua[i] = toUnix(a)
 	}
-	return bpf.NewCollector(bpf.Options{Pid: req.Pid, Threads: req.Inherit, HoldProcesses: req.Inherit,
+	return bpf.NewCollector(bpf.Options{Pid: req.Pid, Threads: req.Inherit, Descendants: req.Inherit, HoldProcesses: req.Inherit,
 		SwitchAtSnapshots: true, EnableOnExec: req.EnableOnExec, Events: ua, Slice: req.Slice})
 }
 
