@@ -96,7 +96,10 @@
 // command: the events of the threads present at NewCollector are opened disabled with
 // enable_on_exec, so that the kernel enables them in the exec, as it does perf stat's
 // own. Before the exec they read zero, and the exec's own sys_enter_execve is not
-// counted, as perf's events do not count it either (TestEnableOnExec).
+// counted, as perf's events do not count it either (TestEnableOnExec). Options.Descendants
+// makes Threads follow only the thread Pid and the tasks it creates, as an inherited event
+// opened on it counts, not the sibling threads its process already has (`perf stat -p` of
+// a running process opens one event per thread, and adds them up).
 //
 // Wait and Peek serve a reader between slices (the sidecar answering a tool's read at
 // the instant it reads, and splitting a slice there). Wait blocks until Next would

@@ -278,3 +278,21 @@ func median(x []float64) float64 {
 	}
 	return y[len(y)/2]
 }
+
+// TestDropinCollectorIntervals: perf stat -I 100 through each collector, --correct
+// bayesperf (the tool's first read of each round splits the slice there: through bpf, by
+// reading the copies with the collector's Peek) and --correct none (the tool reads the
+// virtual PMU live, the truth is read at its instant). runCorrected asserts that perf
+// printed, interval by interval, what the report says it was given;
+// checkCorrectedRun that bayesperf's 95% intervals hold the truth of most intervals of
+// most events and that the stats have the truth of every event.
+func TestDropinCollectorIntervals(t *testing.T) {
+	for _, coll := range []string{"read", "bpf"} {
+		b := runCorrected(t, "--collector", coll)
+		checkCorrectedRun(t, b)
+		n := runCorrected(t, "--collector", coll, "--correct", "none", "--schedule", "kernel")
+		r, k := reduction(t, "", b.wapes(true), b.wapes(false))
+		t.Logf("%s: %d and %d intervals; error reduction within the bayesperf run %.2fx over %d events; none run: %d events with a truth",
+			coll, len(b.perf), len(n.perf), r, k, len(n.wapes(false)))
+	}
+}
