@@ -72,6 +72,12 @@ func (md *Model) refilter() {
 	nm := &Model{opt: md.opt, names: md.names, n: md.n, k: md.k, free: md.free, rows: md.rows,
 		soft: md.soft, ineq: md.ineq, nl: md.nl, same: md.same, clocks: md.clocks, Dropped: md.Dropped}
 	nm.alloc()
+	// The second pass fills the history and the smoother's buffers again, in the same
+	// order: reuse the first pass's, whose memory is already touched (fresh memory's
+	// first touch cost as much as the filter itself).
+	nm.hist.reuse(&md.hist)
+	nm.cache = md.cache
+	nm.cache.valid = false
 	nm.run.dropped = true
 	nm.lrn.act.ahead = true
 	var dTyp, dN float64 // the usual slice duration of the slices read ahead, as in Observe
@@ -153,4 +159,12 @@ func (md *Model) lookahead() int {
 		return 0
 	}
 	return int(math.Round(actWindow * math.Ln2 * gaps / cnt))
+}
+
+// reuse empties h and takes over old's storage (old must not be used any more).
+func (h *history) reuse(old *history) {
+	h.d, h.exact = old.d[:0], old.exact[:0]
+	h.a, h.qs, h.qb, h.rid = old.a[:0], old.qs[:0], old.qb[:0], old.rid[:0]
+	h.mp, h.mf, h.pf = old.mp[:0], old.mf[:0], old.pf[:0]
+	h.fm, h.fv = old.fm[:0], old.fv[:0]
 }
