@@ -13,6 +13,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	cringbuf "github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
@@ -313,7 +314,7 @@ func (c *Collector) load(nslots int, systemWide bool) error {
 			return fmt.Errorf("set %s: %w", name, err)
 		}
 	}
-	coll, err := ebpf.NewCollection(spec)
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Cache: kernelBTF})
 	if err != nil {
 		return classify("load bpf programs", err)
 	}
@@ -326,6 +327,17 @@ func (c *Collector) load(nslots int, systemWide bool) error {
 	}
 	return nil
 }
+
+// kernelBTF keeps the kernel's BTF, decoded once, for every collector of the process:
+// on_fork_hold (a BTF tracepoint program calling a kfunc) needs it, and decoding it took
+// 40-150ms of the 45-160ms a collector with HoldProcesses took to load, 6ms without (a
+// sidecar builds one for every registration of perf stat's events).
+var kernelBTF = btf.NewCache()
+
+// Preload decodes the kernel's BTF ahead of the first collector that holds processes,
+// which would otherwise wait for it (a sidecar calls it as it starts). Errors are the
+// first NewCollector's to report.
+func Preload() { _, _ = kernelBTF.Kernel() }
 
 func b2u(b bool) uint32 {
 	if b {

@@ -164,6 +164,7 @@ func chooseCollector(st *vstage.Stage, name string) error {
 			}
 		}
 		st.Snapshots = collect.Snapshots
+		go bpf.Preload()
 		return nil
 	}
 	st.ReadWhy = "--collector read"

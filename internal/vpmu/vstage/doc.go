@@ -49,9 +49,10 @@
 // processes needs) falls back to read(2); Logf says which collector each client got, in
 // one line ("collector bpf" or "collector read (why)"), the report's clients say
 // "collector", and Collector sums it up for --stats. Building a PMU through BPF costs
-// 45-105ms (loading and attaching the programs) against under 1ms with read(2), and
-// perf stat registers its events one by one, each a rebuild: 18 events delay its start
-// by about a second.
+// 6-13ms (loading and attaching the programs; up to 65ms now and then) against under 1ms
+// with read(2), and perf stat registers its events one by one, each a rebuild: 18 events
+// delay its start by about 0.2s (1-1.5s before the kernel's BTF was decoded once per
+// process, bpf.Preload, instead of once per build).
 //
 // Wiring: `bayesperf sidecar --virtual-counters N` sets sidecar.Config.Stage to
 // &vstage.Stage{Counters: N}. The mirror must carry non-group reads in the kernel's
