@@ -81,8 +81,10 @@
 // trails behind; final values are conditioned on the whole run anyway. On the
 // real-program traces this took the error reduction on our own schedule from 1.97x to
 // 2.07x (1.52x to 1.57x on the kernel's round robin); live values are the first pass's.
-// The slices are kept for it until the history first freezes (Options.History); a
-// longer run keeps the first pass.
+// The intervals keep the first pass's calibration and count scatter, learned from
+// predictions that had not yet read the reading they predicted. The slices are kept
+// for the second pass until the history first freezes (Options.History); a longer run
+// keeps the first pass.
 //
 // Costs: Observe is O(k²) per reading for k free rates and allocates nothing in steady
 // state (the slices kept for the second pass grow by doubling, until the history first
