@@ -13,6 +13,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	cringbuf "github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
@@ -35,6 +36,13 @@ type Options struct {
 	// inherited events from BPF) and read_format set to (value, enabled, running). An event
 	// with the disabled bit starts disabled; see SetEnabled.
 	Events []unix.PerfEventAttr
+	// Descendants (with Threads) follows only the thread Pid and the tasks it creates
+	// after NewCollector (and theirs), as an event opened on Pid with inherit counts, not
+	// the other threads of Pid's process already present. For a target that has one
+	// thread (a command just started) it changes nothing; for `perf stat -p` of a running
+	// multi-threaded process, whose tool opens one event per thread, it keeps the copies
+	// of the first thread's event from counting its siblings too.
+	Descendants bool
 	// HoldProcesses (with Threads) stops every new child process before its first user
 	// instruction until its events are open, so that a short-lived one (a shell loop's cat)
 	// is counted from its start, as inherited events count it: a program in the child's
@@ -61,6 +69,14 @@ type Options struct {
 	// ioctl and no lag between the snapshot and the switch. Not for hardware events on a
 	// real PMU: keeping them all enabled would make the kernel multiplex them.
 	SwitchAtSnapshots bool
+	// EnableOnExec makes the events of the threads present at NewCollector start counting
+	// at the target's next execve, as perf stat's events (enable_on_exec) do on the
+	// command it has forked but not exec'd yet: they are opened disabled with
+	// enable_on_exec, and the kernel enables them in the exec. Tasks followed later (the
+	// command's threads and children) count from the moment their events are open, as
+	// before. Before the exec the events read as zero (time_enabled too), so nothing of
+	// the forked tool's own code reaches a snapshot.
+	EnableOnExec bool
 }
 
 // Stats describes a collector's work so far.
@@ -101,6 +117,7 @@ type Collector struct {
 	nr      int                  // events opened per thread (or CPU): len(kevents)
 	kevents []unix.PerfEventAttr // the events opened per thread
 	kidx    []int                // with SwitchAtSnapshots: opts.Events[i] is kevents[kidx[i]]
+	onExec  bool                 // start is opening the first threads: EnableOnExec applies
 	slice   time.Duration
 	coll    *ebpf.Collection
 	array   *ebpf.Map // the PERF_EVENT_ARRAY, owned here
@@ -166,6 +183,9 @@ func NewCollector(opts Options) (*Collector, error) {
 	}
 	if opts.Slice < 10*time.Microsecond {
 		return nil, fmt.Errorf("new bpf collector: slice %v is too short (at least 10µs)", opts.Slice)
+	}
+	if opts.EnableOnExec && opts.Pid == -1 {
+		return nil, errors.New("new bpf collector: EnableOnExec needs a task target (pid > 0)")
 	}
 	if opts.HoldProcesses && (!opts.Threads || opts.Pid == -1) {
 		return nil, errors.New("new bpf collector: HoldProcesses needs Threads and a task target (pid > 0)")
@@ -294,7 +314,7 @@ func (c *Collector) load(nslots int, systemWide bool) error {
 			return fmt.Errorf("set %s: %w", name, err)
 		}
 	}
-	coll, err := ebpf.NewCollection(spec)
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Cache: kernelBTF})
 	if err != nil {
 		return classify("load bpf programs", err)
 	}
@@ -307,6 +327,17 @@ func (c *Collector) load(nslots int, systemWide bool) error {
 	}
 	return nil
 }
+
+// kernelBTF keeps the kernel's BTF, decoded once, for every collector of the process:
+// on_fork_hold (a BTF tracepoint program calling a kfunc) needs it, and decoding it took
+// 40-150ms of the 45-160ms a collector with HoldProcesses took to load, 6ms without (a
+// sidecar builds one for every registration of perf stat's events).
+var kernelBTF = btf.NewCache()
+
+// Preload decodes the kernel's BTF ahead of the first collector that holds processes,
+// which would otherwise wait for it (a sidecar calls it as it starts). Errors are the
+// first NewCollector's to report.
+func Preload() { _, _ = kernelBTF.Kernel() }
 
 func b2u(b bool) uint32 {
 	if b {
@@ -362,12 +393,20 @@ func (c *Collector) start(cpus []int, systemWide bool) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.onExec = c.opts.EnableOnExec
+	defer func() { c.onExec = false }()
 	switch {
 	case systemWide:
 		for _, cpu := range cpus {
 			if err := c.addSlot(-1, cpu, cpu); err != nil {
 				return err
 			}
+		}
+	case c.opts.Threads && c.opts.Descendants:
+		// Tasks Pid creates from now on are reported by on_fork once Pid is tracked;
+		// what it created before is not followed, as inherit does not reach it either.
+		if err := c.addThread(c.opts.Pid, unix.BPF_ANY); err != nil {
+			return err
 		}
 	case c.opts.Threads:
 		// Re-list until stable: a thread created before its parent was tracked was not
@@ -529,8 +568,12 @@ func (c *Collector) addSlot(tid, cpu, idx int) error {
 	for i, a := range c.kevents {
 		a.Size = uint32(unsafe.Sizeof(a))
 		a.Bits &^= unix.PerfBitInherit | unix.PerfBitDisabled
-		if !c.enabled[i] && !c.opts.SwitchAtSnapshots {
+		on := c.opts.SwitchAtSnapshots || c.enabled[i]
+		switch {
+		case !on:
 			a.Bits |= unix.PerfBitDisabled
+		case c.onExec:
+			a.Bits |= unix.PerfBitDisabled | unix.PerfBitEnableOnExec
 		}
 		a.Read_format = unix.PERF_FORMAT_TOTAL_TIME_ENABLED | unix.PERF_FORMAT_TOTAL_TIME_RUNNING
 		fd, err := unix.PerfEventOpen(&a, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
@@ -647,6 +690,91 @@ func (c *Collector) Next() (perf.Snapshot, error) {
 			c.mu.Unlock()
 		}
 	}
+}
+
+// Wait blocks until Next would return without waiting for a record: a slice has ended,
+// every tracked thread has exited (the final snapshot, or io.EOF after it), the collector
+// failed, or it was closed (ErrClosed, which Wait returns too). It consumes nothing, so a
+// caller that must not be blocked in Next while holding its own lock (a virtual PMU serving
+// reads between slices) waits here, then takes its lock and calls Next, which returns at
+// once but for the short wait for the other CPUs' ticks of the slice.
+func (c *Collector) Wait() error {
+	for {
+		c.mu.Lock()
+		switch {
+		case c.closed:
+			c.mu.Unlock()
+			return ErrClosed
+		case c.done, c.gone, c.err != nil, c.fresh:
+			c.mu.Unlock()
+			return nil
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.wake:
+		case <-c.quit:
+		case <-time.After(sweepEvery):
+			c.mu.Lock()
+			c.sweep()
+			c.mu.Unlock()
+		}
+	}
+}
+
+// Peek returns, for each of events (indices into Options.Events), what Next would report
+// for it if the current slice ended now, read with read(2) from every thread's event,
+// without ending the slice: the next Next still reports the whole slice since the last
+// one. With SwitchAtSnapshots an event advances by what it counted since the last
+// snapshot only if it is enabled now, as Next's would. It serves a reader that wants
+// values at the instant it reads (a virtual PMU answering a tool's read between slices,
+// or splitting a slice there). A running thread's events are read with a cross-CPU call,
+// as read(2) always does; a thread that has exited reads its final values. Values read
+// this way can exceed the next snapshot's by what a thread's events count after its exit
+// snapshot (its own sched:sched_process_exit) until the thread is retired; a caller
+// keeping running totals should never let them decrease.
+func (c *Collector) Peek(events []int, out []perf.Count) error {
+	if len(out) < len(events) {
+		return fmt.Errorf("peek %d events into %d values", len(events), len(out))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	var buf [24]byte
+	for n, i := range events {
+		if i < 0 || i >= len(c.opts.Events) {
+			return fmt.Errorf("peek event %d: out of range [0,%d)", i, len(c.opts.Events))
+		}
+		k := i
+		if c.kidx != nil {
+			k = c.kidx[i]
+		}
+		raw := c.retired[k]
+		for _, sl := range c.slots {
+			if sl == nil {
+				continue
+			}
+			if _, err := unix.Read(sl.fds[k], buf[:]); err != nil {
+				return fmt.Errorf("peek event %d of tid %d: %w", i, sl.tid, err)
+			}
+			raw.Value += le64(buf[0:])
+			raw.Enabled += le64(buf[8:])
+			raw.Running += le64(buf[16:])
+		}
+		if !c.opts.SwitchAtSnapshots {
+			out[n] = raw
+			continue
+		}
+		v, p := c.gated[i], c.rawPrev[i]
+		if c.enabled[i] && raw.Value >= p.Value && raw.Enabled >= p.Enabled && raw.Running >= p.Running {
+			v.Value += raw.Value - p.Value
+			v.Enabled += raw.Enabled - p.Enabled
+			v.Running += raw.Running - p.Running
+		}
+		out[n] = v
+	}
+	return nil
 }
 
 // sweepEvery is how long Next waits for records before checking that the threads it

@@ -91,6 +91,28 @@
 // ran, and reading it only when a slot was needed put every exit of a run in its last
 // slice (TestExitsCountInTheirSlices).
 //
+// Options.EnableOnExec serves the drop-in sidecar (`bayesperf run --virtual-counters N
+// --collector bpf`), whose target is perf stat's forked child before it execs the
+// command: the events of the threads present at NewCollector are opened disabled with
+// enable_on_exec, so that the kernel enables them in the exec, as it does perf stat's
+// own. Before the exec they read zero, and the exec's own sys_enter_execve is not
+// counted, as perf's events do not count it either (TestEnableOnExec). Options.Descendants
+// makes Threads follow only the thread Pid and the tasks it creates, as an inherited event
+// opened on it counts, not the sibling threads its process already has (`perf stat -p` of
+// a running process opens one event per thread, and adds them up).
+//
+// Wait and Peek serve a reader between slices (the sidecar answering a tool's read at
+// the instant it reads, and splitting a slice there). Wait blocks until Next would
+// return at once, without consuming anything, so a virtual PMU waits for the next
+// snapshot without its lock and takes it under the lock, where no read can see a
+// snapshot taken but not applied. Peek reads events now with read(2), gated as the next
+// snapshot would report them, without ending the slice: the next snapshot covers the
+// whole slice, so a reader that ends a slice at a Peek (vpmu's Split) gets the rest of
+// it from that snapshot. A Peek can exceed the next snapshot slightly (an exited
+// thread's last counts are in its events before its slot is retired, and a tick record
+// from before the Peek may end the next slice), so readers keep running totals that
+// never decrease.
+//
 // A goroutine consumes the BPF ring buffer as records arrive, so new threads are followed
 // however late Next is called; Next returns the sums as of the last record applied. It runs
 // on its own OS thread at nice -10 (when allowed), because a target that saturates the

@@ -37,8 +37,9 @@ func writeStageFiles(statsFile, reportFile string, st sidecar.Stats, vst *vstage
 	var errs []error
 	if statsFile != "" {
 		var out any = st
-		if vst != nil && vst.Truth {
-			// The server's counters plus the truth, in one object.
+		if vst != nil {
+			// The server's counters plus the virtual PMUs' collector and truth, in one
+			// object.
 			b, err := json.Marshal(st)
 			m := map[string]any{}
 			if err == nil {
@@ -47,7 +48,10 @@ func writeStageFiles(statsFile, reportFile string, st sidecar.Stats, vst *vstage
 			if err != nil {
 				errs = append(errs, fmt.Errorf("encode stats: %w", err))
 			} else {
-				m["truth"] = vst.TruthTotals()
+				if vst.Truth {
+					m["truth"] = vst.TruthTotals()
+				}
+				m["collector"] = vst.Collector()
 				out = m
 			}
 		}

@@ -30,7 +30,8 @@ SYNOPSIS
     bayesperf run [--stats FILE] [--pidfile FILE] [-v] [--shim PATH]
                   [--correct none|bayesperf] [--infer-from slices|values]
                   [--virtual-counters N [--fixed-counters EVENTS]
-                   [--schedule kernel|bayesperf] [--report FILE.json]]
+                   [--schedule kernel|bayesperf] [--collector auto|read|bpf]
+                   [--report FILE.json]]
                   -- CMD [ARGS...]
 
 DESCRIPTION
@@ -62,7 +63,8 @@ OPTIONS
                     first asked the sidecar for fresh values. With
                     --virtual-counters also "truth": {"EVENT": n, ...}, the
                     count of a hidden copy of each event that always counts
-                    (summed over the tool's processes that opened it).
+                    (summed over the tool's processes that opened it), and
+                    "collector": "bpf" or "read" (see --collector).
     --pidfile FILE  Write the sidecar's pid to FILE once it is ready.
     -v              Log the sidecar's and the shim's decisions on stderr.
     --shim PATH     libbayesperf.so to preload (default: next to this binary,
@@ -122,6 +124,20 @@ OPTIONS
                     the kernel's round robin of flexible groups; bayesperf (the
                     default): BayesPerf's overlap schedule over the relations
                     between the events (the kernel's when none links them).
+    --collector auto|read|bpf
+                    With --virtual-counters: how the sidecar reads its copies
+                    of CMD's events at every multiplexing slice. bpf: an eBPF
+                    program snapshots them all in the kernel at the slice
+                    boundary and follows CMD's threads and child processes
+                    (each new process is held stopped from its fork until its
+                    copies are open); needs root (CAP_BPF and CAP_PERFMON).
+                    read: read(2) of every copy, with inherited events. auto
+                    (the default): bpf when the sidecar can load it, else
+                    read. A client bpf cannot serve (hardware events; inherited
+                    events on a kernel older than 6.13, which cannot hold new
+                    processes) uses read. -v logs each client's collector
+                    ("collector bpf" or "collector read (why)"); --stats and
+                    --report say it as "collector".
     --report FILE.json
                     With --virtual-counters: at exit, write per event the
                     corrected value with its 95% interval ("lo", "hi"), the
@@ -164,6 +180,7 @@ func runMain(args []string) int {
 	sched := fs.String("schedule", "bayesperf", "")
 	reportFile := fs.String("report", "", "")
 	inferFrom := fs.String("infer-from", "", "")
+	collector := fs.String("collector", "auto", "")
 	if code, stop := parseCmdLine("run", runHelp, fs, args); stop {
 		return code
 	}
@@ -181,6 +198,11 @@ func runMain(args []string) int {
 	from, err := resolveInferFrom(*inferFrom, *vcounters)
 	if err != nil {
 		return exitWith("run", err)
+	}
+	switch *collector {
+	case "auto", "read", "bpf":
+	default:
+		return exitWith("run", usageErr("--collector %s: want auto, read or bpf", *collector))
 	}
 	if *reportFile != "" && *vcounters == 0 {
 		return exitWith("run", usageErr("--report needs --virtual-counters N (its truth and intervals come from the virtual PMU)"))
@@ -205,7 +227,7 @@ func runMain(args []string) int {
 	extra := []string{"--correct", *correct, "--infer-from", from}
 	if *vcounters != 0 {
 		extra = append(extra, "--virtual-counters", strconv.Itoa(*vcounters), "--fixed-counters", *fixed,
-			"--schedule", *sched)
+			"--schedule", *sched, "--collector", *collector)
 		if *reportFile != "" {
 			abs, err := filepath.Abs(*reportFile)
 			if err != nil {

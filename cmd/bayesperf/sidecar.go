@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bayesperf/bayesperf/bpf"
+	"github.com/bayesperf/bayesperf/internal/collect"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
 	"github.com/bayesperf/bayesperf/internal/vpmu/vstage"
 )
@@ -25,7 +27,8 @@ func init() {
 
 const sidecarHelp = `usage: bayesperf sidecar --socket PATH [--stats FILE] [--period D] [--stale D]
                          [--virtual-counters N [--fixed-counters EVENTS]
-                          [--schedule kernel|bayesperf] [--report FILE]]
+                          [--schedule kernel|bayesperf] [--collector auto|read|bpf]
+                          [--report FILE]]
                          [--correct none|bayesperf] [--infer-from slices|values]
                          [--allow-uid USERS] [-v]
 
@@ -42,9 +45,13 @@ values bit for bit; --correct none publishes the kernel's values unchanged.
 PMU of N counters (multiplexed as the kernel rotates flexible groups);
 --fixed-counters lists events (perf syntax) that sit on fixed counters;
 --correct, --schedule and --infer-from are those of 'bayesperf run' (defaults:
-bayesperf, bayesperf, slices), and --report FILE writes run's report at exit. With --correct bayesperf or --report
-the stale bound defaults to 1ns: every read asks for values at the instant it
-reads (the report's intervals are the tool's rounds of reads).
+bayesperf, bayesperf, slices), and --report FILE writes run's report at exit.
+With --correct bayesperf or --report the stale bound defaults to 1ns: every read
+asks for values at the instant it reads (the report's intervals are the tool's
+rounds of reads). --collector is run's too: how each virtual PMU reads its
+copies (bpf: in-kernel snapshots at every slice; read: read(2); auto, the
+default: bpf when it can be loaded). -v logs each client's ("collector bpf", or
+"collector read (why)"), and --stats FILE has it as "collector".
 
 --allow-uid USERS (names or uids, comma-separated) also serves those users'
 tools: a sidecar run as root for BPF serving non-root tools. Their socket
@@ -68,6 +75,7 @@ func sidecarMain(args []string) int {
 	correct := fs.String("correct", "bayesperf", "")
 	sched := fs.String("schedule", "bayesperf", "")
 	reportFile := fs.String("report", "", "")
+	collector := fs.String("collector", collect.Auto, "")
 	allowUIDs := fs.String("allow-uid", "", "")
 	inferFrom := fs.String("infer-from", "", "")
 	if code, stop := parseCmdLine("sidecar", sidecarHelp, fs, args); stop {
@@ -113,6 +121,9 @@ func sidecarMain(args []string) int {
 			return fail(err)
 		}
 		defer st.Close()
+		if err := chooseCollector(st, *collector); err != nil {
+			return fail(err)
+		}
 		go st.Preload()
 		cfg.Stage = st
 		if (st.Infer || *reportFile != "") && !staleSet {
@@ -149,6 +160,32 @@ func sidecarMain(args []string) int {
 		return fail(err)
 	}
 	return 0
+}
+
+// chooseCollector sets how st's virtual PMUs read their copies for --collector name: bpf
+// (forced: fails here if BPF cannot be loaded at all; a client whose events it cannot
+// serve still falls back to read(2), with the reason in the log), read, or auto (bpf
+// when bpf.Probe succeeds).
+func chooseCollector(st *vstage.Stage, name string) error {
+	coll, why, err := collect.Resolve(name)
+	if err != nil {
+		return usageErr("--collector %s: want auto, read or bpf", name)
+	}
+	if coll == collect.BPF {
+		if name == collect.BPF {
+			if err := bpf.Probe(); err != nil {
+				return fmt.Errorf("--collector bpf: %w", err)
+			}
+		}
+		st.Snapshots = collect.Snapshots
+		go bpf.Preload()
+		return nil
+	}
+	st.ReadWhy = "--collector read"
+	if why != "" {
+		st.ReadWhy = "auto: " + why
+	}
+	return nil
 }
 
 func writeStats(path string, st any) error {

@@ -18,6 +18,7 @@ import "math"
 type activity struct {
 	k, n   int
 	off    bool
+	ahead  bool // learned ahead of the filter (Model.refilter), not by learn
 	gamma  float64
 	share  []float64 // per event: forgetting share of slices it was counted whole
 	shareN float64
@@ -108,13 +109,23 @@ func (a *activity) current(md *Model) {
 }
 
 // learn updates the sums with this slice's readings (md.obs, counted whole), weighted
-// by the slice's duration d, so that the ratio is one of counts, not of rates.
+// by the slice's duration d, so that the ratio is one of counts, not of rates. In
+// Finish's second pass (ahead) the sums are fed ahead of the filter instead
+// (Model.learnAhead).
 func (a *activity) learn(md *Model, d float64) {
-	if a.off {
+	if a.ahead {
 		return
 	}
 	// a.cur holds this slice's readings: buildQ gathered them (current) before the
 	// prediction, and the readings do not change during the slice.
+	a.add(md, d)
+}
+
+// add updates the sums with the rates in a.cur, counted whole in a slice of duration d.
+func (a *activity) add(md *Model, d float64) {
+	if a.off {
+		return
+	}
 	a.shareN = math.Min(a.shareN+1, 256)
 	a.cand = a.cand[:0]
 	for e := range a.share {

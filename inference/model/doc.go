@@ -72,10 +72,26 @@
 // counted for the whole of a reporting interval is reported exactly as counted
 // (StatusExact); one that nothing observed bears on is StatusNotCounted.
 //
+// Final values: Finish filters the run a second time (refilter, hindsight.go) with the
+// activity ratios learned from the readings around each slice instead of those before
+// it: the ratio learner reads ahead of the filter by the median age of its forgetting
+// window (in slices: about 11 readings times the usual gap between an event's
+// readings), so that its window is centred on the slice. Online a ratio can only lag:
+// the first slices of a run have none at all, and where the program's mix changes it
+// trails behind; final values are conditioned on the whole run anyway. On the
+// real-program traces this took the error reduction on our own schedule from 1.97x to
+// 2.07x (1.52x to 1.57x on the kernel's round robin); live values are the first pass's.
+// The intervals keep the first pass's calibration and count scatter, learned from
+// predictions that had not yet read the reading they predicted. The slices are kept
+// for the second pass until the history first freezes (Options.History); a longer run
+// keeps the first pass.
+//
 // Costs: Observe is O(k²) per reading for k free rates and allocates nothing in steady
-// state; Estimate smooths back to the start of the asked interval, O(k³) per slice, and
-// caches the pass. Covariances are kept for a bounded number of recent slices
-// (Options.History); older slices keep per-event means and variances.
+// state (the slices kept for the second pass grow by doubling, until the history first
+// freezes); Estimate smooths back to the start of the asked interval, O(k³) per slice,
+// and caches the pass; Finish repeats the run's Observes once (the second pass).
+// Covariances are kept for a bounded number of recent slices (Options.History); older
+// slices keep per-event means and variances.
 //
 // Errors: New reports malformed relations; Observe reports bad slices (a non-positive
 // duration, a reading for an unknown event) before touching the state, and numerical

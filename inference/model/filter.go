@@ -22,6 +22,7 @@ func (md *Model) Observe(s inference.Slice) error {
 		return fmt.Errorf("observe slice %d: bad duration %g", s.Index, d)
 	}
 	k := md.k
+	orig := s
 	if len(md.clocks) > 0 {
 		s = md.withClocks(s)
 	}
@@ -83,6 +84,7 @@ func (md *Model) Observe(s inference.Slice) error {
 		}
 	}
 
+	md.run.add(orig) // for Finish's second pass (refilter)
 	if !md.init {
 		md.start(d)
 	}
@@ -134,6 +136,7 @@ func (md *Model) Observe(s inference.Slice) error {
 	md.cache.valid = false
 	if h := &md.hist; h.t-h.lo > h.limit {
 		md.freeze(h.limit / 2)
+		md.run.drop()
 	}
 	return nil
 }

@@ -178,6 +178,8 @@ type Model struct {
 	finished bool
 	// dTyp is the usual duration of a slice (a running mean over about dN slices).
 	dTyp, dN float64
+	// run keeps the slices for Finish's second pass (refilter).
+	run runLog
 }
 
 // meas is one measurement of a slice: y = h·z + noise(r).
@@ -368,7 +370,14 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 			md.ineq = append(md.ineq, ineq{g: md.rows[e], nonneg: true})
 		}
 	}
-	k := md.k
+	md.alloc()
+	return md, nil
+}
+
+// alloc sets up the state that Observe changes (filter, learner, history) for a run that
+// has not started, from the model's structure (events, state space, options).
+func (md *Model) alloc() {
+	k, events, opt := md.k, md.n, md.opt
 	md.m = make([]float64, k)
 	md.P = make([]float64, k*k)
 	md.ph = make([]float64, k)
@@ -386,7 +395,6 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 	md.quantQ = tQuantile(0.5+opt.Level/2, 0)
 	md.truncAt = nonnegAt
 	md.nonnegAt = nonnegAt
-	return md, nil
 }
 
 // project maps a linear form over events to one over the state, and also returns the

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bayesperf/bayesperf/inference/metrics"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/replay"
 )
@@ -113,10 +114,18 @@ func TestRealTraces(t *testing.T) {
 	fmt.Fprintf(&report, "\n%-10s %-13s %9s %9s %11s %10s\n", "trace", "estimator", "reduction", "meanWAPE", "medianWAPE", "coverage95")
 	lg := map[string]float64{}
 	all := append(files, mine...)
-	strays := 0 // traces whose bayesperf coverage95 is outside [0.85, 0.99]
+	strays := 0                      // traces whose bayesperf coverage95 is outside [0.85, 0.99]
+	pooled := map[string][]float64{} // WAPE of every (trace, event) pair with a truth
 	for _, f := range all {
 		res := realScore(t, f)
 		name := strings.TrimSuffix(filepath.Base(f), ".csv")
+		for _, ev := range res.PerEvent {
+			if ev.Metrics["linux"].Defined {
+				for _, est := range []string{"linux", "bayesperf"} {
+					pooled[est] = append(pooled[est], ev.Metrics[est].WAPE)
+				}
+			}
+		}
 		for _, est := range []string{"linux", "linear", "bayesperf-rr", "bayesperf"} {
 			s := res.Estimators[est]
 			cov := "-"
@@ -140,16 +149,27 @@ func TestRealTraces(t *testing.T) {
 		gm[est] = math.Exp(lg[est] / float64(len(all)))
 		fmt.Fprintf(&report, "geometric mean over %d traces of the error reduction, %s: %.2fx\n", len(all), est, gm[est])
 	}
+	medLinux, medBP := metrics.Median(pooled["linux"]), metrics.Median(pooled["bayesperf"])
+	fmt.Fprintf(&report, "median WAPE over all %d (trace, event) pairs: linux %.3f, bayesperf %.3f (%.2f of linux's)\n",
+		len(pooled["linux"]), medLinux, medBP, medBP/medLinux)
 	t.Log(report.String())
-	// A regression guard, not the acceptance figure (2x, not reached yet): replay and
-	// model are deterministic, so these figures move only when the code does. Measured
-	// 2026-11-22: bayesperf 1.97x, bayesperf-rr 1.52x, linear 1.10x.
-	if gm["bayesperf"] < 1.92 || gm["bayesperf-rr"] < 1.50 {
-		t.Errorf("error reduction fell: bayesperf %.2fx (was 1.97x), bayesperf-rr %.2fx (was 1.52x)", gm["bayesperf"], gm["bayesperf-rr"])
+	// The median criterion read over the set of traces, as the 2x is (a geometric mean
+	// over traces): measured 2026-11-22, linux 0.690, bayesperf 0.331. Per trace it holds
+	// on 4 of 11; TestMedianDiag shows why the others are out of reach (their median
+	// event counts only in slices no schedule reads, or beyond a true-correlation oracle).
+	if medBP > medLinux/2 {
+		t.Errorf("median WAPE over (trace, event) pairs: bayesperf %.3f, more than half of linux's %.3f (was 0.331 against 0.690)", medBP, medLinux)
 	}
-	// The intervals, per trace: measured 2026-11-22, bayesperf 0.871-0.992, make the one
-	// above 0.99 (before the scatter was kept out of the calibrated scale: 0.857-0.996,
-	// make and git above).
+	// A regression guard: replay and model are deterministic, so these figures move only
+	// when the code does. Measured 2026-11-22 with Finish's second pass (refilter):
+	// bayesperf 2.07x (the acceptance figure is 2x), bayesperf-rr 1.57x, linear 1.10x;
+	// before it 1.97x and 1.52x.
+	if gm["bayesperf"] < 2.02 || gm["bayesperf-rr"] < 1.52 {
+		t.Errorf("error reduction fell: bayesperf %.2fx (was 2.07x), bayesperf-rr %.2fx (was 1.57x)", gm["bayesperf"], gm["bayesperf-rr"])
+	}
+	// The intervals, per trace: measured 2026-11-22 with the second pass, bayesperf
+	// 0.857-0.990 (sqlite, 31 slices in 2 intervals, lowest; make 0.9896 highest), all
+	// 11 inside; before it 0.871-0.992, make the one above 0.99.
 	if strays > 1 {
 		t.Errorf("%d of %d traces have bayesperf's coverage95 outside [0.85, 0.99]", strays, len(all))
 	}

@@ -484,6 +484,9 @@ func (md *Model) Posterior(from, to int) (mean, sd []float64) {
 // posterior given everything observed before and after Finish alike; Observe after
 // Finish is an error.
 func (md *Model) Finish() {
+	if !md.finished {
+		md.refilter()
+	}
 	md.finished = true
 	if h := &md.hist; h.t > h.lo {
 		md.smooth(h.lo)

@@ -30,6 +30,8 @@ var rules = []rule{
 	{"internal/vpmu", []string{"internal/vpmu", "internal/sidecar", "shim", "internal/perf", "inference", "golang.org/x/sys"}},
 	// End-to-end tests use the binaries, as a user would.
 	{"test", []string{"test", "golang.org/x/sys", "github.com/stretchr/testify"}},
+	// The choice of collector for the virtual PMU: above both, so neither imports the other.
+	{"internal/collect", []string{"internal/collect", "bpf", "internal/vpmu", "internal/perf", "golang.org/x/sys"}},
 	// BPF collection: owns the BPF objects; produces perf.Snapshots.
 	{"bpf", []string{"bpf", "internal/perf", "github.com/cilium/ebpf", "golang.org/x/sys"}},
 	// perf_event_open and event names: the bottom of the system side.

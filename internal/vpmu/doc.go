@@ -52,6 +52,12 @@
 //
 // `bayesperf eval` calls RunCommand with two views (kernel and overlap) and Truth.
 //
+// With Config.Snapshots a snapshotting collector (the bpf one, through internal/collect)
+// reads every copy at its slice boundaries in the kernel and paces Step; Split, Flush,
+// Virtual and TruthNow read the copies at their instant through its Peek, and the Runner
+// waits for a snapshot without its lock, so a server's reads go on while the target
+// sleeps (the sidecar's `--collector bpf`).
+//
 // Limits: events are opened per task (inherit optional) or per CPU by this package; on a
 // real CPU the truth copies of hardware events would themselves be multiplexed, so Truth
 // is meant for software events and tracepoints. The always-on copies are read one after

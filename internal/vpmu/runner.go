@@ -2,6 +2,7 @@ package vpmu
 
 import (
 	"errors"
+	"io"
 	"sync"
 	"time"
 
@@ -11,18 +12,26 @@ import (
 // Runner steps a PMU every interval in its own goroutine, for a server (the sidecar) that
 // serves clients' reads while the target runs. Unlike PMU, its methods are safe for
 // concurrent use.
+//
+// With a snapshotting collector (Config.Snapshots) the collector paces the steps: the
+// goroutine waits for its next snapshot without the lock (a target that does not run
+// gives none for as long as it sleeps, and reads must not wait for it), then takes the
+// lock and steps, so that a read, a split or Stop never sees a snapshot taken from the
+// collector but not yet applied.
 type Runner struct {
-	mu    sync.Mutex
-	p     *PMU
-	keep  bool
-	steps []Step
-	err   error
-	quit  chan struct{}
-	done  chan struct{}
+	mu      sync.Mutex
+	p       *PMU
+	keep    bool
+	steps   []Step
+	err     error
+	stopped bool
+	quit    chan struct{}
+	done    chan struct{}
 }
 
-// NewRunner starts p (Start) and steps it every interval (0: MuxInterval). With keep set,
-// the non-idle steps are kept for Stop to return.
+// NewRunner starts p (Start) and steps it every interval (0: MuxInterval; with a
+// snapshotting collector, at its snapshots). With keep set, the non-idle steps are kept
+// for Stop to return.
 func NewRunner(p *PMU, interval time.Duration, keep bool) (*Runner, error) {
 	if interval <= 0 {
 		interval = MuxInterval()
@@ -31,8 +40,48 @@ func NewRunner(p *PMU, interval time.Duration, keep bool) (*Runner, error) {
 		return nil, err
 	}
 	r := &Runner{p: p, keep: keep, quit: make(chan struct{}), done: make(chan struct{})}
-	go r.loop(interval)
+	if p.bc != nil {
+		go r.snapLoop()
+	} else {
+		go r.loop(interval)
+	}
 	return r, nil
+}
+
+// snapLoop steps at the collector's snapshots until the target's final one (io.EOF),
+// a failure, or Stop.
+func (r *Runner) snapLoop() {
+	defer close(r.done)
+	for {
+		werr := r.p.bc.Wait()
+		select {
+		case <-r.quit:
+			return
+		default:
+		}
+		r.mu.Lock()
+		if r.stopped {
+			r.mu.Unlock()
+			return
+		}
+		st, err := r.p.Step()
+		if errors.Is(err, io.EOF) {
+			r.mu.Unlock()
+			return // the final snapshot was the previous step; Stop's Flush adds nothing
+		}
+		if err == nil && werr != nil {
+			err = werr
+		}
+		if err != nil {
+			r.err = err
+			r.mu.Unlock()
+			return
+		}
+		if r.keep && !st.Idle {
+			r.steps = append(r.steps, st)
+		}
+		r.mu.Unlock()
+	}
 }
 
 func (r *Runner) loop(iv time.Duration) {
@@ -111,8 +160,10 @@ func (r *Runner) TruthNow(i int) (uint64, error) {
 }
 
 // Stop ends the stepping, takes the last slice (Flush), and returns the kept steps (those
-// not drained yet) and
-// the first stepping error. It does not close the PMU.
+// not drained yet) and the first stepping error. It does not close the PMU. With a
+// snapshotting collector it does not wait for the stepping goroutine, which may be
+// waiting for a snapshot of a target that sleeps: that goroutine steps no more, and
+// returns at the next snapshot or when the PMU is closed.
 func (r *Runner) Stop() ([]Step, error) {
 	select {
 	case <-r.quit:
@@ -120,9 +171,12 @@ func (r *Runner) Stop() ([]Step, error) {
 	default:
 	}
 	close(r.quit)
-	<-r.done
+	if r.p.bc == nil {
+		<-r.done
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.stopped = true
 	if r.err != nil {
 		return r.steps, r.err
 	}

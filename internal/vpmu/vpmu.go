@@ -83,19 +83,20 @@ type Config struct {
 	// Inherit counts threads and processes the target creates after Open.
 	Inherit bool
 	// Snapshots, when set, reads every copy through a snapshotting collector instead of
-	// read(2) at every Step: it is called once with the attrs of all copies (the clock,
-	// the truth copies, then each view's copies; view copies carry the disabled bit) for
-	// task Pid and slice Interval, and must follow the target's threads itself. Step then
+	// read(2) at every Step: it is called once (see SnapshotRequest), and the collector
+	// must follow the target's threads itself (and its children, with Inherit). Step then
 	// blocks until the collector's next snapshot (a slice in which the target did not run
 	// gives none, as the kernel does not rotate an inactive task context either) and
 	// returns io.EOF after the target has exited and its final snapshot was returned.
-	// Package bpf's collector fits (see internal/eval). Needs Pid > 0.
-	Snapshots func(attrs []perf.Attr, pid int, slice time.Duration) (Switchable, error)
+	// Split, Flush, Virtual and TruthNow read the copies now through the collector's Peek.
+	// Package bpf's collector fits (see internal/collect). Needs Pid > 0.
+	Snapshots func(SnapshotRequest) (Switchable, error)
 	// Interval is the snapshotting collector's slice; 0 means MuxInterval.
 	Interval time.Duration
 	// EnableOnExec makes every copy start counting at the target's next execve, as perf
-	// stat's events do on the command it starts (read(2) backend only): the clock, the
-	// truth copies and each view's first configuration are opened with enable_on_exec.
+	// stat's events do on the command it starts: the clock, the truth copies and each
+	// view's first configuration are opened with enable_on_exec (with Snapshots, the
+	// collector is asked to do the same: SnapshotRequest.EnableOnExec).
 	EnableOnExec bool
 }
 
@@ -134,8 +135,26 @@ type PMU struct {
 	sbuf      [24]byte
 	started   bool
 
-	bc  Switchable // with Snapshots: every copy, in bpfIndex order
-	eof bool
+	bc      Switchable // with Snapshots: every copy, in bpfIndex order
+	eof     bool
+	peekIdx []int        // with Snapshots: every copy's index, for Peek
+	peekBuf []perf.Count // scratch for peekAll
+	peekTwo [2]perf.Count
+}
+
+// peekAll reads every copy now through the snapshotting collector.
+func (p *PMU) peekAll() ([]perf.Count, error) {
+	if len(p.peekIdx) == 0 {
+		n := p.bpfIndex(len(p.cfg.Views), 0)
+		p.peekIdx, p.peekBuf = make([]int, n), make([]perf.Count, n)
+		for k := range p.peekIdx {
+			p.peekIdx[k] = k
+		}
+	}
+	if err := p.bc.Peek(p.peekIdx, p.peekBuf); err != nil {
+		return nil, err
+	}
+	return p.peekBuf, nil
 }
 
 // bpfIndex is the position of a copy in the bpf collector's event list: the clock, the
@@ -148,11 +167,33 @@ func (p *PMU) bpfIndex(view, i int) int {
 	return base + view*len(p.cfg.Events) + i
 }
 
-// Switchable is a collector whose events can be switched on and off, all the virtual PMU
-// needs from a snapshotting collector.
+// SnapshotRequest is what Config.Snapshots is asked to collect.
+type SnapshotRequest struct {
+	// Attrs are all the copies: the clock, the truth copies, then each view's copies
+	// (view copies carry the disabled bit until scheduled); no inherit, no
+	// enable_on_exec bits (Inherit and EnableOnExec say those).
+	Attrs []perf.Attr
+	Pid   int           // the target task
+	Slice time.Duration // snapshot period
+	// Inherit: count the threads and processes the target creates, as inherited events
+	// do (Config.Inherit).
+	Inherit bool
+	// EnableOnExec: the copies of the target's present threads start counting at its
+	// next execve (Config.EnableOnExec).
+	EnableOnExec bool
+}
+
+// Switchable is a snapshotting collector whose events can be switched on and off at its
+// snapshots, all the virtual PMU needs from one.
 type Switchable interface {
 	perf.Collector
 	SetEnabled(i int, on bool) error
+	// Wait blocks until Next would return at once (a slice ended, the target is gone,
+	// or the collector failed or was closed), without consuming anything.
+	Wait() error
+	// Peek returns what Next would report for the events listed if the slice ended
+	// now, without ending it.
+	Peek(events []int, out []perf.Count) error
 }
 
 // Step is what one multiplexing slice produced.
@@ -188,9 +229,6 @@ func Open(cfg Config) (*PMU, error) {
 		}
 	}()
 	if cfg.Snapshots != nil {
-		if cfg.EnableOnExec {
-			return nil, errors.New("open virtual PMU: EnableOnExec needs the read(2) backend")
-		}
 		if err := p.openSnapshots(); err != nil {
 			return nil, err
 		}
@@ -397,13 +435,10 @@ func (p *PMU) Step() (Step, error) { return p.stepSlice(false, true) }
 
 // Split ends the current slice now without rotating: the next slice keeps the current
 // configuration until the next Step. A reader uses it to have a slice boundary at the
-// instant it reads, without changing which events count when. read(2) backend only.
-func (p *PMU) Split() (Step, error) {
-	if p.bc != nil {
-		return Step{}, errors.New("split virtual PMU slice: not with a snapshotting collector")
-	}
-	return p.stepSlice(false, false)
-}
+// instant it reads, without changing which events count when. With a snapshotting
+// collector the copies are read through its Peek, and its next snapshot ends the rest of
+// the slice.
+func (p *PMU) Split() (Step, error) { return p.stepSlice(false, false) }
 
 // Flush is Step for the last slice of a run: it ends the slice even if the target did
 // not run in it, so that nothing counted is left out.
@@ -422,7 +457,7 @@ func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 		// events that counted in the ending slice.
 		switched bool
 	)
-	if p.bc != nil {
+	if p.bc != nil && rotate && !force {
 		if p.eof {
 			return Step{}, io.EOF
 		}
@@ -438,6 +473,23 @@ func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 		clock = snap.Counts[0].Enabled
 		truth = func(i int) uint64 { return snap.Counts[1+i].Value }
 		view = func(v, i int) (perf.Count, error) { return snap.Counts[p.bpfIndex(v, i)], nil }
+	} else if p.bc != nil {
+		// Split or Flush: every copy as it is now, read through the collector without
+		// ending its slice, so that the next snapshot covers the rest of it. Nothing
+		// rotates (a Flush ends the run): the collector applies a switch to the slice
+		// since its last snapshot, which this one has already partly reported.
+		rotate = false
+		counts, err := p.peekAll()
+		if err != nil {
+			return Step{}, fmt.Errorf("step virtual PMU: %w", err)
+		}
+		if counts[0].Enabled <= p.prevClock && !force {
+			return Step{Index: p.step, Idle: true}, nil
+		}
+		now = perf.MonotonicNs()
+		clock = counts[0].Enabled
+		truth = func(i int) uint64 { return counts[1+i].Value }
+		view = func(v, i int) (perf.Count, error) { return counts[p.bpfIndex(v, i)], nil }
 	} else {
 		// One read of the clock says whether the target ran at all, before anything is
 		// switched (an idle step must not rotate).
@@ -517,19 +569,21 @@ func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 	}
 	st := Step{Index: p.step, WallNs: now - p.lastWall}
 	p.lastWall = now
-	enabled := clock - p.prevClock
-	if clock < p.prevClock {
-		enabled = 0 // a thread's copy vanished with it (bpf): never report wrapped time
+	// Running totals never decrease: a snapshotting collector's Peek (a split) can read a
+	// little more than its next snapshot (see bpf.Collector.Peek), and a delta is only
+	// counted once the totals pass what was already reported. read(2) never goes back.
+	enabled := uint64(0)
+	if clock > p.prevClock {
+		enabled = clock - p.prevClock
+		p.prevClock = clock
 	}
-	p.prevClock = clock
 	if p.cfg.Truth {
 		st.Truth = make([]uint64, len(p.cfg.Events))
 		for i := range st.Truth {
-			v := truth(i)
-			if v >= p.prevTruth[i] {
+			if v := truth(i); v > p.prevTruth[i] {
 				st.Truth[i] = v - p.prevTruth[i]
+				p.prevTruth[i] = v
 			}
-			p.prevTruth[i] = v
 		}
 	}
 	// The slice lasts the time the target ran in it (its virtual enabled time), the
@@ -551,8 +605,8 @@ func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 				}
 				if c.Value >= p.prevView[v][i].Value {
 					r.Count = c.Value - p.prevView[v][i].Value
+					p.prevView[v][i] = c
 				}
-				p.prevView[v][i] = c
 				// Scheduled for the whole slice: on a real PMU its running time is the
 				// slice's enabled time. The copy's own running time falls short by the
 				// instants spent switching, an artefact of emulation, not multiplexing.
@@ -582,14 +636,20 @@ func (p *PMU) Virtual(v, i int) (perf.Count, error) {
 	if v < 0 || v >= len(p.views) || i < 0 || i >= len(p.cfg.Events) {
 		return perf.Count{}, fmt.Errorf("read virtual count: view %d event %d out of range", v, i)
 	}
-	if p.bc != nil {
-		// Between snapshots the collector's values are those of the last one.
-		c := p.prevView[v][i]
-		c.Enabled, c.Running = p.prevClock, p.running[v][i]
-		return c, nil
-	}
 	var c perf.Count
-	if p.derived[i] {
+	var clk perf.Count
+	if p.bc != nil {
+		// The copy and the clock now, as the collector would report them if the slice
+		// ended here: a tool reading between snapshots sees values of the instant it
+		// reads, as with read(2). Never below what the last step reported.
+		if err := p.bc.Peek([]int{0, p.bpfIndex(v, i)}, p.peekTwo[:]); err != nil {
+			return perf.Count{}, fmt.Errorf("read virtual count: %w", err)
+		}
+		c, clk = p.peekTwo[1], p.peekTwo[0]
+		if c.Value < p.prevView[v][i].Value {
+			c = p.prevView[v][i]
+		}
+	} else if p.derived[i] {
 		// The view's count at the last step, plus what the always-on copy has counted
 		// since if the view schedules the event now.
 		c = p.prevView[v][i]
@@ -609,11 +669,13 @@ func (p *PMU) Virtual(v, i int) (perf.Count, error) {
 			return perf.Count{}, err
 		}
 	}
-	clk, err := p.readOne(p.clock)
-	if err != nil {
-		return perf.Count{}, err
+	if p.bc == nil {
+		var err error
+		if clk, err = p.readOne(p.clock); err != nil {
+			return perf.Count{}, err
+		}
 	}
-	c.Enabled = clk.Enabled
+	c.Enabled = max(clk.Enabled, p.prevClock)
 	c.Running = p.running[v][i]
 	if p.on[v][i] && clk.Enabled > p.prevClock {
 		c.Running += clk.Enabled - p.prevClock
@@ -621,12 +683,17 @@ func (p *PMU) Virtual(v, i int) (perf.Count, error) {
 	return c, nil
 }
 
-// TruthNow returns the truth copy of event i's cumulative count now (Truth must be set;
-// read(2) backend only), for a reader that wants the truth at the instant it read
-// Virtual.
+// TruthNow returns the truth copy of event i's cumulative count now (Truth must be set),
+// for a reader that wants the truth at the instant it read Virtual.
 func (p *PMU) TruthNow(i int) (uint64, error) {
+	if p.bc != nil && p.cfg.Truth && i >= 0 && i < len(p.cfg.Events) {
+		if err := p.bc.Peek([]int{1 + i}, p.peekTwo[:1]); err != nil {
+			return 0, fmt.Errorf("read truth of event %d: %w", i, err)
+		}
+		return max(p.peekTwo[0].Value, p.prevTruth[i]), nil
+	}
 	if !p.cfg.Truth || p.bc != nil || i < 0 || i >= len(p.copyOf) || p.copyOf[i] < 0 {
-		return 0, fmt.Errorf("read truth of event %d: no truth copy (Truth unset, snapshot backend or out of range)", i)
+		return 0, fmt.Errorf("read truth of event %d: no truth copy (Truth unset or out of range)", i)
 	}
 	c, err := p.readOne(p.copies[p.copyOf[i]])
 	if err != nil {

@@ -36,6 +36,7 @@ type correction struct {
 	names    []string
 	infer    bool
 	sched    string
+	coll     string              // the collector of the client's virtual PMU
 	md       *model.Model        // nil without Infer
 	lx       *baseline.Estimator // the kernel's scaling over the same slices
 	lxKernel *baseline.Estimator // the kernel's scaling on the kernel's round robin (Baseline), nil else

@@ -17,7 +17,10 @@ type ClientReport struct {
 	Pid      int    `json:"pid"`      // the target task
 	Correct  string `json:"correct"`  // bayesperf or none: what the tool was given
 	Schedule string `json:"schedule"` // kernel or bayesperf
-	Slices   int    `json:"slices"`
+	// Collector is how the virtual PMU read its copies: bpf (in-kernel snapshots at
+	// every slice) or read (read(2)).
+	Collector string `json:"collector"`
+	Slices    int    `json:"slices"`
 	// Totals are the whole run: the smoother's final totals.
 	Totals []EventReport `json:"totals"`
 	// Intervals are the spans between the tool's rounds of reads, the first from the
@@ -107,7 +110,7 @@ func (s *Stage) TruthTotals() map[string]uint64 {
 
 // clientReport builds the report of a finished correction.
 func (s *Stage) clientReport(k *correction) ClientReport {
-	cr := ClientReport{Client: k.client, Pid: k.target, Correct: "none", Schedule: k.sched, Slices: k.slices}
+	cr := ClientReport{Client: k.client, Pid: k.target, Correct: "none", Schedule: k.sched, Collector: k.coll, Slices: k.slices}
 	if k.infer {
 		cr.Correct = "bayesperf"
 	}

@@ -44,12 +44,21 @@ type Stage struct {
 	// when the schedule is bayesperf's, so that the report's "linux" values are those
 	// Linux would give on a real CPU, measured in the same run (as eval does).
 	Baseline bool
+	// Snapshots, when set, is how each client's virtual PMU reads its copies
+	// (vpmu.Config.Snapshots: the bpf collector, internal/collect); a client whose PMU
+	// cannot be opened with it (BPF unavailable, hardware events, ...) falls back to
+	// read(2), and the log says why. Nil: read(2) for every client.
+	Snapshots func(vpmu.SnapshotRequest) (vpmu.Switchable, error)
+	// ReadWhy says why Snapshots is nil (--collector read, or BPF unavailable), for the
+	// log line that names each client's collector.
+	ReadWhy string
 
 	mu      sync.Mutex
 	clients map[int]*client
 	names   perf.Namer
 	closing sync.WaitGroup // PMUs being closed in the background
 	retired []ClientReport // reports of clients whose PMU was rebuilt
+	used    map[string]int // virtual PMUs built, by collector
 }
 
 type client struct {
@@ -61,6 +70,8 @@ type client struct {
 	failed bool         // building failed for this set of events: do not retry every round
 	corr   *correction  // per-PMU correction and report state
 	final  []perf.Count // once finished: the virtual values at the end (the PMU is closed)
+	coll   string       // the collector of the PMU: "bpf" or "read"
+	logged string       // the last collector line logged for the client
 }
 
 var _ sidecar.Stage = (*Stage)(nil)
@@ -300,7 +311,7 @@ func (s *Stage) rebuild(id int, c *client) {
 	}
 	cfg := vpmu.Config{Events: descs, Views: views, Pid: target, CPU: perf.AnyCPU,
 		Inherit: inherit, EnableOnExec: onExec && notExecd(target, int(first.ClientPid)), Truth: s.Truth}
-	p, err := vpmu.Open(cfg)
+	p, coll, why, err := s.open(cfg)
 	if err != nil {
 		s.logf("vstage: open virtual PMU for client %d: %v", id, err)
 		return
@@ -311,10 +322,63 @@ func (s *Stage) rebuild(id int, c *client) {
 		s.logf("vstage: start virtual PMU for client %d: %v", id, err)
 		return
 	}
+	// One line per client: perf stat registers its events one by one, each a rebuild.
+	if line := "collector " + coll + why; line != c.logged {
+		s.logf("vstage: client %d: %s", id, line)
+		c.logged = line
+	}
+	c.coll = coll
+	if s.used == nil {
+		s.used = map[string]int{}
+	}
+	s.used[coll]++
+	if corr != nil {
+		corr.coll = coll
+	}
 	c.pmu, c.runner, c.corr = p, r, corr
 	if corr != nil {
 		corr.client = id
 	}
+}
+
+// open opens the client's virtual PMU with the Snapshots collector when there is one,
+// else, or if that fails, with read(2). It returns the collector used ("bpf" or "read")
+// and, for read, why not bpf (" (why)").
+func (s *Stage) open(cfg vpmu.Config) (*vpmu.PMU, string, string, error) {
+	why := s.ReadWhy
+	if s.Snapshots != nil {
+		cfg.Snapshots = s.Snapshots
+		p, err := vpmu.Open(cfg)
+		if err == nil {
+			return p, "bpf", "", nil
+		}
+		why = err.Error()
+		cfg.Snapshots = nil
+	}
+	if why == "" {
+		why = "no snapshotting collector"
+	}
+	p, err := vpmu.Open(cfg)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return p, "read", " (" + why + ")", nil
+}
+
+// Collector says which collector the clients' virtual PMUs read their copies with: "bpf"
+// if every one built so far used the bpf collector, "read" if any used read(2) (a
+// fallback), and with none built yet, what a client would get: "bpf" with Snapshots set,
+// else "read".
+func (s *Stage) Collector() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.used["read"] > 0:
+		return "read"
+	case s.used["bpf"] > 0 || s.Snapshots != nil:
+		return "bpf"
+	}
+	return "read"
 }
 
 // FixedEvents resolves --fixed-counters names (perf syntax) into Stage.Fixed.

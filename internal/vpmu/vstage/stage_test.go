@@ -1,16 +1,21 @@
 package vstage
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bayesperf/bayesperf/internal/collect"
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
+	"github.com/bayesperf/bayesperf/internal/vpmu"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -40,10 +45,20 @@ func TestMain(m *testing.M) {
 // before the exec, time_running below time_enabled, and exactly 4 events running at any
 // time besides task-clock, which sits on a fixed counter (the running times of the others
 // add up to 4 × time_enabled once the command is gone).
+//
+// It runs with each collector: read(2), and the bpf collector (internal/collect), which
+// opens the copies with enable_on_exec on the shell and answers reads between its
+// snapshots through Peek.
 func TestPerfStatLikeClient(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: opens tracepoints on another process")
 	}
+	for _, coll := range []string{"read", "bpf"} {
+		t.Run(coll, func(t *testing.T) { testPerfStatLikeClient(t, coll) })
+	}
+}
+
+func testPerfStatLikeClient(t *testing.T, coll string) {
 	names := "task-clock,page-faults,minor-faults,context-switches,raw_syscalls:sys_enter,raw_syscalls:sys_exit,syscalls:sys_enter_getppid,syscalls:sys_enter_mmap"
 	descs, err := perf.ParseEvents(names)
 	if err != nil {
@@ -62,9 +77,15 @@ func TestPerfStatLikeClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := &Stage{Counters: 4, Fixed: fixed, Logf: t.Logf}
+	if coll == "bpf" {
+		st.Snapshots = collect.Snapshots
+	}
 	defer st.Close()
 	v := vals()
 	st.Correct(0, evs, v)
+	if got := st.Collector(); got != coll {
+		t.Fatalf("collector %q, want %q", got, coll)
+	}
 	if v[0].Enabled != 0 || v[0].Members[0].Value != 0 {
 		t.Fatalf("counted before exec: %+v", v[0])
 	}
@@ -108,6 +129,50 @@ loop:
 	}
 	if sumRun != 4*v[0].Enabled {
 		t.Errorf("running times add up to %d, want 4 × %d", sumRun, v[0].Enabled)
+	}
+}
+
+// TestCollectorFallback: a client whose virtual PMU the snapshotting collector cannot
+// serve gets one with read(2), and the log and Collector say so.
+func TestCollectorFallback(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: opens events on another process")
+	}
+	descs, err := perf.ParseEvents("task-clock,page-faults,context-switches")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, in, evs := heldWorker(t, descs, false)
+	defer func() {
+		in.Close()
+		cmd.Wait()
+	}()
+	var lines []string
+	st := &Stage{Counters: 2, Logf: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) },
+		Snapshots: func(vpmu.SnapshotRequest) (vpmu.Switchable, error) { return nil, errors.New("no bpf here") }}
+	defer st.Close()
+	v := make([]shim.Values, len(evs))
+	for i := range v {
+		v[i].Members = []shim.MirrorValue{{Value: 1}}
+	}
+	st.Correct(0, evs, v)
+	if got := st.Collector(); got != "read" {
+		t.Errorf("collector %q, want read", got)
+	}
+	n := 0
+	for _, l := range lines {
+		if strings.Contains(l, "collector") {
+			n++
+			if !strings.Contains(l, "collector read (") || !strings.Contains(l, "no bpf here") {
+				t.Errorf("log %q: want the read collector and why", l)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d collector lines for one client, want 1: %q", n, lines)
+	}
+	if v[0].Members[0].Value != 0 {
+		t.Errorf("virtual value before the exec %d, want 0 (the read(2) PMU serves it)", v[0].Members[0].Value)
 	}
 }
 

@@ -1,0 +1,298 @@
+package test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Requirements: root (BPF, tracepoints on the measured command). CI runs as root, so
+// nothing here skips.
+
+// collectorRun is one `bayesperf run -v --virtual-counters 4 --collector C --stats S
+// --report R -- perf stat -x, -e EVENTS -- CMD`: what perf printed (the corrected final
+// totals), the stats file's collector and truth, the report's client.
+type collectorRun struct {
+	printed   map[string]float64
+	collector string // the stats file's
+	truth     map[string]uint64
+	report    []struct {
+		Collector string `json:"collector"`
+		Slices    int    `json:"slices"`
+	}
+	logged string // the -v line naming the collector of the client
+}
+
+func runCollector(t *testing.T, coll, events string, cmd ...string) collectorRun {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root (BPF and tracepoints on the measured command); CI runs as root")
+	}
+	dir := dropinBins(t)
+	tmp := t.TempDir()
+	sf, rf := filepath.Join(tmp, "stats.json"), filepath.Join(tmp, "report.json")
+	argv := []string{filepath.Join(dir, "bayesperf"), "run", "-v", "--virtual-counters", "4", "--collector", coll,
+		"--stats", sf, "--report", rf, "--", "perf", "stat", "-x,", "-e", events, "--"}
+	r := run(t, patientShim, append(argv, cmd...)...)
+	if r.status != 0 {
+		t.Fatalf("%q: status %d\n%s", argv, r.status, r.stderr)
+	}
+	out := collectorRun{printed: map[string]float64{}}
+	var perfOut strings.Builder
+	for line := range strings.Lines(r.stderr) {
+		switch {
+		case strings.Contains(line, "vstage: client") && strings.Contains(line, ": collector "):
+			out.logged = strings.TrimSpace(line[strings.Index(line, ": collector ")+2:])
+		case strings.HasPrefix(line, "bayesperf"):
+		default:
+			perfOut.WriteString(line)
+		}
+	}
+	for _, l := range parseStatCSV(t, perfOut.String(), false) {
+		v := l.num(t)
+		if l.unit == "msec" {
+			v *= 1e6
+		}
+		out.printed[l.event] = v
+	}
+	b, err := os.ReadFile(sf)
+	if err != nil {
+		t.Fatalf("read stats: %v", err)
+	}
+	var st struct {
+		Collector string            `json:"collector"`
+		Truth     map[string]uint64 `json:"truth"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatalf("parse stats %s: %v", b, err)
+	}
+	out.collector, out.truth = st.Collector, st.Truth
+	rb, err := os.ReadFile(rf)
+	if err != nil {
+		t.Fatalf("read report: %v", err)
+	}
+	var rep struct {
+		Clients []struct {
+			Collector string `json:"collector"`
+			Slices    int    `json:"slices"`
+		} `json:"clients"`
+	}
+	if err := json.Unmarshal(rb, &rep); err != nil {
+		t.Fatalf("parse report: %v", err)
+	}
+	out.report = rep.Clients
+	if want := len(strings.Split(events, ",")); len(out.printed) != want || len(out.truth) != want {
+		t.Fatalf("--collector %s: perf printed %d events, the stats have the truth of %d: want %d\n%s", coll, len(out.printed), len(out.truth), want, r.stderr)
+	}
+	return out
+}
+
+// checkCollector checks that the run says, everywhere, that it used collector coll.
+func checkCollector(t *testing.T, coll string, r collectorRun) {
+	t.Helper()
+	if r.collector != coll {
+		t.Errorf("--collector %s: stats say collector %q", coll, r.collector)
+	}
+	if want := "collector " + coll; !strings.HasPrefix(r.logged, want) {
+		t.Errorf("--collector %s: -v says %q, want %q", coll, r.logged, want)
+	}
+	if len(r.report) == 0 {
+		t.Errorf("--collector %s: the report has no client", coll)
+	}
+	for _, c := range r.report {
+		if c.Collector != coll {
+			t.Errorf("--collector %s: the report's client says collector %q", coll, c.Collector)
+		}
+	}
+}
+
+// collectorLoopCommands is how many short processes the shell loop of
+// TestDropinCollectorTruth runs.
+const collectorLoopCommands = 100
+
+// TestDropinCollectorTruth: `bayesperf run --virtual-counters 4 --collector bpf|read
+// --stats S -- perf stat -x, -e <10 events> -- sh -c 'loop of 100 cat'`. perf stat forks
+// the shell and its events count from its exec (enable_on_exec), and inherit to every
+// cat: the read collector's truth copies are inherited events with enable_on_exec, the
+// bpf collector's are per-task events opened with enable_on_exec on the shell and opened
+// for each cat while it is held stopped at its fork. Each run must say which collector
+// it used (stats, report, -v), and the truth totals of the two runs must agree:
+// the counts of this workload that do not depend on timing (execve, the exec
+// tracepoint, openat) exactly, and the execve count must be the loop's 100 (the
+// shell's own execve enters before its events are enabled, as perf's own do not count
+// it either); page faults within one per command in bpf's disfavour (the kernel writes a
+// new child's tid into its memory before it first runs, which inherited events count and
+// the held child's own events, opened after that, cannot: see package bpf) plus 0.5%
+// either way for the variation between runs (eval's TestEvalBPFMatchesRead measured
+// 0.2% between read runs).
+func TestDropinCollectorTruth(t *testing.T) {
+	events := "syscalls:sys_enter_execve,sched:sched_process_exec,syscalls:sys_enter_openat,page-faults,minor-faults," +
+		"context-switches,task-clock,syscalls:sys_enter_mmap,syscalls:sys_enter_close,raw_syscalls:sys_enter"
+	script := fmt.Sprintf("i=0; while [ $i -lt %d ]; do cat /proc/self/stat >/dev/null; i=$((i+1)); done", collectorLoopCommands)
+	runs := map[string]collectorRun{}
+	for _, coll := range []string{"read", "bpf"} {
+		r := runCollector(t, coll, events, "/bin/sh", "-c", script)
+		checkCollector(t, coll, r)
+		t.Logf("%s: truth %v", coll, r.truth)
+		runs[coll] = r
+	}
+	rd, bp := runs["read"].truth, runs["bpf"].truth
+	if rd["syscalls:sys_enter_execve"] != collectorLoopCommands {
+		t.Errorf("read: truth of syscalls:sys_enter_execve %d, want the loop's %d", rd["syscalls:sys_enter_execve"], collectorLoopCommands)
+	}
+	for _, ev := range []string{"syscalls:sys_enter_execve", "sched:sched_process_exec", "syscalls:sys_enter_openat"} {
+		if bp[ev] != rd[ev] {
+			t.Errorf("%s: truth bpf %d, read %d: want equal", ev, bp[ev], rd[ev])
+		}
+	}
+	for _, ev := range []string{"page-faults", "minor-faults"} {
+		b, r := float64(bp[ev]), float64(rd[ev])
+		if lo, hi := r*0.995-collectorLoopCommands, r*1.005; b < lo || b > hi {
+			t.Errorf("%s: truth bpf %v, read %v: want within [%.0f, %.0f]", ev, b, r, lo, hi)
+		}
+	}
+}
+
+// collectorPairs is how many alternating pairs of runs TestDropinCollectorEstimates
+// pools.
+const collectorPairs = 4
+
+// TestDropinCollectorEstimates: the corrected totals perf stat prints through `bayesperf
+// run --virtual-counters 4 --collector bpf|read` of the mixed workload (2 s) with the 18
+// events of TestDropinCorrected, in alternating pairs of runs. Every run says which
+// collector it used. Per event, the total error of perf's printed value against the
+// truth of the same run, |printed - truth| / truth, is pooled over the runs of each
+// collector (Σ|error| / Σtruth); the comparison is the geometric mean over events of
+// the ratio bpf / read, each capped to [1/100, 100] (eval's error reduction, inverted),
+// task-clock aside (see below).
+//
+// Measured 2026-11-22 on the shared 2-CPU VM (load 3-6, other helpers' tests running),
+// 10 repetitions of this test (4 pairs each): 0.97, 1.00, 1.09, 1.12, 1.28, 1.30, 1.37,
+// 1.62, 1.66, 1.71 (median 1.29; 4 earlier repetitions with task-clock counted, at load
+// 1.5-3: 0.96-1.17). So through bpf the corrected totals were as good or somewhat worse,
+// never by 2x: the bound is 2.0, not 1. Single runs vary more than the collectors
+// differ: a run's median total error over events ranged 0.02-0.18 with bpf and 0.02-0.10
+// with read, and either collector has runs in which the model misses an event whose
+// phase fell between its turns (sys_enter_write inferred 0 for a truth of 23541 with
+// bpf, sys_enter_close 13257 for 6531 with read). Slices: medians 567-668 with bpf,
+// 590-666 with read. BAYESPERF_COLLECTOR_PAIRS=N changes the pooling; the bound is only
+// asserted with the default.
+func TestDropinCollectorEstimates(t *testing.T) {
+	pairs := collectorPairs
+	if n, err := strconv.Atoi(os.Getenv("BAYESPERF_COLLECTOR_PAIRS")); err == nil && n > 0 {
+		pairs = n
+	}
+	type pooled struct {
+		abs, tot map[string]float64
+		slices   []float64
+		medians  []float64
+	}
+	got := map[string]*pooled{}
+	for _, c := range []string{"read", "bpf"} {
+		got[c] = &pooled{abs: map[string]float64{}, tot: map[string]float64{}}
+	}
+	for i := range pairs {
+		for _, coll := range []string{"read", "bpf"} {
+			r := runCollector(t, coll, correctEvents, statBin(t), "workload", "mixed", "--duration", "2s")
+			checkCollector(t, coll, r)
+			p := got[coll]
+			var errs []float64
+			for ev, tr := range r.truth {
+				if tr == 0 {
+					continue
+				}
+				d := math.Abs(r.printed[ev] - float64(tr))
+				p.abs[ev] += d
+				p.tot[ev] += float64(tr)
+				errs = append(errs, d/float64(tr))
+			}
+			// The last client is the virtual PMU that counted the workload (a PMU rebuilt
+			// while perf stat was still opening events may be reported before it).
+			p.slices = append(p.slices, float64(r.report[len(r.report)-1].Slices))
+			p.medians = append(p.medians, median(errs))
+			t.Logf("pair %d %s: median total error over events %.4f, slices %.0f", i+1, coll, median(errs), p.slices[len(p.slices)-1])
+		}
+	}
+	rd, bp := got["read"], got["bpf"]
+	var logSum float64
+	k := 0
+	var er, eb []float64
+	for ev, tot := range rd.tot {
+		btot, ok := bp.tot[ev]
+		if !ok || tot == 0 || btot == 0 {
+			continue
+		}
+		a, b := rd.abs[ev]/tot, bp.abs[ev]/btot
+		if ev == "task-clock" {
+			// Its corrected value is the slices' enabled time, known exactly; its error
+			// is how far the clock copy's enabled time is from the task-clock copy's
+			// count, not an estimate's: 0 with inherited copies, 3-6e-4 with bpf, which
+			// opens a new thread's copies one after another while the thread runs. A
+			// ratio capped at 100 would make it a factor 1.3 of the geometric mean.
+			t.Logf("%-32s total error read %.5f bpf %.5f (not compared)", ev, a, b)
+			continue
+		}
+		er, eb = append(er, a), append(eb, b)
+		r := 100.0
+		if a > 0 {
+			r = math.Min(100, math.Max(0.01, b/a))
+		} else if b == 0 {
+			r = 1
+		}
+		logSum += math.Log(r)
+		k++
+		t.Logf("%-32s total error read %.4f bpf %.4f", ev, a, b)
+	}
+	if k < 16 {
+		t.Fatalf("only %d events (task-clock aside) with a truth in both collectors' runs, want 16", k)
+	}
+	ratio := math.Exp(logSum / float64(k))
+	t.Logf("pooled over %d pairs: median total error over events read %.4f bpf %.4f; geometric mean of bpf/read %.2f over %d events; median slices read %.0f bpf %.0f; per-run medians read %v bpf %v",
+		pairs, median(er), median(eb), ratio, k, median(rd.slices), median(bp.slices), rd.medians, bp.medians)
+	if pairs != collectorPairs {
+		return
+	}
+	if ratio > maxCollectorRatio {
+		t.Errorf("corrected totals through bpf: geometric mean of the error ratio bpf/read %.2f over %d events, above %.2f", ratio, k, maxCollectorRatio)
+	}
+}
+
+// maxCollectorRatio bounds TestDropinCollectorEstimates' geometric mean of the pooled
+// total errors, bpf over read: above the 1.71 measured at worst (see there).
+const maxCollectorRatio = 2.0
+
+func median(x []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	y := slices.Clone(x)
+	slices.Sort(y)
+	if n := len(y); n%2 == 0 {
+		return (y[n/2-1] + y[n/2]) / 2
+	}
+	return y[len(y)/2]
+}
+
+// TestDropinCollectorIntervals: perf stat -I 100 through each collector, --correct
+// bayesperf (the tool's first read of each round splits the slice there: through bpf, by
+// reading the copies with the collector's Peek) and --correct none (the tool reads the
+// virtual PMU live, the truth is read at its instant). runCorrected asserts that perf
+// printed, interval by interval, what the report says it was given;
+// checkCorrectedRun that bayesperf's 95% intervals hold the truth of most intervals of
+// most events and that the stats have the truth of every event.
+func TestDropinCollectorIntervals(t *testing.T) {
+	for _, coll := range []string{"read", "bpf"} {
+		b := runCorrected(t, "--collector", coll)
+		checkCorrectedRun(t, b)
+		n := runCorrected(t, "--collector", coll, "--correct", "none", "--schedule", "kernel")
+		r, k := reduction(t, "", b.wapes(true), b.wapes(false))
+		t.Logf("%s: %d and %d intervals; error reduction within the bayesperf run %.2fx over %d events; none run: %d events with a truth",
+			coll, len(b.perf), len(n.perf), r, k, len(n.wapes(false)))
+	}
+}
