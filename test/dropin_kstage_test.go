@@ -10,9 +10,11 @@ import (
 	"testing"
 )
 
-// runValues is one `bayesperf run --virtual-counters 4 --schedule kernel --stats S
-// --report R FLAGS -- perf stat -I 100 -x, -e correctEvents -- bayesperf workload
-// mixed`: perf's intervals, the report's (truth at the instants of the tool's reads,
+// runValues is one `bayesperf run --virtual-counters 4 --schedule kernel --collector
+// read --stats S --report R FLAGS -- perf stat -I 100 -x, -e correctEvents -- bayesperf workload
+// mixed` (the read collector: a kernel's values can be read at any instant, where the
+// bpf collector's change only at its snapshots): perf's intervals, the report's (truth
+// at the instants of the tool's reads,
 // and "linux", the kernel's scaling of the virtual PMU's view over the same spans:
 // what perf prints with --correct none) and the stats file's truth totals.
 func runValues(t *testing.T, flags ...string) correctedRun {
@@ -24,7 +26,7 @@ func runValues(t *testing.T, flags ...string) correctedRun {
 	tmp := t.TempDir()
 	sf, rf := filepath.Join(tmp, "stats.json"), filepath.Join(tmp, "report.json")
 	bp := filepath.Join(dir, "bayesperf")
-	argv := append([]string{bp, "run", "--virtual-counters", "4", "--schedule", "kernel", "--stats", sf, "--report", rf}, flags...)
+	argv := append([]string{bp, "run", "--virtual-counters", "4", "--schedule", "kernel", "--collector", "read", "--stats", sf, "--report", rf}, flags...)
 	argv = append(argv, "--", "perf", "stat", "-I", "100", "-x,", "-e", correctEvents, "--",
 		bp, "workload", "mixed", "--duration", correctDuration())
 	r := run(t, patientShim, argv...)
@@ -109,9 +111,11 @@ func runValues(t *testing.T, flags ...string) correctedRun {
 // Every read of a corrected event is a refresh (MirrorSync; --report also sets a 1 ns
 // staleness bound, so that the virtual PMU records the truth at every read), and gets
 // the smoother's running totals. Measured (2026-11-22, shared 2-CPU VM under the other
-// helpers' load, 13 repetitions of this test, 3 pairs each): between the runs
-// 0.88x-1.24x, within the corrected run 0.87x-1.20x; without task-clock (which the
-// model knows exactly, as the target's running time) 0.80x-1.06x and 0.79x-1.00x. With
+// helpers' load, 3 pairs each): between the runs 0.88x-1.24x and within the corrected
+// run 0.87x-1.20x in 13 repetitions before main's model changes of the day (Finish's
+// second pass) were merged, 0.97x-1.00x and 0.81x-0.91x in 3 after (0.85x-0.89x and
+// 0.78x-0.79x in 2 with the bpf collector); without task-clock (which the model knows
+// exactly, as the target's running time) 0.79x-1.06x and 0.76x-1.00x. With
 // the filter's totals published at every round instead: 0.78x-0.88x and 0.77x-0.90x
 // (5 repetitions). The virtual PMU's own correction on the same round robin
 // (--infer-from slices --schedule kernel, 1 repetition of 2 pairs) gave 1.02x: the
@@ -155,13 +159,13 @@ func TestDropinKernelMux(t *testing.T) {
 	}
 }
 
-// Bounds of TestDropinKernelMux, below the measured minimums (0.88x, 0.87x): they catch
+// Bounds of TestDropinKernelMux, below the measured minimums (0.85x, 0.78x): they catch
 // a correction gone wrong (a biased clock, clipped sums, unaligned slices all gave
 // 0.5x-0.7x), not a gain, which is not there yet on the kernel's round robin.
 const (
 	maxTotalsError      = 0.2
-	minKernelMuxBetween = 0.8
-	minKernelMuxSame    = 0.75
+	minKernelMuxBetween = 0.75
+	minKernelMuxSame    = 0.7
 )
 
 // checkIntervalTotals: per event, perf's intervals add up to the event's running total

@@ -54,7 +54,7 @@
 // (`bayesperf run --virtual-counters N --infer-from values`, a sidecar.Chain). On the
 // mixed workload with 18 events on 4 counters and the kernel's round robin, perf stat
 // -I 100's intervals through this stage are about as accurate as the kernel's own
-// scaling, 0.87x-1.24x its accuracy (test/dropin_kstage_test.go; publishing the
+// scaling, 0.8x-1.2x its accuracy (test/dropin_kstage_test.go; publishing the
 // filter's totals at every round instead gave 0.77x-0.90x). The virtual PMU's own
 // correction on the same round robin, from its exact slices, is at about 1.0x: the
 // gains of --virtual-counters' default come from bayesperf's schedule, which a real
