@@ -42,7 +42,12 @@ func withKernelMux(st sidecar.Stage, correct, inferFrom string, logf func(string
 	// without a PMU never shows.
 	ks := &kstage.Stage{Relations: relation.Builtins(), Logf: logf}
 	if st == nil {
+		ks.SelfFromKernel = true // alone, the stage is KernelExact
 		return ks
 	}
+	// After the virtual PMU, which preloads the names anyway, the stage would
+	// otherwise read tracefs under the sidecar's lock at the first multiplexed round,
+	// hundreds of milliseconds without rounds or reads.
+	go ks.Preload()
 	return sidecar.Chain{st, ks}
 }

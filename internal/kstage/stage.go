@@ -31,6 +31,12 @@ type Stage struct {
 	// model in this unit (as stat and eval feed it), and Pace asks for rounds this
 	// often. 0 reads perf_event_mux_interval_ms.
 	Unit time.Duration
+	// SelfFromKernel says the shim reads events that count the reader itself from the
+	// kernel (the server's stage, this one alone, is KernelExact): targets that
+	// include the tool (pid 0, a thread of the tool, a whole CPU with pid -1) are then
+	// left alone, since no read would see their correction (perf stat -a on a machine
+	// with many CPUs would otherwise keep a model per CPU for nothing).
+	SelfFromKernel bool
 	// MaxEvents is the most events of one target the model corrects (its cost grows
 	// with their square; another user's client may register many); a target with more
 	// keeps the kernel's values. 0 means 64.
@@ -260,6 +266,7 @@ func (c *client) target(s *Stage, e sidecar.Event) *target {
 	case e.Pid > 0:
 		t.task = int(e.Pid)
 	}
+	t.off = s.SelfFromKernel && countsClient(e)
 	c.targets[k] = t
 	return t
 }
@@ -591,6 +598,16 @@ func sub(a, b uint64) uint64 {
 		return 0
 	}
 	return a - b
+}
+
+// countsClient says e counts the tool that opened it, as the shim decides it (pid 0,
+// the tool or one of its threads, or every task of a CPU).
+func countsClient(e sidecar.Event) bool {
+	if e.Pid <= 0 || e.Pid == e.ClientPid {
+		return true
+	}
+	_, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d", e.ClientPid, e.Pid))
+	return err == nil
 }
 
 // taskGone says the task has exited (a zombie or reaped).

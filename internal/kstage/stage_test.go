@@ -411,3 +411,20 @@ func TestLateEvent(t *testing.T) {
 		t.Errorf("the late event is not corrected: %+v", got[4])
 	}
 }
+
+// TestSelfTargetsLeftAlone: with SelfFromKernel, events counting the tool itself (pid 0
+// here) are read by the shim from the kernel, so the stage leaves them, multiplexed
+// or not: no model, no pacing, the kernel's values.
+func TestSelfTargetsLeftAlone(t *testing.T) {
+	k := mixed(t, 0)
+	k.st.SelfFromKernel = true
+	for range 100 {
+		kern, got := k.step()
+		if !reflect.DeepEqual(kern, got) {
+			t.Fatalf("round %d: published %+v, the kernel's values are %+v", k.round, got, kern)
+		}
+	}
+	if k.st.Pace(1) != 0 || k.st.Sync(k.evs[1]) {
+		t.Errorf("a target left alone is paced (%v) or synced (%v)", k.st.Pace(1), k.st.Sync(k.evs[1]))
+	}
+}
