@@ -41,7 +41,8 @@
 //     read with such a member. PERF_FORMAT_ID and PERF_FORMAT_LOST stay the kernel's.
 //   - Events that count the reader itself (perf stat -a, self-monitoring programs) are
 //     read by the shim straight from the kernel (the stage is KernelExact): those reads
-//     stay the kernel's, as natively.
+//     stay the kernel's, as natively, and when the stage is the sidecar's only one
+//     (SelfFromKernel) it builds no model for such targets.
 //
 // Slices must be about the kernel's rotation period to show its structure, so the
 // stage implements sidecar.Pacer: while a target of a client is being corrected, the
@@ -62,6 +63,10 @@
 //
 // Limits: targets with more than MaxEvents events keep the kernel's values; events
 // registered after a target's model started rebuild it (their earlier counts enter as
-// the kernel's scaled values). Stage is safe for concurrent use; Correct is called by
+// the kernel's scaled values); a tool's PERF_EVENT_IOC_RESET of a corrected event is
+// not followed (its values never decrease). Relations bind by perf's generic and
+// tracepoint names only (perf.Namer), so raw vendor events get the temporal model
+// without relations. Without Preload, the first multiplexed round of a target with
+// tracepoints reads tracefs under the stage's lock (hundreds of milliseconds). Stage is safe for concurrent use; Correct is called by
 // one goroutine at a time, as the sidecar promises.
 package kstage
