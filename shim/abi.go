@@ -48,6 +48,11 @@ const (
 // MirrorFinal is set in bp_mirror_hdr.flags when the values will not change any more.
 const MirrorFinal uint32 = 1
 
+// MirrorSync is set in bp_mirror_hdr.flags when the values are a correcting stage's
+// estimate as of the read that asked for them: the shim refreshes before every read,
+// whatever the staleness bound (sidecar.Syncer).
+const MirrorSync uint32 = 2
+
 // MsgHdr is struct bp_msg_hdr.
 type MsgHdr struct {
 	Magic   uint32

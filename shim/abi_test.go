@@ -73,6 +73,7 @@ func TestABIMatchesC(t *testing.T) {
 		"BP_MIRROR_OK":            uint64(MirrorOK),
 		"BP_MIRROR_KERNEL":        uint64(MirrorKernel),
 		"BP_MIRROR_F_FINAL":       uint64(MirrorFinal),
+		"BP_MIRROR_F_SYNC":        uint64(MirrorSync),
 		"BP_MIRROR_MAX_VALUES":    uint64(MirrorMaxValues),
 	}
 	want := map[string]uint64{}

@@ -28,9 +28,10 @@ const runHelp = `NAME
 
 SYNOPSIS
     bayesperf run [--stats FILE] [--pidfile FILE] [-v] [--shim PATH]
+                  [--correct none|bayesperf] [--infer-from slices|values]
                   [--virtual-counters N [--fixed-counters EVENTS]
-                   [--correct none|bayesperf] [--schedule kernel|bayesperf]
-                   [--collector auto|read|bpf] [--report FILE.json]]
+                   [--schedule kernel|bayesperf] [--collector auto|read|bpf]
+                   [--report FILE.json]]
                   -- CMD [ARGS...]
 
 DESCRIPTION
@@ -73,11 +74,27 @@ OPTIONS
                     counters: the sidecar multiplexes them as the kernel rotates
                     flexible groups, so tools show multiplexed values even on
                     events the kernel never multiplexes (software events,
-                    tracepoints). Without it, values are the kernel's.
+                    tracepoints). Without it, values are the kernel's,
+                    corrected where the kernel multiplexed them (--correct).
     --fixed-counters EVENTS
                     With --virtual-counters: events (perf syntax, comma
                     separated) that sit on fixed counters and always count.
     --correct none|bayesperf
+                    Without --virtual-counters: bayesperf (the default)
+                    corrects the kernel's own multiplexing (more hardware
+                    events asked for than the CPU has counters): every round
+                    the sidecar reads each event's count, time_enabled and
+                    time_running, and their deltas feed bayesperf's model;
+                    CMD reads the posterior mean of each multiplexed event's
+                    running total with time_running equal to time_enabled,
+                    as of the read (each read of such an event asks the
+                    sidecar: a round trip); after the measured program
+                    exits, the smoother's final totals. Events the kernel
+                    never multiplexed (on a machine without a PMU, all of
+                    them) keep the kernel's values bit for bit, and so do
+                    reads of events that count the reader itself (perf stat
+                    -a, self-monitoring). none: the kernel's values
+                    unchanged.
                     With --virtual-counters: what CMD reads. bayesperf (the
                     default): the posterior mean of each event's running total
                     as inferred by bayesperf's model from the multiplexed
@@ -91,6 +108,17 @@ OPTIONS
                     schedule). Events never scheduled keep the virtual PMU's
                     view (<not counted>). none: the virtual PMU's multiplexed
                     view, as on a real CPU.
+    --infer-from slices|values
+                    What --correct bayesperf infers from. values: the values the
+                    sidecar reads of the tool's events every round (count,
+                    time_enabled, time_running), as on a CPU whose PMU the kernel
+                    multiplexes; the default, and the only choice, without
+                    --virtual-counters. With --virtual-counters: slices (the
+                    default), the exact slices the virtual PMU makes; or values,
+                    the virtual PMU then shows the tool its multiplexed view
+                    (--correct none's) and the correction of values alone
+                    follows it, which tests on any machine what real
+                    hardware gets.
     --schedule kernel|bayesperf
                     With --virtual-counters: which events count together. kernel:
                     the kernel's round robin of flexible groups; bayesperf (the
@@ -151,6 +179,7 @@ func runMain(args []string) int {
 	correct := fs.String("correct", "bayesperf", "")
 	sched := fs.String("schedule", "bayesperf", "")
 	reportFile := fs.String("report", "", "")
+	inferFrom := fs.String("infer-from", "", "")
 	collector := fs.String("collector", "auto", "")
 	if code, stop := parseCmdLine("run", runHelp, fs, args); stop {
 		return code
@@ -166,16 +195,20 @@ func runMain(args []string) int {
 	if *sched != "kernel" && *sched != "bayesperf" {
 		return exitWith("run", usageErr("--schedule %s: want kernel or bayesperf", *sched))
 	}
+	from, err := resolveInferFrom(*inferFrom, *vcounters)
+	if err != nil {
+		return exitWith("run", err)
+	}
 	switch *collector {
 	case "auto", "read", "bpf":
 	default:
 		return exitWith("run", usageErr("--collector %s: want auto, read or bpf", *collector))
 	}
 	if *reportFile != "" && *vcounters == 0 {
-		return exitWith("run", usageErr("--report needs --virtual-counters N (without it the values are the kernel's, exact)"))
+		return exitWith("run", usageErr("--report needs --virtual-counters N (its truth and intervals come from the virtual PMU)"))
 	}
 	// Find the command before starting anything: a typo gets one line and 127.
-	if _, err := lookCommand(cmdArgs); err != nil {
+	if _, err = lookCommand(cmdArgs); err != nil {
 		return exitWith("run", err)
 	}
 	lib, err := findShim(*shimPath)
@@ -191,10 +224,10 @@ func runMain(args []string) int {
 	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "sock")
 
-	var extra []string
+	extra := []string{"--correct", *correct, "--infer-from", from}
 	if *vcounters != 0 {
 		extra = append(extra, "--virtual-counters", strconv.Itoa(*vcounters), "--fixed-counters", *fixed,
-			"--correct", *correct, "--schedule", *sched, "--collector", *collector)
+			"--schedule", *sched, "--collector", *collector)
 		if *reportFile != "" {
 			abs, err := filepath.Abs(*reportFile)
 			if err != nil {

@@ -27,8 +27,9 @@ func init() {
 
 const sidecarHelp = `usage: bayesperf sidecar --socket PATH [--stats FILE] [--period D] [--stale D]
                          [--virtual-counters N [--fixed-counters EVENTS]
-                          [--correct none|bayesperf] [--schedule kernel|bayesperf]
-                          [--collector auto|read|bpf] [--report FILE]]
+                          [--schedule kernel|bayesperf] [--collector auto|read|bpf]
+                          [--report FILE]]
+                         [--correct none|bayesperf] [--infer-from slices|values]
                          [--allow-uid USERS] [-v]
 
 Serves libbayesperf.so clients on the Unix socket PATH, whose directory must be
@@ -36,17 +37,21 @@ mode 0700. Prints "ready" on stdout once listening. Stops on SIGTERM or SIGINT,
 or when stdin reaches EOF (bayesperf run holds the other end), and then writes
 its counters as JSON to --stats FILE. 'bayesperf run' starts it for you.
 
+Without --virtual-counters, --correct bayesperf (the default) corrects the
+kernel's own multiplexing (a CPU with more events asked for than counters) from
+the values read every round; events the kernel never multiplexed keep its
+values bit for bit; --correct none publishes the kernel's values unchanged.
 --virtual-counters N presents each client's counting events through a virtual
 PMU of N counters (multiplexed as the kernel rotates flexible groups);
 --fixed-counters lists events (perf syntax) that sit on fixed counters;
---correct and --schedule are those of 'bayesperf run' (defaults: bayesperf), and
---report FILE writes run's report at exit. With --correct bayesperf or --report
-the stale bound defaults to 1ns: every read asks for values at the instant it
-reads (the report's intervals are the tool's rounds of reads). --collector is
-run's too: how each virtual PMU reads its copies (bpf: in-kernel snapshots at
-every slice; read: read(2); auto, the default: bpf when it can be loaded). -v
-logs each client's ("collector bpf", or "collector read (why)"), and --stats
-FILE has it as "collector".
+--correct, --schedule and --infer-from are those of 'bayesperf run' (defaults:
+bayesperf, bayesperf, slices), and --report FILE writes run's report at exit.
+With --correct bayesperf or --report the stale bound defaults to 1ns: every read
+asks for values at the instant it reads (the report's intervals are the tool's
+rounds of reads). --collector is run's too: how each virtual PMU reads its
+copies (bpf: in-kernel snapshots at every slice; read: read(2); auto, the
+default: bpf when it can be loaded). -v logs each client's ("collector bpf", or
+"collector read (why)"), and --stats FILE has it as "collector".
 
 --allow-uid USERS (names or uids, comma-separated) also serves those users'
 tools: a sidecar run as root for BPF serving non-root tools. Their socket
@@ -72,6 +77,7 @@ func sidecarMain(args []string) int {
 	reportFile := fs.String("report", "", "")
 	collector := fs.String("collector", collect.Auto, "")
 	allowUIDs := fs.String("allow-uid", "", "")
+	inferFrom := fs.String("infer-from", "", "")
 	if code, stop := parseCmdLine("sidecar", sidecarHelp, fs, args); stop {
 		return code
 	}
@@ -84,6 +90,13 @@ func sidecarMain(args []string) int {
 		return fail(usageErr("--virtual-counters %d: want a positive number of counters", *vcounters))
 	case *allowUIDs != "" && *vcounters > 0:
 		return fail(usageErr("--allow-uid with --virtual-counters: the virtual PMU opens events with the sidecar's rights, so other users could count processes they may not; run one sidecar per user for the virtual PMU"))
+	}
+	from, err := resolveInferFrom(*inferFrom, *vcounters)
+	if err != nil {
+		return fail(err)
+	}
+	if *correct != "none" && *correct != "bayesperf" {
+		return fail(usageErr("--correct %s: want none or bayesperf", *correct))
 	}
 	uids, err := parseUIDs(*allowUIDs)
 	if err != nil {
@@ -103,7 +116,7 @@ func sidecarMain(args []string) int {
 		if err != nil {
 			return fail(usageError{fmt.Errorf("--fixed-counters: %w", err)})
 		}
-		st, err := correctionStage(*vcounters, fx, *correct, *sched, *statsFile != "" || *reportFile != "", *reportFile != "", cfg.Logf)
+		st, err := correctionStage(*vcounters, fx, vstageCorrect(*correct, from), *sched, *statsFile != "" || *reportFile != "", *reportFile != "", cfg.Logf)
 		if err != nil {
 			return fail(err)
 		}
@@ -118,6 +131,7 @@ func sidecarMain(args []string) int {
 		}
 		vst = st
 	}
+	cfg.Stage = withKernelMux(cfg.Stage, *correct, from, cfg.Logf)
 	srv, err := sidecar.New(cfg)
 	if err != nil {
 		return fail(fmt.Errorf("%w; give --socket a path in a directory of your own with mode 0700 (mkdir -m 700 DIR), or let 'bayesperf run' start the sidecar", err))

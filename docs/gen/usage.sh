@@ -20,6 +20,13 @@ the tool's counter reads and ring buffers from shared memory. The tool's output 
 exit status and file descriptors are its own. If the sidecar is missing or dies, the
 tool falls back to the kernel with one warning line and its values stay exact.
 
+On a CPU with a hardware PMU, when the kernel multiplexes the tool's events, the sidecar
+corrects them from the values it reads every multiplexing interval (`--correct
+bayesperf`, the default; `--correct none` serves the kernel's values): perf prints the
+model's running totals, counted "100%" of the time. Events the kernel never multiplexed
+keep its values bit for bit. `--virtual-counters N --infer-from values` tests this path
+on any machine.
+
 On a machine without a hardware PMU (or to study fewer counters), give the sidecar a
 budget: `bayesperf run --virtual-counters 4 -- perf stat -e <8 events> -- ./app`
 multiplexes the events on 4 virtual counters and perf prints bayesperf's corrected

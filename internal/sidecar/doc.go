@@ -27,7 +27,10 @@
 // Config.IdlePeriod, to keep the sidecar's wakeups from perturbing the measured workload.
 // A shim that finds a page older than Config.StaleBound, or that saw an ioctl or a reaped
 // child since, asks for a synchronous refresh over the socket, so reads stay exact in
-// both modes.
+// both modes. A Stage may ask for more: Pacer, rounds at least every so often for a
+// client even while nobody reads (a stage inferring from successive values);
+// Syncer, pages marked shim.MirrorSync, which the shim refreshes before every read (a
+// stage whose values are estimates as of the read). Chain composes stages.
 //
 // Errors: malformed messages and bad fds from a client close that client's connection
 // (or decline the one registration) and are logged; they never stop the server. Server

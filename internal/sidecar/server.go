@@ -402,7 +402,7 @@ func peerCred(conn *net.UnixConn) (*unix.Ucred, error) {
 }
 
 // publishLoop republishes every live mirror each Period while clients read, each
-// IdlePeriod otherwise (see Config.IdlePeriod).
+// IdlePeriod otherwise (see Config.IdlePeriod), or as often as a Pacer stage asks.
 func (s *Server) publishLoop(ctx context.Context) {
 	t := time.NewTimer(s.cfg.Period)
 	defer t.Stop()
@@ -423,6 +423,7 @@ func (s *Server) publishLoop(ctx context.Context) {
 		}
 		s.mu.Unlock()
 		var reads uint64
+		var pace time.Duration // the shortest period a Pacer stage asks for
 		for _, c := range cs {
 			c.mu.Lock()
 			evs := make([]*event, 0, len(c.events))
@@ -432,6 +433,13 @@ func (s *Server) publishLoop(ctx context.Context) {
 			c.mu.Unlock()
 			slices.SortFunc(evs, func(a, b *event) int { return int(a.info.Handle) - int(b.info.Handle) })
 			s.publish(evs)
+			if p, ok := s.cfg.Stage.(Pacer); ok && len(evs) > 0 {
+				s.pubMu.Lock() // the Stage is called by one goroutine at a time
+				if d := p.Pace(c.id); d > 0 && (pace == 0 || d < pace) {
+					pace = d
+				}
+				s.pubMu.Unlock()
+			}
 			s.mu.Lock()
 			if cp, err := shim.ClientCounters(c.page); err == nil {
 				reads += cp.MirrorReads + cp.PassthroughReads + cp.RingFlushes + cp.SelfReads
@@ -444,6 +452,9 @@ func (s *Server) publishLoop(ctx context.Context) {
 		next := s.cfg.Period
 		if time.Since(lastActive) > s.cfg.ActiveWindow {
 			next = s.cfg.IdlePeriod
+		}
+		if pace > 0 {
+			next = min(next, max(pace, s.cfg.Period))
 		}
 		if !t.Stop() {
 			select {
@@ -492,8 +503,13 @@ func (s *Server) publish(evs []*event) {
 	}
 	now := s.now()
 	s.cfg.Stage.Correct(now, infos, vals)
+	sy, _ := s.cfg.Stage.(Syncer)
 	for i, e := range live {
-		e.mirror.Publish(states[i], 0, uint64(now), vals[i])
+		var flags uint32
+		if sy != nil && sy.Sync(infos[i]) {
+			flags = shim.MirrorSync
+		}
+		e.mirror.Publish(states[i], flags, uint64(now), vals[i])
 	}
 	s.publishes.Add(uint64(len(live)))
 }

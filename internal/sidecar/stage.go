@@ -1,6 +1,10 @@
 package sidecar
 
-import "github.com/bayesperf/bayesperf/shim"
+import (
+	"time"
+
+	"github.com/bayesperf/bayesperf/shim"
+)
 
 // Event describes one registered perf event as the client opened it.
 type Event struct {
@@ -35,10 +39,12 @@ type Identity struct{}
 func (Identity) Name() string                          { return "identity" }
 func (Identity) Correct(int64, []Event, []shim.Values) {}
 
-// KernelExact is implemented by stages that publish the kernel's values unchanged (only
-// Identity here). The shim may then read events that count the reader itself straight
-// from the kernel; with any other stage it refreshes their mirrors synchronously, so
-// that every value a tool sees went through the stage.
+// KernelExact is implemented by stages that publish the kernel's values unchanged
+// (Identity), or that let reads of events counting the reader itself keep them (the
+// drop-in path's correction of the kernel's multiplexing, internal/kstage). The shim
+// may then read such events straight from the kernel; with any other stage it
+// refreshes their mirrors synchronously, so that every value a tool sees went through
+// the stage. Config.AllowUIDs needs such a stage: it opens no events of its own.
 type KernelExact interface {
 	KernelExact() bool
 }
@@ -50,4 +56,23 @@ func (Identity) KernelExact() bool { return true }
 // Forget when a client is gone (its events are closed).
 type Forgetter interface {
 	Forget(client int)
+}
+
+// Syncer is implemented by stages whose values for some events are estimates as of the
+// instant a read asks for them (a running total that a read's refresh recomputes from
+// everything seen so far): after each Correct the server marks those events' mirrors
+// with shim.MirrorSync, and the shim then refreshes before every read of them
+// whatever Config.StaleBound, so that every read of them is a synchronous refresh.
+type Syncer interface {
+	Sync(e Event) bool
+}
+
+// Pacer is implemented by stages that need the live events of some clients re-read at
+// least every Pace(client) even while no client reads (Config.IdlePeriod would
+// otherwise apply): a stage that infers from the successive values it is given needs
+// them about as often as the kernel rotates its multiplexed events to see that
+// rotation. 0 asks for nothing. The server asks after each periodic round of the
+// client; the answer never lengthens Config.Period.
+type Pacer interface {
+	Pace(client int) time.Duration
 }

@@ -155,6 +155,8 @@ enum {
 
 /* flags */
 #define BP_MIRROR_F_FINAL 1u /* target gone or event disabled: values will not change */
+#define BP_MIRROR_F_SYNC 2u  /* the values are a correcting stage's estimate as of the read
+                                that asked for them: refresh before every read */
 
 struct bp_mirror_value {
 	uint64_t value;

@@ -1273,7 +1273,8 @@ static size_t read_size(uint64_t fmt, uint32_t nr)
 /* mirror_copy encodes the page into buf in read_format layout under the seqlock (pairs
  * with shim.Mirror.Publish). Returns bytes written, -ENOSPC when count is too small, 0
  * when the page cannot serve (not OK, or no consistent copy), and sets *fresh to 1 when
- * the values are within the staleness bound, 3 when they are final, 0 otherwise. */
+ * the values are within the staleness bound (never for BP_MIRROR_F_SYNC), 3 when they
+ * are final, 0 otherwise. */
 static ssize_t mirror_copy(const struct bp_mirror_page *pg, char *buf, size_t count, int *fresh)
 {
 	for (int tries = 0; tries < 256; tries++) {
@@ -1328,7 +1329,7 @@ static ssize_t mirror_copy(const struct bp_mirror_page *pg, char *buf, size_t co
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&pg->hdr.seq, __ATOMIC_RELAXED) != s1)
 			continue;
-		*fresh = (flags & BP_MIRROR_F_FINAL) ? 3 : (now_ns() - upd <= stale_ns);
+		*fresh = (flags & BP_MIRROR_F_FINAL) ? 3 : (!(flags & BP_MIRROR_F_SYNC) && now_ns() - upd <= stale_ns);
 		return ret;
 	}
 	*fresh = 0;
@@ -1426,8 +1427,9 @@ static inline ssize_t fast_copy(const struct bp_mirror_page *pg, void *buf, size
 	if (UNLIKELY(__atomic_load_n(&pg->hdr.seq, __ATOMIC_RELAXED) != s1 || count < k * 8))
 		return 0;
 	/* Fresh: final values, or published within the staleness bound (clock read after
-	 * the copy, so the age is never underestimated). */
-	if (!(flags & BP_MIRROR_F_FINAL) && UNLIKELY(now_ns() - upd > stale_ns))
+	 * the copy, so the age is never underestimated) and not to be refreshed at every
+	 * read (BP_MIRROR_F_SYNC). */
+	if (!(flags & BP_MIRROR_F_FINAL) && UNLIKELY((flags & BP_MIRROR_F_SYNC) || now_ns() - upd > stale_ns))
 		return 0;
 	memcpy(buf, v, k * 8);
 	return (ssize_t)(k * 8);

@@ -55,7 +55,7 @@ type Stage struct {
 
 	mu      sync.Mutex
 	clients map[int]*client
-	names   namer
+	names   perf.Namer
 	closing sync.WaitGroup // PMUs being closed in the background
 	retired []ClientReport // reports of clients whose PMU was rebuilt
 	used    map[string]int // virtual PMUs built, by collector
@@ -274,8 +274,8 @@ func (s *Stage) rebuild(id int, c *client) {
 	var rels []relation.Relation
 	if s.Infer || s.Truth || s.Schedule == "bayesperf" {
 		// Only the model, the bayesperf schedule and the report need perf's names.
-		names = s.names.names(attrs)
-		rels = relation.BindUniverse(s.Relations, names, s.names.universe())
+		names = s.names.Names(attrs)
+		rels = relation.BindUniverse(s.Relations, names, s.names.Universe())
 	}
 	// Members of a group follow their leader (handle order), as the schedule needs.
 	sp := vpmu.Spec(descs, s.Counters, fixed)
@@ -424,4 +424,4 @@ func (s *Stage) Close() error {
 
 // Preload reads what naming the clients' events needs (every tracepoint id in tracefs)
 // ahead of the first client, whose registration would otherwise wait for it.
-func (s *Stage) Preload() { s.names.preload() }
+func (s *Stage) Preload() { s.names.Preload() }

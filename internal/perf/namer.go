@@ -1,4 +1,4 @@
-package vstage
+package perf
 
 import (
 	"fmt"
@@ -7,15 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/bayesperf/bayesperf/internal/perf"
 )
 
-// namer turns the (type, config) a client opened back into perf's event name, the name
-// relations are written in. Tracepoint ids are read from tracefs once, the first time a
+// Namer turns the (type, config) of an opened event back into perf's event name, the
+// name relations are written in (the sidecar's stages see attrs, not the names a tool
+// was given). Tracepoint ids are read from tracefs once, the first time a
 // client has a tracepoint (thousands of files: hundreds of milliseconds on a busy
 // machine).
-type namer struct {
+type Namer struct {
 	genOnce, tpOnce sync.Once
 	generic         map[[2]uint64]string
 	tp              map[uint64]string
@@ -23,10 +22,10 @@ type namer struct {
 	tpNames         []string
 }
 
-func (n *namer) loadGeneric() {
+func (n *Namer) loadGeneric() {
 	n.generic = map[[2]uint64]string{}
-	for _, name := range perf.SymbolNames() {
-		evs, err := perf.ParseEvents(name)
+	for _, name := range SymbolNames() {
+		evs, err := ParseEvents(name)
 		if err != nil || len(evs) != 1 {
 			continue
 		}
@@ -40,9 +39,9 @@ func (n *namer) loadGeneric() {
 	}
 }
 
-func (n *namer) loadTracepoints() {
+func (n *Namer) loadTracepoints() {
 	n.tp = map[uint64]string{}
-	dir, err := perf.FindTracefs(false)
+	dir, err := FindTracefs(false)
 	if err != nil {
 		return
 	}
@@ -62,23 +61,24 @@ func (n *namer) loadTracepoints() {
 	}
 }
 
-// preload loads everything names may need.
-func (n *namer) preload() {
+// Preload loads everything Names may need (tracefs: hundreds of milliseconds on a busy
+// machine), ahead of the first use.
+func (n *Namer) Preload() {
 	n.genOnce.Do(n.loadGeneric)
 	n.tpOnce.Do(n.loadTracepoints)
 }
 
-// universe is every event name known so far, for relation.BindUniverse.
-func (n *namer) universe() []string {
+// Universe is every event name known so far, for relation.BindUniverse.
+func (n *Namer) Universe() []string {
 	return append(append([]string(nil), n.genNames...), n.tpNames...)
 }
 
-// names returns one distinct name per attr: perf's name, else type:config; a repeated
+// Names returns one distinct name per attr: perf's name, else type:config; a repeated
 // name gets a #k suffix (the model needs distinct names, and relations then skip it).
-func (n *namer) names(attrs []perf.Attr) []string {
+func (n *Namer) Names(attrs []Attr) []string {
 	n.genOnce.Do(n.loadGeneric)
 	for _, a := range attrs {
-		if a.Type == perf.TypeTracepoint {
+		if a.Type == TypeTracepoint {
 			n.tpOnce.Do(n.loadTracepoints)
 			break
 		}
@@ -87,7 +87,7 @@ func (n *namer) names(attrs []perf.Attr) []string {
 	seen := map[string]int{}
 	for i, a := range attrs {
 		name, ok := "", false
-		if a.Type == perf.TypeTracepoint {
+		if a.Type == TypeTracepoint {
 			name, ok = n.tp[a.Config]
 		} else {
 			name, ok = n.generic[[2]uint64{uint64(a.Type), a.Config}]

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"github.com/bayesperf/bayesperf/inference/relation"
+	"github.com/bayesperf/bayesperf/internal/kstage"
+	"github.com/bayesperf/bayesperf/internal/sidecar"
+)
+
+// resolveInferFrom checks --infer-from against --virtual-counters and gives its default.
+func resolveInferFrom(v string, vcounters int) (string, error) {
+	switch {
+	case v == "" && vcounters > 0:
+		return "slices", nil
+	case v == "":
+		return "values", nil
+	case v == "slices" && vcounters == 0:
+		return "", usageErr("--infer-from slices needs --virtual-counters N (only the virtual PMU makes slices); without it the kernel's values are all there is")
+	case v != "slices" && v != "values":
+		return "", usageErr("--infer-from %s: want slices or values", v)
+	}
+	return v, nil
+}
+
+// vstageCorrect is the --correct the virtual PMU gets: none when the values it
+// presents are corrected after it.
+func vstageCorrect(correct, inferFrom string) string {
+	if inferFrom == "values" {
+		return "none"
+	}
+	return correct
+}
+
+// withKernelMux adds, with --correct bayesperf --infer-from values, the stage that
+// corrects multiplexing from the values read after st (nil: the kernel's own values).
+func withKernelMux(st sidecar.Stage, correct, inferFrom string, logf func(string, ...any)) sidecar.Stage {
+	if correct != "bayesperf" || inferFrom != "values" {
+		return st
+	}
+	// No Preload: reading every tracepoint id takes the CPU from the measured program
+	// just as it starts (perf stat's context switches tripled on the test VM), and the
+	// names are only needed once the kernel is seen multiplexing, which a machine
+	// without a PMU never shows.
+	ks := &kstage.Stage{Relations: relation.Builtins(), Logf: logf}
+	if st == nil {
+		ks.SelfFromKernel = true // alone, the stage is KernelExact
+		return ks
+	}
+	// After the virtual PMU, which preloads the names anyway, the stage would
+	// otherwise read tracefs under the sidecar's lock at the first multiplexed round,
+	// hundreds of milliseconds without rounds or reads.
+	go ks.Preload()
+	return sidecar.Chain{st, ks}
+}

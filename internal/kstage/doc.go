@@ -1,0 +1,72 @@
+// Package kstage corrects the kernel's own multiplexing in the drop-in path: it is a
+// sidecar.Stage (`bayesperf run` and `bayesperf sidecar` without --virtual-counters,
+// --correct bayesperf, the default) for a CPU whose PMU has fewer counters than the
+// tool asked for events, where the kernel rotates the events and reports each one's
+// count with time_enabled and a smaller time_running.
+//
+// It sees only what the sidecar reads of the tool's events: per client and target
+// (pid, cpu: the kernel multiplexes each context on its own), every periodic round the
+// cumulative (value, enabled, running) of every live event, a group read member by
+// member. Per round, the deltas since the last round are cut into the kernel's own
+// slices (segment.go: a round that holds one rotation is split where it happened, as
+// the shares of the round the leaving and joining events ran say), and each slice goes
+// to a bayesperf model (inference/model; relations bound to the events' perf names
+// through perf.Namer; task-clock of a task target named as a clock). A round in which
+// the target did not run adds nothing.
+//
+// What the tool reads (shim.Values, rewritten in place):
+//   - An event whose time_running has always equalled its time_enabled keeps the
+//     kernel's values bit for bit: it was never multiplexed, so they are exact. Until
+//     some event of a target is multiplexed no model is built at all, so on a machine
+//     without a PMU (software events and tracepoints, which the kernel never
+//     multiplexes) the stage costs nothing and changes nothing.
+//   - A multiplexed event gets the estimate of its running total, with time_running =
+//     time_enabled so that the tool's own scaling leaves it unchanged: the smoother's
+//     estimate given every slice so far (recomputed once per slice, a tool's reads
+//     come in bursts), plus the slice being built (counted, or at the event's latest
+//     rate), plus the kernel's delta since the last round, scaled by enabled/running
+//     where the event ran part of the time, at its latest rate where it did not run.
+//     Such values are estimates as of the read, so once a target is corrected its
+//     events' mirrors are marked shim.MirrorSync (sidecar.Syncer): every read of them
+//     is a synchronous refresh, whatever the sidecar's staleness bound, and periodic
+//     rounds, which no read then serves, keep the last read's values. Values published
+//     never decrease (the kernel's values published before the model started
+//     included): a smoothed total revised down later comes out of the following
+//     intervals.
+//   - Once the target task has exited (checked when a round finds it idle and at every
+//     refresh, which is how perf stat's reads after reaping its command come), the
+//     smoother's final totals, plus the kernel's scaled delta since the last round.
+//   - An event the model knows nothing of (never scheduled and tied to nothing
+//     counted) keeps the kernel's values (perf prints <not counted>); so does a group
+//     read with such a member. PERF_FORMAT_ID and PERF_FORMAT_LOST stay the kernel's.
+//   - Events that count the reader itself (perf stat -a, self-monitoring programs) are
+//     read by the shim straight from the kernel (the stage is KernelExact): those reads
+//     stay the kernel's, as natively, and when the stage is the sidecar's only one
+//     (SelfFromKernel) it builds no model for such targets.
+//
+// Slices must be about the kernel's rotation period to show its structure, so the
+// stage implements sidecar.Pacer: while a target of a client is being corrected, the
+// server re-reads that client's events at least every multiplexing interval
+// (perf_event_mux_interval_ms) even when the tool reads only at the end (its idle
+// period would otherwise be 50 ms).
+//
+// Accuracy: on this project's VMs the kernel never multiplexes, so the stage is tested
+// behind the virtual PMU, which presents exactly what a multiplexing kernel would
+// (`bayesperf run --virtual-counters N --infer-from values`, a sidecar.Chain). On the
+// mixed workload with 18 events on 4 counters and the kernel's round robin, perf stat
+// -I 100's intervals through this stage are about as accurate as the kernel's own
+// scaling, 0.8x-1.2x its accuracy (test/dropin_kstage_test.go; publishing the
+// filter's totals at every round instead gave 0.77x-0.90x). The virtual PMU's own
+// correction on the same round robin, from its exact slices, is at about 1.0x: the
+// gains of --virtual-counters' default come from bayesperf's schedule, which a real
+// PMU's kernel does not follow.
+//
+// Limits: targets with more than MaxEvents events keep the kernel's values; events
+// registered after a target's model started rebuild it (their earlier counts enter as
+// the kernel's scaled values); a tool's PERF_EVENT_IOC_RESET of a corrected event is
+// not followed (its values never decrease). Relations bind by perf's generic and
+// tracepoint names only (perf.Namer), so raw vendor events get the temporal model
+// without relations. Without Preload, the first multiplexed round of a target with
+// tracepoints reads tracefs under the stage's lock (hundreds of milliseconds). Stage is safe for concurrent use; Correct is called by
+// one goroutine at a time, as the sidecar promises.
+package kstage

@@ -1,0 +1,38 @@
+package perf
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestNames: the attrs perf opens for perf's names come back as those names (the longest
+// alias, the spelling relations use), a repeated event gets a suffix, an unknown one its
+// type:config.
+func TestNames(t *testing.T) {
+	list := "faults,cs,minor-faults,task-clock"
+	if _, err := FindTracefs(false); err == nil {
+		list += ",raw_syscalls:sys_enter,syscalls:sys_enter_getpid"
+	}
+	descs, err := ParseEvents(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs := []Attr{}
+	for _, d := range descs {
+		attrs = append(attrs, d.Attr)
+	}
+	attrs = append(attrs, descs[0].Attr, Attr{Type: TypeSoftware, Config: 999})
+	var n Namer
+	got := n.Names(attrs)
+	want := []string{"page-faults", "context-switches", "minor-faults", "task-clock"}
+	if len(descs) > 4 {
+		want = append(want, "raw_syscalls:sys_enter", "syscalls:sys_enter_getpid")
+	}
+	want = append(want, "page-faults#2", "1:0x3e7")
+	if !slices.Equal(got, want) {
+		t.Errorf("names %q, want %q", got, want)
+	}
+	if len(descs) > 4 && !slices.Contains(n.Universe(), "raw_syscalls:sys_exit") {
+		t.Errorf("the universe lacks raw_syscalls:sys_exit")
+	}
+}

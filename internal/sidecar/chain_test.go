@@ -1,0 +1,113 @@
+package sidecar
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/bayesperf/bayesperf/shim"
+)
+
+// addStage adds n to every value; it keeps per-client state and paces as told.
+type addStage struct {
+	n       uint64
+	forgot  []int
+	pace    time.Duration
+	inexact bool
+}
+
+func (a *addStage) Name() string { return "add" }
+func (a *addStage) Correct(_ int64, _ []Event, vs []shim.Values) {
+	for i := range vs {
+		for m := range vs[i].Members {
+			vs[i].Members[m].Value = vs[i].Members[m].Value*10 + a.n
+		}
+	}
+}
+func (a *addStage) Forget(c int)           { a.forgot = append(a.forgot, c) }
+func (a *addStage) Pace(int) time.Duration { return a.pace }
+func (a *addStage) KernelExact() bool      { return !a.inexact }
+
+// TestChain: stages run in order on what the previous left; Forget reaches every
+// Forgetter, KernelExact needs every stage, Pace is the shortest asked for.
+func TestChain(t *testing.T) {
+	a, b := &addStage{n: 1, pace: 4 * time.Millisecond}, &addStage{n: 2, inexact: true}
+	ch := Chain{a, Identity{}, b}
+	vs := []shim.Values{{Members: []shim.MirrorValue{{Value: 3}}}}
+	ch.Correct(0, []Event{{}}, vs)
+	if got := vs[0].Members[0].Value; got != (3*10+1)*10+2 {
+		t.Errorf("chained value %d, want %d (a, then b)", got, (3*10+1)*10+2)
+	}
+	if ch.Name() != "add+identity+add" {
+		t.Errorf("name %q", ch.Name())
+	}
+	ch.Forget(7)
+	if len(a.forgot) != 1 || len(b.forgot) != 1 || a.forgot[0] != 7 {
+		t.Errorf("forgot %v and %v, want client 7 in both", a.forgot, b.forgot)
+	}
+	if ch.KernelExact() {
+		t.Errorf("KernelExact with an inexact stage in the chain")
+	}
+	if !(Chain{a, Identity{}}).KernelExact() {
+		t.Errorf("a chain of exact stages is not KernelExact")
+	}
+	b.pace = time.Millisecond
+	if p := ch.Pace(1); p != time.Millisecond {
+		t.Errorf("pace %v, want the shortest, 1ms", p)
+	}
+	if p := (Chain{Identity{}}).Pace(1); p != 0 {
+		t.Errorf("pace %v of a chain that asks nothing, want 0", p)
+	}
+}
+
+// pacedStage asks for rounds every pace and marks every mirror MirrorSync.
+type pacedStage struct {
+	Identity
+	pace time.Duration
+}
+
+func (p pacedStage) Name() string                          { return "paced" }
+func (p pacedStage) Pace(int) time.Duration                { return p.pace }
+func (p pacedStage) Sync(Event) bool                       { return true }
+func (p pacedStage) Correct(int64, []Event, []shim.Values) {}
+
+// TestServerPaceAndSync: with no client reading, rounds come every IdlePeriod, or as
+// often as a Pacer stage asks; a Syncer stage's events are published with MirrorSync.
+func TestServerPaceAndSync(t *testing.T) {
+	rounds := func(st Stage) (uint64, shim.MirrorHdr) {
+		srv, path := startServer(t, Config{Period: time.Millisecond, IdlePeriod: 300 * time.Millisecond, Stage: st})
+		c := dial(t, path)
+		rep, pageFd := c.call(shim.MsgHello, shim.Hello{Pid: int32(os.Getpid())}, -1)
+		if hr := rep.(shim.HelloReply); hr.Status != 0 {
+			t.Fatalf("hello %+v", hr)
+		}
+		unix.Close(pageFd)
+		const format = shim.FormatTotalTimeEnabled | shim.FormatTotalTimeRunning
+		fd := openPageFaults(t, format)
+		rep, mfd := c.call(shim.MsgRegister, registerMsg(1, format), fd)
+		if rr := rep.(shim.RegisterReply); rr.Status != 0 || mfd < 0 {
+			t.Fatalf("register %+v", rr)
+		}
+		defer unix.Close(mfd)
+		mem, err := unix.Mmap(mfd, 0, shim.PageSize, unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Munmap(mem)
+		m, _ := shim.NewMirror(mem)
+		before := srv.Stats().Publishes
+		time.Sleep(250 * time.Millisecond)
+		h, _, _ := m.Snapshot()
+		return srv.Stats().Publishes - before, h
+	}
+	idle, h := rounds(Identity{})
+	if idle > 3 || h.Flags&shim.MirrorSync != 0 {
+		t.Errorf("identity stage, nobody reading: %d rounds in 250 ms with a 300 ms idle period, flags %#x", idle, h.Flags)
+	}
+	paced, h := rounds(pacedStage{pace: 5 * time.Millisecond})
+	if paced < 20 || h.Flags&shim.MirrorSync == 0 {
+		t.Errorf("stage pacing at 5 ms: %d rounds in 250 ms, flags %#x (want MirrorSync)", paced, h.Flags)
+	}
+}

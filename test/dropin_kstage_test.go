@@ -1,0 +1,285 @@
+package test
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// runValues is one `bayesperf run --virtual-counters 4 --schedule kernel --collector
+// read --stats S --report R FLAGS -- perf stat -I 100 -x, -e correctEvents -- bayesperf workload
+// mixed` (the read collector: a kernel's values can be read at any instant, where the
+// bpf collector's change only at its snapshots): perf's intervals, the report's (truth
+// at the instants of the tool's reads,
+// and "linux", the kernel's scaling of the virtual PMU's view over the same spans:
+// what perf prints with --correct none) and the stats file's truth totals.
+func runValues(t *testing.T, flags ...string) correctedRun {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the virtual PMU opens tracepoints on the measured command")
+	}
+	dir := dropinBins(t)
+	tmp := t.TempDir()
+	sf, rf := filepath.Join(tmp, "stats.json"), filepath.Join(tmp, "report.json")
+	bp := filepath.Join(dir, "bayesperf")
+	argv := append([]string{bp, "run", "--virtual-counters", "4", "--schedule", "kernel", "--collector", "read", "--stats", sf, "--report", rf}, flags...)
+	argv = append(argv, "--", "perf", "stat", "-I", "100", "-x,", "-e", correctEvents, "--",
+		bp, "workload", "mixed", "--duration", correctDuration())
+	r := run(t, patientShim, argv...)
+	if r.status != 0 {
+		t.Fatalf("%q: status %d\n%s", argv, r.status, r.stderr)
+	}
+	if strings.Contains(r.stderr, "bayesperf: ") {
+		t.Fatalf("the shim gave up on the sidecar:\n%s", r.stderr)
+	}
+	var out correctedRun
+	last := ""
+	for _, l := range parseStatCSV(t, r.stderr, true) {
+		if l.interval != last {
+			out.perf = append(out.perf, map[string]float64{})
+			last = l.interval
+		}
+		v, err := strconv.ParseFloat(l.value, 64)
+		if err != nil {
+			v = 0 // <not counted>
+		}
+		if l.unit == "msec" {
+			v *= 1e6
+		}
+		if v > 1e15 {
+			// perf's delta of a value that went down, wrapped around 2^64.
+			t.Errorf("%s at %s: perf printed %v: a published value decreased", l.event, l.interval, v)
+		}
+		out.perf[len(out.perf)-1][l.event] = v
+	}
+	var rep runReport
+	b, err := os.ReadFile(rf)
+	if err == nil {
+		err = json.Unmarshal(b, &rep)
+	}
+	if err != nil || len(rep.Clients) == 0 {
+		t.Fatalf("read report: %v\n%s", err, b)
+	}
+	c := rep.Clients[len(rep.Clients)-1]
+	if c.Correct != "none" {
+		t.Fatalf("the virtual PMU says it gave the tool %q values, want none (its multiplexed view)", c.Correct)
+	}
+	for _, iv := range c.Interval {
+		m := map[string]reportEvent{}
+		for _, e := range iv.Events {
+			m[e.Event] = e
+		}
+		out.report = append(out.report, m)
+	}
+	var st struct {
+		Truth map[string]uint64 `json:"truth"`
+	}
+	sb, err := os.ReadFile(sf)
+	if err == nil {
+		err = json.Unmarshal(sb, &st)
+	}
+	if err != nil {
+		t.Fatalf("read stats: %v", err)
+	}
+	out.truth = st.Truth
+	if len(out.perf) < 10 || len(out.report) < len(out.perf) {
+		t.Fatalf("%d perf intervals, %d report intervals: want at least 10, and a report interval for each of perf's\n%s", len(out.perf), len(out.report), r.stderr)
+	}
+	out.report = out.report[:len(out.perf)] // perf prints no interval for its reads after the exit
+	return out
+}
+
+// TestDropinKernelMux: the correction of the kernel's multiplexing from the values the
+// sidecar reads (what `bayesperf run` does on a CPU with a PMU), tested where the kernel
+// never multiplexes: the virtual PMU presents what a multiplexing kernel would (counts
+// while scheduled, time_running < time_enabled) and --infer-from values corrects that.
+// 18 software events and tracepoints on 4 virtual counters, perf stat -I 100 -x, on the
+// mixed workload; 3 pairs of 5 s runs, --correct none against --infer-from values, both
+// on the kernel's round robin.
+//
+// Asserted in every corrected run: each event's intervals add up to about its truth
+// (the totals are right); over the pooled pairs, the error reduction of perf's
+// intervals against the truth (geometric mean over events of WAPE_none /
+// WAPE_values, as eval computes it) between the two runs of each pair, and within the
+// corrected run against the report's "linux", which is exactly what perf would have
+// printed without correction over the same spans.
+//
+// Every read of a corrected event is a refresh (MirrorSync; --report also sets a 1 ns
+// staleness bound, so that the virtual PMU records the truth at every read), and gets
+// the smoother's running totals. Measured (2026-11-22, shared 2-CPU VM under the other
+// helpers' load, 3 pairs each): between the runs 0.88x-1.24x and within the corrected
+// run 0.87x-1.20x in 13 repetitions before main's model changes of the day (Finish's
+// second pass) were merged, 0.97x-1.00x and 0.81x-0.91x in 3 after (0.85x-0.89x and
+// 0.78x-0.79x in 2 with the bpf collector); without task-clock (which the model knows
+// exactly, as the target's running time) 0.79x-1.06x and 0.76x-1.00x. With
+// the filter's totals published at every round instead: 0.78x-0.88x and 0.77x-0.90x
+// (5 repetitions). The virtual PMU's own correction on the same round robin
+// (--infer-from slices --schedule kernel, 1 repetition of 2 pairs) gave 1.02x: the
+// 2.46x of TestDropinCorrected comes with bayesperf's schedule, which a real PMU's
+// kernel does not follow.
+func TestDropinKernelMux(t *testing.T) {
+	runs := defaultCorrectRuns
+	if n, err := strconv.Atoi(os.Getenv("BAYESPERF_CORRECT_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
+	var none, pooled correctedRun
+	for i := range runs {
+		n := runValues(t, "--correct", "none")
+		b := runValues(t, "--infer-from", "values")
+		checkIntervalTotals(t, b)
+		none.perf, none.report = append(none.perf, n.perf...), append(none.report, n.report...)
+		pooled.perf, pooled.report = append(pooled.perf, b.perf...), append(pooled.report, b.report...)
+		if runs > 1 {
+			r, _ := reduction(t, "", n.wapes(false), b.wapes(false))
+			r2, _ := reduction(t, "", b.wapes(true), b.wapes(false))
+			t.Logf("pair %d: error reduction %.2fx (two runs), %.2fx (same run)", i+1, r, r2)
+		}
+	}
+	two, k := reduction(t, "none -> values", none.wapes(false), pooled.wapes(false))
+	same, k2 := reduction(t, "same run, linux -> values", pooled.wapes(true), pooled.wapes(false))
+	if k < 16 || k2 < 16 {
+		t.Fatalf("only %d (%d) events with a truth in both runs (in the corrected run), want 16", k, k2)
+	}
+	twoNC, _ := reduction(t, "", withoutEvent(none.wapes(false), "task-clock"), withoutEvent(pooled.wapes(false), "task-clock"))
+	sameNC, _ := reduction(t, "", withoutEvent(pooled.wapes(true), "task-clock"), withoutEvent(pooled.wapes(false), "task-clock"))
+	t.Logf("error reduction of perf's intervals, --correct none -> --infer-from values: %.2fx over %d events (%d pairs of runs); %.2fx without task-clock", two, k, runs, twoNC)
+	t.Logf("error reduction within the corrected run, the kernel's scaling -> bayesperf from values: %.2fx over %d events; %.2fx without task-clock", same, k2, sameNC)
+	if runs != defaultCorrectRuns || correctDuration() != defaultCorrectDuration {
+		return
+	}
+	if two < minKernelMuxBetween {
+		t.Errorf("error reduction between the runs %.2fx, below %.2fx", two, minKernelMuxBetween)
+	}
+	if same < minKernelMuxSame {
+		t.Errorf("error reduction within the corrected run %.2fx, below %.2fx", same, minKernelMuxSame)
+	}
+}
+
+// Bounds of TestDropinKernelMux, below the measured minimums (0.85x, 0.78x): they catch
+// a correction gone wrong (a biased clock, clipped sums, unaligned slices all gave
+// 0.5x-0.7x), not a gain, which is not there yet on the kernel's round robin.
+const (
+	maxTotalsError      = 0.2
+	minKernelMuxBetween = 0.75
+	minKernelMuxSame    = 0.7
+)
+
+// checkIntervalTotals: per event, perf's intervals add up to the event's running total
+// at the tool's last read; its mean relative error against the truth over the same span
+// must stay below maxTotalsError, which catches running totals that drift. Measured
+// (17 runs): 0.066-0.127, the kernel's scaling's intervals added up 0.038-0.100.
+func checkIntervalTotals(t *testing.T, c correctedRun) {
+	t.Helper()
+	sum, lx, truth := map[string]float64{}, map[string]float64{}, map[string]float64{}
+	for i, pv := range c.perf {
+		for ev, v := range pv {
+			if e, ok := c.report[i][ev]; ok && e.Truth != nil {
+				sum[ev] += v
+				lx[ev] += e.Linux
+				truth[ev] += float64(*e.Truth)
+			}
+		}
+	}
+	var eb, el float64
+	n := 0
+	for ev, tr := range truth {
+		if tr > 0 {
+			eb += math.Abs(sum[ev]-tr) / tr
+			el += math.Abs(lx[ev]-tr) / tr
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no event with a truth")
+	}
+	eb, el = eb/float64(n), el/float64(n)
+	t.Logf("running totals at the last read: mean relative error %.3f (the kernel's scaling added up: %.3f)", eb, el)
+	if eb > maxTotalsError {
+		t.Errorf("running totals at the last read: mean relative error %.3f, above %.2f (the kernel's scaling's: %.3f)", eb, maxTotalsError, el)
+	}
+}
+
+// TestDropinKernelMuxSyncReads: once the stage corrects a target, every read of its
+// events asks the sidecar for values as of that read (their mirrors are marked
+// MirrorSync), even with the default staleness bound (no --report): perf stat -I's
+// reads are (nearly) all synchronous refreshes.
+func TestDropinKernelMuxSyncReads(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the virtual PMU opens tracepoints on the measured command")
+	}
+	dir := dropinBins(t)
+	sf := filepath.Join(t.TempDir(), "stats.json")
+	bp := filepath.Join(dir, "bayesperf")
+	r := run(t, patientShim, bp, "run", "--virtual-counters", "4", "--infer-from", "values", "--stats", sf, "--",
+		"perf", "stat", "-I", "100", "-x,", "-e", correctEvents, "--", bp, "workload", "mixed", "--duration", "1s")
+	if r.status != 0 {
+		t.Fatalf("status %d\n%s", r.status, r.stderr)
+	}
+	var st stats
+	b, err := os.ReadFile(sf)
+	if err == nil {
+		err = json.Unmarshal(b, &st)
+	}
+	if err != nil {
+		t.Fatalf("read stats: %v", err)
+	}
+	// The reads before the first multiplexed round (the command's start) may come from
+	// the mirror pages.
+	if st.MirrorReads < 100 || float64(st.SyncRefreshes) < 0.8*float64(st.MirrorReads) {
+		t.Errorf("stats %+v: want most of perf's reads to be synchronous refreshes", st)
+	}
+}
+
+// TestDropinKernelMuxTotals: perf stat without -I through the correction from values on
+// 2 virtual counters prints, once the command has exited, totals counted "100%" of the
+// time (time_running = time_enabled, the smoother's final totals). Their mean relative
+// error against the truth was 0.08-0.21 in 4 runs before merging main's changes of the
+// day, 0.10-0.32 in 5 after, the kernel's scaling's (--correct none) 0.18-0.24 in 3: a
+// few sparse events (page faults, reads in bursts) dominate it. The bound catches
+// totals gone wrong (a sidecar stalled by reading tracefs at the first multiplexed
+// round gave 0.7-1.3).
+func TestDropinKernelMuxTotals(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the virtual PMU opens tracepoints on the measured command")
+	}
+	dir := dropinBins(t)
+	sf := filepath.Join(t.TempDir(), "stats.json")
+	bp := filepath.Join(dir, "bayesperf")
+	evs := "page-faults,minor-faults,context-switches,raw_syscalls:sys_enter,syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_getpid,syscalls:sys_enter_close"
+	r := run(t, patientShim, bp, "run", "--virtual-counters", "2", "--infer-from", "values", "--schedule", "kernel", "--stats", sf, "--",
+		"perf", "stat", "-x,", "-e", evs, "--", bp, "workload", "syscalls", "--duration", "1s")
+	if r.status != 0 {
+		t.Fatalf("status %d\n%s", r.status, r.stderr)
+	}
+	var st struct {
+		Truth map[string]uint64 `json:"truth"`
+	}
+	b, err := os.ReadFile(sf)
+	if err == nil {
+		err = json.Unmarshal(b, &st)
+	}
+	if err != nil {
+		t.Fatalf("read stats: %v", err)
+	}
+	lines := parseStatCSV(t, r.stderr, false)
+	if len(lines) != len(strings.Split(evs, ",")) {
+		t.Fatalf("perf printed %d lines, want %d:\n%s", len(lines), len(strings.Split(evs, ",")), r.stderr)
+	}
+	var sum float64
+	for _, l := range lines {
+		if pct := runPercent(r.stderr, l.event); pct != "100.00" {
+			t.Errorf("%s: perf says counted %q%% of the time, want 100.00 (corrected)", l.event, pct)
+		}
+		tr := float64(st.Truth[l.event])
+		sum += math.Abs(l.num(t)-tr) / math.Max(tr, 1)
+	}
+	mean := sum / float64(len(lines))
+	t.Logf("mean relative error of the totals %.3f", mean)
+	if mean > 0.5 {
+		t.Errorf("mean relative error of the totals %.3f, want at most 0.5", mean)
+	}
+}
