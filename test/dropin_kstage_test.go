@@ -283,3 +283,41 @@ func TestDropinKernelMuxTotals(t *testing.T) {
 		t.Errorf("mean relative error of the totals %.3f, want at most 0.5", mean)
 	}
 }
+
+// TestDropinKernelMuxAloneIsExact: `bayesperf run --correct bayesperf` without
+// --virtual-counters is what a CPU whose PMU the kernel multiplexes gets. Here the kernel
+// never multiplexes software events, so the stage must leave every value as the kernel
+// gave it: perf stat prints the same lines, the deterministic fault counts agree with
+// --correct none's within the tolerances of TestDropinPerfStatSoftwareEvents (two runs
+// of the workload, not one), page-faults = minor + major holds, and every read was
+// served from a mirror.
+func TestDropinKernelMuxAloneIsExact(t *testing.T) {
+	const events = "task-clock,page-faults,minor-faults,major-faults,context-switches,cpu-migrations"
+	argv := append([]string{"perf", "stat", "-x,", "-e", events, "--"}, workload(t, "2000", "10", "3", "50")...)
+	bp := filepath.Join(dropinBins(t), "bayesperf")
+	sf := filepath.Join(t.TempDir(), "stats.json")
+	plain := run(t, nil, append([]string{bp, "run", "--correct", "none", "--"}, argv...)...)
+	got := run(t, nil, append([]string{bp, "run", "--correct", "bayesperf", "--stats", sf, "--"}, argv...)...)
+	if got.status != 3 || plain.status != 3 {
+		t.Fatalf("exit status: --correct none %d, --correct bayesperf %d; want 3 (the workload's)\n%s", plain.status, got.status, got.stderr)
+	}
+	if w := bayesperfWarnings(got.stderr); len(w) != 0 {
+		t.Errorf("bayesperf printed warnings: %q", w)
+	}
+	pl, gl := parseStatCSV(t, plain.stderr, false), parseStatCSV(t, got.stderr, false)
+	if strings.Join(eventNames(pl), ",") != strings.Join(eventNames(gl), ",") || len(gl) != 6 {
+		t.Fatalf("lines differ:\n--correct none      %q\n--correct bayesperf %q", eventNames(pl), eventNames(gl))
+	}
+	p, g := byEvent(pl), byEvent(gl)
+	for _, ev := range []string{"page-faults", "minor-faults"} {
+		if gv, pv := g[ev].num(t), p[ev].num(t); gv < 2000 || !within(gv, pv, faultsAbs, faultsRel) {
+			t.Errorf("%s: %v with --correct bayesperf, %v with --correct none (the workload touches 2000 pages; tolerance %d + %v%%)", ev, gv, pv, faultsAbs, faultsRel*100)
+		}
+	}
+	if g["page-faults"].num(t) != g["minor-faults"].num(t)+g["major-faults"].num(t) {
+		t.Errorf("page-faults %v != minor %v + major %v", g["page-faults"].value, g["minor-faults"].value, g["major-faults"].value)
+	}
+	if st := readStats(t, sf); st.Events != 6 || st.MirrorReads < 6 || st.PassthroughReads != 0 {
+		t.Errorf("stats %+v: want 6 events, every read (>= 6) from mirrors, none passed through", st)
+	}
+}

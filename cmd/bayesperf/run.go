@@ -80,21 +80,23 @@ OPTIONS
                     With --virtual-counters: events (perf syntax, comma
                     separated) that sit on fixed counters and always count.
     --correct none|bayesperf
-                    Without --virtual-counters: bayesperf (the default)
-                    corrects the kernel's own multiplexing (more hardware
-                    events asked for than the CPU has counters): every round
-                    the sidecar reads each event's count, time_enabled and
-                    time_running, and their deltas feed bayesperf's model;
-                    CMD reads the posterior mean of each multiplexed event's
-                    running total with time_running equal to time_enabled,
-                    as of the read (each read of such an event asks the
-                    sidecar: a round trip); after the measured program
-                    exits, the smoother's final totals. Events the kernel
-                    never multiplexed (on a machine without a PMU, all of
-                    them) keep the kernel's values bit for bit, and so do
-                    reads of events that count the reader itself (perf stat
-                    -a, self-monitoring). none: the kernel's values
-                    unchanged.
+                    Without --virtual-counters: none (the default) serves the
+                    kernel's values unchanged; bayesperf corrects the kernel's
+                    own multiplexing (more hardware events asked for than the
+                    CPU has counters): every round the sidecar reads each
+                    event's count, time_enabled and time_running, and their
+                    deltas feed bayesperf's model; CMD reads the posterior
+                    mean of each multiplexed event's running total with
+                    time_running equal to time_enabled, as of the read (each
+                    read of such an event asks the sidecar: a round trip);
+                    after the measured program exits, the smoother's final
+                    totals. Events the kernel never multiplexed (on a machine
+                    without a PMU, all of them) keep the kernel's values bit
+                    for bit, and so do reads of events that count the reader
+                    itself (perf stat -a, self-monitoring). Not the default
+                    yet: on the kernel's round robin (emulated with
+                    --virtual-counters N --infer-from values) it was measured
+                    about as accurate as the kernel's own scaling, not better.
                     With --virtual-counters: what CMD reads. bayesperf (the
                     default): the posterior mean of each event's running total
                     as inferred by bayesperf's model from the multiplexed
@@ -176,7 +178,7 @@ func runMain(args []string) int {
 	shimPath := fs.String("shim", os.Getenv("BAYESPERF_SHIM"), "")
 	vcounters := fs.Int("virtual-counters", 0, "")
 	fixed := fs.String("fixed-counters", "", "")
-	correct := fs.String("correct", "bayesperf", "")
+	correctFlag := fs.String("correct", "", "")
 	sched := fs.String("schedule", "bayesperf", "")
 	reportFile := fs.String("report", "", "")
 	inferFrom := fs.String("infer-from", "", "")
@@ -189,9 +191,11 @@ func runMain(args []string) int {
 		fmt.Fprint(os.Stderr, "bayesperf run: no command given; usage: bayesperf run [flags] -- CMD [ARGS...]\n")
 		return 2
 	}
-	if *correct != "none" && *correct != "bayesperf" {
-		return exitWith("run", usageErr("--correct %s: want none or bayesperf", *correct))
+	correctV, err := resolveCorrect(*correctFlag, *vcounters)
+	if err != nil {
+		return exitWith("run", err)
 	}
+	correct := &correctV
 	if *sched != "kernel" && *sched != "bayesperf" {
 		return exitWith("run", usageErr("--schedule %s: want kernel or bayesperf", *sched))
 	}

@@ -37,15 +37,15 @@ mode 0700. Prints "ready" on stdout once listening. Stops on SIGTERM or SIGINT,
 or when stdin reaches EOF (bayesperf run holds the other end), and then writes
 its counters as JSON to --stats FILE. 'bayesperf run' starts it for you.
 
-Without --virtual-counters, --correct bayesperf (the default) corrects the
-kernel's own multiplexing (a CPU with more events asked for than counters) from
-the values read every round; events the kernel never multiplexed keep its
-values bit for bit; --correct none publishes the kernel's values unchanged.
+Without --virtual-counters, --correct none (the default) publishes the kernel's
+values unchanged; --correct bayesperf corrects the kernel's own multiplexing (a
+CPU with more events asked for than counters) from the values read every round,
+and events the kernel never multiplexed keep its values bit for bit.
 --virtual-counters N presents each client's counting events through a virtual
 PMU of N counters (multiplexed as the kernel rotates flexible groups);
 --fixed-counters lists events (perf syntax) that sit on fixed counters;
---correct, --schedule and --infer-from are those of 'bayesperf run' (defaults:
-bayesperf, bayesperf, slices), and --report FILE writes run's report at exit.
+--correct, --schedule and --infer-from are those of 'bayesperf run' (defaults
+with it: bayesperf, bayesperf, slices), and --report FILE writes run's report at exit.
 With --correct bayesperf or --report the stale bound defaults to 1ns: every read
 asks for values at the instant it reads (the report's intervals are the tool's
 rounds of reads). --collector is run's too: how each virtual PMU reads its
@@ -72,7 +72,7 @@ func sidecarMain(args []string) int {
 	verbose := fs.Bool("v", false, "")
 	vcounters := fs.Int("virtual-counters", 0, "")
 	fixed := fs.String("fixed-counters", "", "")
-	correct := fs.String("correct", "bayesperf", "")
+	correctFlag := fs.String("correct", "", "")
 	sched := fs.String("schedule", "bayesperf", "")
 	reportFile := fs.String("report", "", "")
 	collector := fs.String("collector", collect.Auto, "")
@@ -95,9 +95,11 @@ func sidecarMain(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	if *correct != "none" && *correct != "bayesperf" {
-		return fail(usageErr("--correct %s: want none or bayesperf", *correct))
+	correctV, err := resolveCorrect(*correctFlag, *vcounters)
+	if err != nil {
+		return fail(err)
 	}
+	correct := &correctV
 	uids, err := parseUIDs(*allowUIDs)
 	if err != nil {
 		return fail(usageError{fmt.Errorf("--allow-uid: %w", err)})

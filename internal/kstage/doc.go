@@ -1,6 +1,6 @@
 // Package kstage corrects the kernel's own multiplexing in the drop-in path: it is a
 // sidecar.Stage (`bayesperf run` and `bayesperf sidecar` without --virtual-counters,
-// --correct bayesperf, the default) for a CPU whose PMU has fewer counters than the
+// with --correct bayesperf: not the default there, see below) for a CPU whose PMU has fewer counters than the
 // tool asked for events, where the kernel rotates the events and reports each one's
 // count with time_enabled and a smaller time_running.
 //
@@ -59,7 +59,9 @@
 // filter's totals at every round instead gave 0.77x-0.90x). The virtual PMU's own
 // correction on the same round robin, from its exact slices, is at about 1.0x: the
 // gains of --virtual-counters' default come from bayesperf's schedule, which a real
-// PMU's kernel does not follow.
+// PMU's kernel does not follow. That is why --correct defaults to none without
+// --virtual-counters (cmd/bayesperf resolveCorrect): a correction that is not better
+// than the kernel's scaling is not worth a round trip per read by default.
 //
 // Limits: targets with more than MaxEvents events keep the kernel's values; events
 // registered after a target's model started rebuild it (their earlier counts enter as
@@ -67,6 +69,8 @@
 // not followed (its values never decrease). Relations bind by perf's generic and
 // tracepoint names only (perf.Namer), so raw vendor events get the temporal model
 // without relations. Without Preload, the first multiplexed round of a target with
-// tracepoints reads tracefs under the stage's lock (hundreds of milliseconds). Stage is safe for concurrent use; Correct is called by
-// one goroutine at a time, as the sidecar promises.
+// tracepoints reads tracefs under the stage's lock (hundreds of milliseconds).
+//
+// Stage is safe for concurrent use; Correct is called by one goroutine at a time, as
+// the sidecar promises.
 package kstage
