@@ -175,9 +175,9 @@ type read struct {
 }
 
 // Correct feeds a periodic round (every live event of a client) to the clients' models;
-// a synchronous refresh (one event of a client that has more: a read) gets the
-// smoother's running totals plus what the kernel counted since the last round, scaled
-// (see publish).
+// a synchronous refresh (one event of a client: a read, and also a round when the
+// client has no other event) gets the smoother's running totals plus what the kernel
+// counted since the last round, scaled (see publish).
 func (s *Stage) Correct(_ int64, events []sidecar.Event, values []shim.Values) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -236,8 +236,12 @@ func (s *Stage) Correct(_ int64, events []sidecar.Event, values []shim.Values) {
 		s.round(t, r)
 	}
 	for _, rd := range reads {
+		// A call with one event of its client is a refresh, which a read waits for:
+		// it gets the values as of now even when it was also the client's round (a
+		// client with a single event), not the last read's.
 		_, isRound := rounds[rd.t]
-		s.publish(rd.t, rd.idx, &values[rd.i], isRound)
+		isRead := perClient[events[rd.i].Client] == 1
+		s.publish(rd.t, rd.idx, &values[rd.i], isRound && !isRead)
 	}
 }
 

@@ -428,3 +428,22 @@ func TestSelfTargetsLeftAlone(t *testing.T) {
 		t.Errorf("a target left alone is paced (%v) or synced (%v)", k.st.Pace(1), k.st.Sync(k.evs[1]))
 	}
 }
+
+// TestSingleEventClient: a client with one event has every call be both a round and a
+// read (the refresh of its only event); once corrected, its reads must still follow the
+// count rather than keep the value published before the model started.
+func TestSingleEventClient(t *testing.T) {
+	k := newKernel(t, int32(os.Getpid()), []uint64{perf.SWPageFaults})
+	k.rate = func(int, int) float64 { return 100 }
+	k.on = func(r, _ int) bool { return (r/4)%2 == 0 } // on half the time: multiplexed
+	for range 200 {
+		k.step()
+	}
+	if !k.st.Sync(k.evs[0]) {
+		t.Fatalf("the event is not corrected after 200 multiplexed rounds")
+	}
+	_, got := k.step()
+	if b := float64(got[0].Members[0].Value); math.Abs(b-k.truth[0]) > 0.05*k.truth[0] {
+		t.Errorf("read of the only event: %.0f, truth %.0f", b, k.truth[0])
+	}
+}
