@@ -411,7 +411,9 @@ func (s *Stage) start(t *target) error {
 		return fmt.Errorf("build bayesperf model: %w", err)
 	}
 	n := len(t.handles)
-	t.md, t.slices, t.smoothedAt = md, 0, -1
+	// The old model's smoothed totals stop at the last read before the rebuild: until
+	// the new model has a slice, reads get the totals (base) instead.
+	t.md, t.slices, t.smoothed, t.smoothedAt = md, 0, nil, -1
 	t.base = make([]float64, n)
 	for j := range n {
 		t.base[j] = t.tot[j]

@@ -447,3 +447,25 @@ func TestSingleEventClient(t *testing.T) {
 		t.Errorf("read of the only event: %.0f, truth %.0f", b, k.truth[0])
 	}
 }
+
+// TestReadAfterRebuild: a read right after a late event rebuilt the model (before the
+// new model has a slice) gets the totals as of now, not the smoother's totals of the
+// last read before the rebuild.
+func TestReadAfterRebuild(t *testing.T) {
+	k := mixed(t, int32(os.Getpid()))
+	late := k.evs[4]
+	k.evs = k.evs[:4]
+	for range 100 {
+		k.step()
+	}
+	k.read(1) // the smoother's totals as of round 100
+	for range 200 {
+		k.step()
+	}
+	k.evs = append(k.evs, late)
+	k.step() // the late event: the model is rebuilt
+	_, got := k.read(1)
+	if b := float64(got[0].Members[0].Value); math.Abs(b-k.truth[1]) > 0.05*k.truth[1] {
+		t.Errorf("read after the rebuild: %.0f, truth %.0f", b, k.truth[1])
+	}
+}
