@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Namer turns the (type, config) of an opened event back into perf's event name, the
@@ -16,10 +17,14 @@ import (
 // machine).
 type Namer struct {
 	genOnce, tpOnce sync.Once
-	generic         map[[2]uint64]string
-	tp              map[uint64]string
-	genNames        []string
-	tpNames         []string
+	// tpLoaded is set once tp and tpNames are complete: Universe, which does not wait
+	// for tracefs, reads them only then (Preload may be filling them in another
+	// goroutine).
+	tpLoaded atomic.Bool
+	generic  map[[2]uint64]string
+	tp       map[uint64]string
+	genNames []string
+	tpNames  []string
 }
 
 func (n *Namer) loadGeneric() {
@@ -40,6 +45,7 @@ func (n *Namer) loadGeneric() {
 }
 
 func (n *Namer) loadTracepoints() {
+	defer n.tpLoaded.Store(true)
 	n.tp = map[uint64]string{}
 	dir, err := FindTracefs(false)
 	if err != nil {
@@ -68,9 +74,16 @@ func (n *Namer) Preload() {
 	n.tpOnce.Do(n.loadTracepoints)
 }
 
-// Universe is every event name known so far, for relation.BindUniverse.
+// Universe is every event name known so far, for relation.BindUniverse: perf's generic
+// names, and the tracepoints once loaded (Names loads them for attrs with a tracepoint,
+// so relations over a run's tracepoints always see them all).
 func (n *Namer) Universe() []string {
-	return append(append([]string(nil), n.genNames...), n.tpNames...)
+	n.genOnce.Do(n.loadGeneric)
+	out := append([]string(nil), n.genNames...)
+	if n.tpLoaded.Load() {
+		out = append(out, n.tpNames...)
+	}
+	return out
 }
 
 // Names returns one distinct name per attr: perf's name, else type:config; a repeated

@@ -36,3 +36,25 @@ func TestNames(t *testing.T) {
 		t.Errorf("the universe lacks raw_syscalls:sys_exit")
 	}
 }
+
+// TestNamerPreloadConcurrent: Preload in a goroutine (as the sidecar starts it) while a
+// stage names a run without tracepoints and asks for the universe; run with -race. The
+// universe always has the generic names, and the tracepoints once they are loaded.
+func TestNamerPreloadConcurrent(t *testing.T) {
+	descs, err := ParseEvents("page-faults,minor-faults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs := []Attr{descs[0].Attr, descs[1].Attr}
+	var n Namer
+	done := make(chan struct{})
+	go func() { n.Preload(); close(done) }()
+	n.Names(attrs)
+	if u := n.Universe(); !slices.Contains(u, "page-faults") {
+		t.Errorf("the universe lacks page-faults: %d names", len(u))
+	}
+	<-done
+	if _, err := FindTracefs(false); err == nil && !slices.Contains(n.Universe(), "raw_syscalls:sys_enter") {
+		t.Errorf("after Preload the universe lacks raw_syscalls:sys_enter")
+	}
+}
