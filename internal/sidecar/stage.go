@@ -72,7 +72,9 @@ type Syncer interface {
 // otherwise apply): a stage that infers from the successive values it is given needs
 // them about as often as the kernel rotates its multiplexed events to see that
 // rotation. 0 asks for nothing. The server asks after each periodic round of the
-// client; the answer never lengthens Config.Period.
+// client; a Pace only ever shortens the idle period: rounds still come no more often
+// than Config.Period (a shorter Pace is rounded up to it), and never less often than
+// they would without it.
 type Pacer interface {
 	Pace(client int) time.Duration
 }
