@@ -1463,8 +1463,10 @@ static ssize_t do_read_slow(struct bp_event *ev, int fd, void *buf, size_t count
 {
 	if (ev->self && kernel_exact && ev->epoch == conn_epoch) {
 		/* The reader counts itself: only the kernel knows what it did a microsecond
-		 * ago, and with identity correction asking the sidecar would cost a round
-		 * trip for the same answer. (With another stage, mirror_read refreshes.) */
+		 * ago, and the sidecar's stage says such reads may keep the kernel's values
+		 * (BP_HELLO_F_KERNEL_EXACT: identity, or the correction of the kernel's
+		 * multiplexing, which leaves them), so asking it would only cost a round
+		 * trip. (With another stage, mirror_read refreshes.) */
 		COUNT(self_reads);
 		return real(fd, buf, count);
 	}
