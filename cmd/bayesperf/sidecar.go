@@ -46,9 +46,12 @@ PMU of N counters (multiplexed as the kernel rotates flexible groups);
 --fixed-counters lists events (perf syntax) that sit on fixed counters;
 --correct, --schedule and --infer-from are those of 'bayesperf run' (defaults
 with it: bayesperf, bayesperf, slices), and --report FILE writes run's report at exit.
-With --correct bayesperf or --report the stale bound defaults to 1ns: every read
-asks for values at the instant it reads (the report's intervals are the tool's
-rounds of reads). --collector is run's too: how each virtual PMU reads its
+With --virtual-counters, --correct bayesperf --infer-from slices (the defaults)
+or --report sets the stale bound's default to 1ns: every read asks for values at
+the instant it reads (the report's intervals are the tool's rounds of reads).
+The correction from values (without --virtual-counters, or --infer-from values)
+needs no such bound: the events it corrects are refreshed at every read, the
+others keep the default. --collector is run's too: how each virtual PMU reads its
 copies (bpf: in-kernel snapshots at every slice; read: read(2); auto, the
 default: bpf when it can be loaded). -v logs each client's ("collector bpf", or
 "collector read (why)"), and --stats FILE has it as "collector".
