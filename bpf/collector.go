@@ -728,10 +728,18 @@ func (c *Collector) Wait() error {
 // snapshot only if it is enabled now, as Next's would. It serves a reader that wants
 // values at the instant it reads (a virtual PMU answering a tool's read between slices,
 // or splitting a slice there). A running thread's events are read with a cross-CPU call,
-// as read(2) always does; a thread that has exited reads its final values. Values read
-// this way can exceed the next snapshot's by what a thread's events count after its exit
-// snapshot (its own sched:sched_process_exit) until the thread is retired; a caller
-// keeping running totals should never let them decrease.
+// as read(2) always does; a thread that has exited reads its final values.
+//
+// The values read are taken into the threads' latest values, so that the next snapshot
+// reports at least what Peek did. A thread's snapshots alone would not: its switch
+// snapshot precedes the context switch the kernel then counts, an exited thread's
+// events count its own sched:sched_process_exit after its exit snapshot, and a Peek
+// after a tick whose snapshot Next has not returned yet reads past that tick. Without
+// this, a virtual PMU that answered a read from a Peek and then switched the event off
+// at that snapshot served a lower count at the next read (vstage's
+// TestPerfStatLikeClient/bpf: 1320 -> 1126 raw_syscalls:sys_enter, and context-switches
+// 1 to 4 lower, in most runs). The events peeked (a virtual PMU's clock and one copy, at
+// a tool's read) then end their slice at the Peek, the others at the tick.
 func (c *Collector) Peek(events []int, out []perf.Count) error {
 	if len(out) < len(events) {
 		return fmt.Errorf("peek %d events into %d values", len(events), len(out))
@@ -758,9 +766,15 @@ func (c *Collector) Peek(events []int, out []perf.Count) error {
 			if _, err := unix.Read(sl.fds[k], buf[:]); err != nil {
 				return fmt.Errorf("peek event %d of tid %d: %w", i, sl.tid, err)
 			}
-			raw.Value += le64(buf[0:])
-			raw.Enabled += le64(buf[8:])
-			raw.Running += le64(buf[16:])
+			v := perf.Count{Value: le64(buf[0:]), Enabled: le64(buf[8:]), Running: le64(buf[16:])}
+			// As handle and readSlot: counters never go back, so a lower value is the
+			// older one.
+			if v.Value >= sl.last[k].Value && v.Enabled >= sl.last[k].Enabled {
+				sl.last[k] = v
+			}
+			raw.Value += sl.last[k].Value
+			raw.Enabled += sl.last[k].Enabled
+			raw.Running += sl.last[k].Running
 		}
 		if !c.opts.SwitchAtSnapshots {
 			out[n] = raw

@@ -94,13 +94,29 @@ func testPerfStatLikeClient(t *testing.T, coll string) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var werr error
+	prev := v
+	// What a tool reads never goes back: perf stat -I prints the difference of two
+	// reads, and a count, enabled or running time below the last read would wrap.
+	monotonic := func(v []shim.Values) {
+		t.Helper()
+		for i := range v {
+			a, b := prev[i], v[i]
+			if b.Members[0].Value < a.Members[0].Value || b.Enabled < a.Enabled || b.Running < a.Running {
+				t.Errorf("%s went back: value %d -> %d, enabled %d -> %d, running %d -> %d", descs[i].Name,
+					a.Members[0].Value, b.Members[0].Value, a.Enabled, b.Enabled, a.Running, b.Running)
+			}
+		}
+		prev = v
+	}
 loop:
 	for {
 		select {
 		case werr = <-done:
 			break loop
 		case <-time.After(2 * time.Millisecond):
-			st.Correct(0, evs, vals())
+			v := vals()
+			st.Correct(0, evs, v)
+			monotonic(v)
 		}
 	}
 	if werr != nil {
@@ -109,6 +125,7 @@ loop:
 	time.Sleep(20 * time.Millisecond) // let the runner take a slice after the exit
 	v = vals()
 	st.Correct(0, evs, v)
+	monotonic(v)
 	var sumRun uint64
 	for i, x := range v {
 		t.Logf("%-28s value %10d enabled %10d running %10d (%.0f%%)", descs[i].Name, x.Members[0].Value, x.Enabled, x.Running, 100*float64(x.Running)/float64(max(x.Enabled, 1)))
