@@ -191,11 +191,10 @@ func runMain(args []string) int {
 		fmt.Fprint(os.Stderr, "bayesperf run: no command given; usage: bayesperf run [flags] -- CMD [ARGS...]\n")
 		return 2
 	}
-	correctV, err := resolveCorrect(*correctFlag, *vcounters)
+	correct, err := resolveCorrect(*correctFlag, *vcounters)
 	if err != nil {
 		return exitWith("run", err)
 	}
-	correct := &correctV
 	if *sched != "kernel" && *sched != "bayesperf" {
 		return exitWith("run", usageErr("--schedule %s: want kernel or bayesperf", *sched))
 	}
@@ -228,7 +227,7 @@ func runMain(args []string) int {
 	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "sock")
 
-	extra := []string{"--correct", *correct, "--infer-from", from}
+	extra := []string{"--correct", correct, "--infer-from", from}
 	if *vcounters != 0 {
 		extra = append(extra, "--virtual-counters", strconv.Itoa(*vcounters), "--fixed-counters", *fixed,
 			"--schedule", *sched, "--collector", *collector)

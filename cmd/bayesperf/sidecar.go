@@ -98,11 +98,10 @@ func sidecarMain(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	correctV, err := resolveCorrect(*correctFlag, *vcounters)
+	correct, err := resolveCorrect(*correctFlag, *vcounters)
 	if err != nil {
 		return fail(err)
 	}
-	correct := &correctV
 	uids, err := parseUIDs(*allowUIDs)
 	if err != nil {
 		return fail(usageError{fmt.Errorf("--allow-uid: %w", err)})
@@ -121,7 +120,7 @@ func sidecarMain(args []string) int {
 		if err != nil {
 			return fail(usageError{fmt.Errorf("--fixed-counters: %w", err)})
 		}
-		st, err := correctionStage(*vcounters, fx, vstageCorrect(*correct, from), *sched, *statsFile != "" || *reportFile != "", *reportFile != "", cfg.Logf)
+		st, err := correctionStage(*vcounters, fx, vstageCorrect(correct, from), *sched, *statsFile != "" || *reportFile != "", *reportFile != "", cfg.Logf)
 		if err != nil {
 			return fail(err)
 		}
@@ -136,7 +135,7 @@ func sidecarMain(args []string) int {
 		}
 		vst = st
 	}
-	cfg.Stage = withKernelMux(cfg.Stage, *correct, from, cfg.Logf)
+	cfg.Stage = withKernelMux(cfg.Stage, correct, from, cfg.Logf)
 	srv, err := sidecar.New(cfg)
 	if err != nil {
 		return fail(fmt.Errorf("%w; give --socket a path in a directory of your own with mode 0700 (mkdir -m 700 DIR), or let 'bayesperf run' start the sidecar", err))
