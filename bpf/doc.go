@@ -108,10 +108,12 @@
 // snapshot taken but not applied. Peek reads events now with read(2), gated as the next
 // snapshot would report them, without ending the slice: the next snapshot covers the
 // whole slice, so a reader that ends a slice at a Peek (vpmu's Split) gets the rest of
-// it from that snapshot. A Peek can exceed the next snapshot slightly (an exited
-// thread's last counts are in its events before its slot is retired, and a tick record
-// from before the Peek may end the next slice), so readers keep running totals that
-// never decrease.
+// it from that snapshot. What Peek reads is taken into the sums, so the next snapshot
+// reports at least as much: a thread's own snapshots can be behind its events (a switch
+// snapshot precedes the context switch the kernel counts, an exit snapshot precedes the
+// thread's own sched_process_exit), and a Peek after a tick whose snapshot Next has not
+// returned yet reads past that tick; a virtual PMU that served such a Peek would
+// otherwise serve less at the next read.
 //
 // A goroutine consumes the BPF ring buffer as records arrive, so new threads are followed
 // however late Next is called; Next returns the sums as of the last record applied. It runs

@@ -98,9 +98,9 @@ func TestEnableOnExec(t *testing.T) {
 
 // TestPeek: between snapshots, Peek reads every event now, gated as the next snapshot
 // would be without ending the slice: an enabled copy reads at least what the last
-// snapshot said, a copy disabled since that snapshot reads exactly it, and after the
-// target has exited, Peek and the final snapshot agree. Wait returns when Next would not
-// block, and consumes nothing.
+// snapshot said, a copy disabled since that snapshot reads exactly it, the next snapshot
+// reports at least what Peek read, and after the target has exited, Peek and the final
+// snapshot agree. Wait returns when Next would not block, and consumes nothing.
 func TestPeek(t *testing.T) {
 	tc := softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK)
 	gp := tracepointAttr(t, "syscalls", "sys_enter_getppid")
@@ -128,6 +128,11 @@ func TestPeek(t *testing.T) {
 		}
 		if err != nil {
 			t.Fatal(err)
+		}
+		for i := range evs {
+			if n > 0 && s.Counts[i].Value < peek[i].Value {
+				t.Fatalf("slice %d event %d: snapshot %d below the last peek's %d", n, i, s.Counts[i].Value, peek[i].Value)
+			}
 		}
 		last = s
 		// Copy 2 is on in even slices: it counts over the slice that begins now.

@@ -569,9 +569,10 @@ func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 	}
 	st := Step{Index: p.step, WallNs: now - p.lastWall}
 	p.lastWall = now
-	// Running totals never decrease: a snapshotting collector's Peek (a split) can read a
-	// little more than its next snapshot (see bpf.Collector.Peek), and a delta is only
-	// counted once the totals pass what was already reported. read(2) never goes back.
+	// Running totals never decrease: a delta is only counted once the totals pass what
+	// was already reported. read(2) never goes back, and package bpf's collector makes
+	// its next snapshot at least what a Peek (a split) read; a Switchable that did not
+	// would have the difference counted once, later, rather than twice.
 	enabled := uint64(0)
 	if clock > p.prevClock {
 		enabled = clock - p.prevClock
