@@ -70,7 +70,6 @@ type client struct {
 	failed bool         // building failed for this set of events: do not retry every round
 	corr   *correction  // per-PMU correction and report state
 	final  []perf.Count // once finished: the virtual values at the end (the PMU is closed)
-	coll   string       // the collector of the PMU: "bpf" or "read"
 	logged string       // the last collector line logged for the client
 }
 
@@ -327,7 +326,6 @@ func (s *Stage) rebuild(id int, c *client) {
 		s.logf("vstage: client %d: %s", id, line)
 		c.logged = line
 	}
-	c.coll = coll
 	if s.used == nil {
 		s.used = map[string]int{}
 	}
