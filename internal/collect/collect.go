@@ -8,8 +8,11 @@
 //
 // Resolve turns --collector auto|read|bpf into the collector used: auto is bpf when this
 // process can load the BPF collector (bpf.Probe: root or CAP_BPF+CAP_PERFMON, a kernel
-// with the BPF ring buffer), else read. BPF gives estimates at least as good
-// (test/bpf_eval_test.go, test/dropin_collector_test.go); read(2) works everywhere.
+// with the BPF ring buffer), else read. Neither is clearly better: eval's estimates
+// through bpf are as good as through read(2) within the spread of pooled runs
+// (test/bpf_eval_test.go: median WAPE ratio bpf/read 0.67-1.14), and the drop-in's
+// corrected totals as good or somewhat worse, never by 2x (test/dropin_collector_test.go:
+// geometric mean of bpf/read 0.97-1.71 over 10 repetitions). read(2) works everywhere.
 //
 // Snapshots is the vpmu.Config.Snapshots of the bpf collector. It fails where the bpf
 // collector cannot serve (BPF unavailable here, events other than software events and
