@@ -63,7 +63,9 @@
 // --virtual-counters (cmd/bayesperf resolveCorrect): a correction that is not better
 // than the kernel's scaling is not worth a round trip per read by default.
 //
-// Limits: targets with more than MaxEvents events keep the kernel's values; events
+// Limits: targets with more than MaxEvents events keep the kernel's values (events
+// corrected before a late one made too many: the kernel's scaled values, with
+// time_running = time_enabled, never below what was published); events
 // registered after a target's model started rebuild it (their earlier counts enter as
 // the kernel's scaled values); a tool's PERF_EVENT_IOC_RESET of a corrected event is
 // not followed (its values never decrease). Relations bind by perf's generic and

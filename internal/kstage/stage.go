@@ -507,16 +507,27 @@ func (s *Stage) finish(t *target) {
 // kernel's delta since the last round is added, scaled by enabled/running.
 func (s *Stage) publish(t *target, idx []int, v *shim.Values, isRound bool) {
 	// What is published as the kernel gave it is a floor too: a value corrected later
-	// must not be below it. An event once corrected never goes back below what it was
-	// given; one never corrected follows the kernel exactly (a tool's
-	// PERF_EVENT_IOC_RESET included).
+	// must not be below it. One never corrected follows the kernel exactly (a tool's
+	// PERF_EVENT_IOC_RESET included). Once a member was corrected (the target turned
+	// off later, a group member the model knows nothing of), the value is the
+	// kernel's scaled by enabled/running, as the tool would scale it, never below what
+	// was published, and time_running stays time_enabled: going back to the kernel's
+	// running time would make it decrease (perf stat -I's deltas would wrap).
 	kernel := func() {
+		corrected := false
+		for _, j := range idx {
+			corrected = corrected || t.corrected[j]
+		}
 		for m, j := range idx {
-			if t.corrected[j] && v.Members[m].Value < t.pub[j] {
-				v.Members[m].Value = t.pub[j]
-				v.Running = v.Enabled
+			if corrected {
+				u := uint64(math.Round(scaled(raw{v.Members[m].Value, v.Enabled, v.Running})))
+				v.Members[m].Value = max(u, t.pub[j])
+				t.corrected[j] = true
 			}
 			t.pub[j] = v.Members[m].Value
+		}
+		if corrected {
+			v.Running = v.Enabled
 		}
 	}
 	if t.off || t.md == nil {

@@ -464,3 +464,31 @@ func TestReadAfterRebuild(t *testing.T) {
 		t.Errorf("read after the rebuild: %.0f, truth %.0f", b, k.truth[1])
 	}
 }
+
+// TestOffAfterCorrection: a target that goes over MaxEvents after its events were
+// corrected (a late event) falls back to the kernel's values scaled as the tool would
+// scale them, with time_running still equal to time_enabled (going back to the
+// kernel's running time would make it decrease) and values that keep following the
+// count, never below what was published.
+func TestOffAfterCorrection(t *testing.T) {
+	k := mixed(t, int32(os.Getpid()))
+	k.st.MaxEvents = 5
+	late := k.evs[5]
+	k.evs = k.evs[:5]
+	for range 100 {
+		k.step()
+	}
+	k.read(0, 1, 2, 3, 4)
+	k.evs = append(k.evs, late) // 6 events: more than MaxEvents
+	for range 200 {
+		k.step()
+	}
+	kern, got := k.read(1)
+	if got[0].Running != got[0].Enabled {
+		t.Errorf("running %d, enabled %d: a corrected event's running time went back to the kernel's", got[0].Running, got[0].Enabled)
+	}
+	lx := float64(kern[0].Members[0].Value) * float64(kern[0].Enabled) / float64(kern[0].Running)
+	if b := float64(got[0].Members[0].Value); math.Abs(b-lx) > 0.01*lx {
+		t.Errorf("after the fallback: %.0f published, the kernel's scaled value is %.0f (truth %.0f)", b, lx, k.truth[1])
+	}
+}
