@@ -103,7 +103,6 @@ func (md *Model) refilter() {
 	l.logc80, l.logc95, l.calNAll, l.logcE, l.calN = o.logc80, o.logc95, o.calNAll, o.logcE, o.calN
 	l.dispV, l.dispM, l.dispN = o.dispV, o.dispM, o.dispN
 	*md = *nm
-	md.run = runLog{dropped: true}
 }
 
 // learnAhead feeds the activity learner the readings of slice s counted whole, with the

@@ -53,10 +53,23 @@ func TestRefilterUsesLaterRatios(t *testing.T) {
 	md, truth := hindsightRun(t, Options{}, T, first)
 	before := math.Abs(md.Estimate(0, first)[1].Value-truth) / truth
 	md.Finish()
+	if md.run.rs != nil || !md.run.dropped {
+		t.Error("Finish kept the slices of the run")
+	}
 	after := math.Abs(md.Estimate(0, first)[1].Value-truth) / truth
 	t.Logf("event 1 over the first %d slices: relative error %.4f online, %.4f after Finish", first, before, after)
 	if !(after < 0.01) || !(after < before/4) {
 		t.Errorf("relative error after the second pass %.4f (before %.4f): want < 0.01 and a quarter of before", after, before)
+	}
+
+	// A run without activity levels keeps the first pass; Finish still drops its slices.
+	off, _ := hindsightRun(t, Options{NoActivity: true}, T, first)
+	if off.run.slices() != T {
+		t.Fatalf("%d slices kept for the second pass, want %d", off.run.slices(), T)
+	}
+	off.Finish()
+	if off.run.rs != nil || !off.run.dropped {
+		t.Error("Finish without a second pass kept the slices of the run")
 	}
 
 	// History of 64 slices: the history froze, no second pass, Finish only smooths.

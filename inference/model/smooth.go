@@ -486,6 +486,9 @@ func (md *Model) Posterior(from, to int) (mean, sd []float64) {
 func (md *Model) Finish() {
 	if !md.finished {
 		md.refilter()
+		// Observe after Finish is an error: the slices kept for the second pass are of
+		// no more use, also where refilter kept the first pass.
+		md.run.drop()
 	}
 	md.finished = true
 	if h := &md.hist; h.t > h.lo {
