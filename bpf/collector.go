@@ -75,7 +75,10 @@ type Options struct {
 	// enable_on_exec, and the kernel enables them in the exec. Tasks followed later (the
 	// command's threads and children) count from the moment their events are open, as
 	// before. Before the exec the events read as zero (time_enabled too), so nothing of
-	// the forked tool's own code reaches a snapshot.
+	// the forked tool's own code reaches a snapshot. An event opened with the disabled
+	// bit is not concerned without SwitchAtSnapshots: it counts from its SetEnabled,
+	// before the exec if that comes first (with SwitchAtSnapshots every event counts in
+	// the kernel from the exec, and SetEnabled only gates what is reported).
 	EnableOnExec bool
 }
 
