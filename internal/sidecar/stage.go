@@ -22,11 +22,14 @@ type Event struct {
 // Correct is called with events and the raw values just read from the kernel for them
 // (same length, same order) at CLOCK_MONOTONIC time timeNs, and corrects values in place;
 // what it leaves there is what the mirrors publish. A periodic round passes all live
-// events of one client; a synchronous refresh passes only the event being read. Members
-// of a group read (PERF_FORMAT_GROUP) are in values[i].Members, leader first. A Stage
-// must not keep the slices after returning and is called by one goroutine at a time.
+// events of one client; a synchronous refresh passes only the event being read (the
+// two look the same for a client with one live event: treat such a call as a read).
+// Members of a group read (PERF_FORMAT_GROUP) are in values[i].Members, leader first.
+// A Stage must not keep the slices after returning and is called by one goroutine at a
+// time.
 //
-// The virtual PMU and inference will implement Stage: they may replace a member's Value
+// The virtual PMU (internal/vpmu/vstage) and the correction of the kernel's
+// multiplexing (internal/kstage) implement Stage: a stage may replace a member's Value
 // (and Enabled/Running, to present a multiplexed view) but must keep the slice lengths.
 type Stage interface {
 	Name() string
