@@ -41,8 +41,9 @@
 // backend: inherited events with enable_on_exec) or, with Stage.Snapshots set
 // (`--collector bpf`, or auto where BPF loads; internal/collect), through the bpf
 // collector: copies opened per task with enable_on_exec on a target that has not
-// exec'd, the target's threads followed and, for inherited events, its child processes
-// held at their fork until their copies are open; the tool's reads and rounds of reads
+// exec'd and, for inherited events, on the threads and processes the target creates
+// (new processes held at their fork until their copies are open; without inherit only
+// the target thread counts, as the tool's own events do); the tool's reads and rounds of reads
 // read the copies at their instant through the collector's Peek (vpmu.PMU.Split,
 // Virtual, TruthNow). A client whose PMU cannot be opened that way (BPF unavailable,
 // events other than software events and tracepoints, a kernel without what holding
