@@ -1,8 +1,8 @@
 // Package kstage corrects the kernel's own multiplexing in the drop-in path: it is a
 // sidecar.Stage (`bayesperf run` and `bayesperf sidecar` without --virtual-counters,
-// with --correct bayesperf: not the default there, see below) for a CPU whose PMU has fewer counters than the
-// tool asked for events, where the kernel rotates the events and reports each one's
-// count with time_enabled and a smaller time_running.
+// with --correct bayesperf: not the default there, see below) for a CPU whose PMU has
+// fewer counters than the tool asked for events, where the kernel rotates the events
+// and reports each one's count with time_enabled and a smaller time_running.
 //
 // It sees only what the sidecar reads of the tool's events: per client and target
 // (pid, cpu: the kernel multiplexes each context on its own), every periodic round the

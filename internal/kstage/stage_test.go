@@ -203,8 +203,9 @@ func mixed(t *testing.T, pid int32) *kernel {
 }
 
 // TestMultiplexed: multiplexed events are published as the model's running totals with
-// time_running = time_enabled, monotonically, close to the truth; the never-scheduled event keeps the kernel's values; a refresh adds
-// the kernel's scaled delta since the round.
+// time_running = time_enabled, monotonically, close to the truth; the never-scheduled
+// event keeps the kernel's values; a refresh adds the kernel's scaled delta since the
+// round.
 func TestMultiplexed(t *testing.T) {
 	k := mixed(t, int32(os.Getpid()))
 	for range 400 {

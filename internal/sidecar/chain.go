@@ -10,9 +10,10 @@ import (
 // Chain runs stages one after the other on the same values: each corrects what the one
 // before it left. It forwards the optional interfaces the server asks for: Forget to
 // every Forgetter, KernelExact only when every stage is, Pace as the shortest any
-// stage asks, Sync when any stage asks. (`bayesperf run --virtual-counters N --infer-from values` chains the
-// virtual PMU, which presents what a multiplexing kernel would, and the stage that
-// corrects the kernel's multiplexing from those values alone.)
+// stage asks, Sync when any stage asks. (`bayesperf run --virtual-counters N
+// --infer-from values` chains the virtual PMU, which presents what a multiplexing
+// kernel would, and the stage that corrects the kernel's multiplexing from those
+// values alone.)
 type Chain []Stage
 
 var (
