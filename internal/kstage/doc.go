@@ -54,9 +54,10 @@
 // behind the virtual PMU, which presents exactly what a multiplexing kernel would
 // (`bayesperf run --virtual-counters N --infer-from values`, a sidecar.Chain). On the
 // mixed workload with 18 events on 4 counters and the kernel's round robin, perf stat
-// -I 100's intervals through this stage are about as accurate as the kernel's own
-// scaling, 0.8x-1.2x its accuracy (test/dropin_kstage_test.go; publishing the
-// filter's totals at every round instead gave 0.77x-0.90x). The virtual PMU's own
+// -I 100's intervals through this stage are at best as accurate as the kernel's own
+// scaling: error reductions of 0.8x-1.0x since the model's second pass was merged
+// (0.9x-1.2x before; test/dropin_kstage_test.go; publishing the filter's totals at
+// every round instead gave 0.77x-0.90x). The virtual PMU's own
 // correction on the same round robin, from its exact slices, is at about 1.0x: the
 // gains of --virtual-counters' default come from bayesperf's schedule, which a real
 // PMU's kernel does not follow. That is why --correct defaults to none without
