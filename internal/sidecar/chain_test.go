@@ -10,7 +10,8 @@ import (
 	"github.com/bayesperf/bayesperf/shim"
 )
 
-// addStage adds n to every value; it keeps per-client state and paces as told.
+// addStage appends the digit n to every value (v*10 + n), so the result shows the order
+// the stages ran in; it records Forget calls and paces as told.
 type addStage struct {
 	n       uint64
 	forgot  []int
