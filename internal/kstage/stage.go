@@ -129,7 +129,7 @@ func (s *Stage) Pace(id int) time.Duration {
 		return 0
 	}
 	for _, t := range c.targets {
-		if t.md != nil && !t.final {
+		if t.md != nil && !t.final && !t.off {
 			return s.unit()
 		}
 	}

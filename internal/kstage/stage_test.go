@@ -492,4 +492,7 @@ func TestOffAfterCorrection(t *testing.T) {
 	if b := float64(got[0].Members[0].Value); math.Abs(b-lx) > 0.01*lx {
 		t.Errorf("after the fallback: %.0f published, the kernel's scaled value is %.0f (truth %.0f)", b, lx, k.truth[1])
 	}
+	if p := k.st.Pace(1); p != 0 || k.st.Sync(k.evs[1]) {
+		t.Errorf("a target no longer corrected is paced (%v) or synced (%v)", p, k.st.Sync(k.evs[1]))
+	}
 }
