@@ -187,3 +187,51 @@ func TestRunnerSnapshots(t *testing.T) {
 		t.Fatal("the stepping goroutine still runs after the PMU was closed")
 	}
 }
+
+// TestRunnerSplitBeforeStep: a tool's read can split the slice after the collector's
+// slice ended and before the Runner stepped (it waits for the slice without its lock,
+// and the read took the lock first). The split then reported everything up to the
+// snapshot, and the step finds nothing new: it must be idle, not a slice of no time.
+func TestRunnerSplitBeforeStep(t *testing.T) {
+	evs, ks := kernelEvents(t, "page-faults,context-switches", 1, nil)
+	f := newFakeSnaps(1 + 2*len(evs))
+	p, err := Open(Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true, Pid: os.Getpid(),
+		Snapshots: func(SnapshotRequest) (Switchable, error) { return f, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	r, err := NewRunner(p, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.set(0, perf.Count{Enabled: 1000})
+	f.set(1, perf.Count{Value: 10})
+	r.mu.Lock() // a read in progress
+	f.tick()
+	time.Sleep(20 * time.Millisecond) // the runner has its slice and waits for the lock
+	st, err := p.Split()
+	r.mu.Unlock()
+	if err != nil || st.Idle || st.Views[0].Duration != 1000 {
+		t.Fatalf("split: %+v, %v; want a slice of 1000ns", st, err)
+	}
+	f.set(0, perf.Count{Enabled: 1600})
+	f.set(1, perf.Count{Value: 16})
+	f.tick()
+	var steps []Step
+	for deadline := time.Now().Add(time.Second); len(steps) < 1 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		steps = append(steps, r.Drain()...)
+	}
+	time.Sleep(20 * time.Millisecond)
+	steps = append(steps, r.Drain()...)
+	var durs []float64
+	for _, s := range steps {
+		durs = append(durs, s.Views[0].Duration)
+	}
+	if len(steps) != 1 || durs[0] != 600 || steps[0].Truth[0] != 6 {
+		t.Errorf("steps after the split: durations %v, want one slice of 600ns (truth 6)", durs)
+	}
+	if _, err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -469,6 +469,14 @@ func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 		if err != nil {
 			return Step{}, fmt.Errorf("step virtual PMU: %w", err)
 		}
+		if snap.Counts[0].Enabled <= p.prevClock {
+			// A split (a tool's read, which took the Runner's lock after this slice
+			// ended and before the step) already reported the slice, and the target has
+			// not run since: idle, as a read(2) step after no run, rather than a slice
+			// of no time. The views keep their configuration for the next slice, which
+			// the collector gates with the events enabled now.
+			return Step{Index: p.step, Idle: true}, nil
+		}
 		now = perf.MonotonicNs()
 		clock = snap.Counts[0].Enabled
 		truth = func(i int) uint64 { return snap.Counts[1+i].Value }
