@@ -77,8 +77,10 @@ type HelloReply struct {
 	Flags      uint32 // HelloKernelExact
 }
 
-// HelloKernelExact in HelloReply.Flags: the sidecar publishes the kernel's values
-// unchanged, so the shim may read self-counting events from the kernel directly.
+// HelloKernelExact in HelloReply.Flags: the sidecar's stage lets reads of
+// self-counting events keep the kernel's values (sidecar.KernelExact: identity, or
+// internal/kstage, which leaves them), so the shim may read them from the kernel
+// directly.
 const HelloKernelExact uint32 = 1
 
 // Register is struct bp_register: one perf_event_open the shim performed, as the caller

@@ -67,9 +67,10 @@ struct bp_hello_reply {
 	uint32_t flags;      /* BP_HELLO_F_* */
 };
 
-/* The sidecar's values are the kernel's (identity correction): the shim may answer reads
- * of events that count the reader itself straight from the kernel, which is exact and
- * costs no round trip. Without it, such reads refresh the mirror synchronously. */
+/* The sidecar's stage lets reads of events that count the reader itself keep the
+ * kernel's values (identity correction, or the correction of the kernel's multiplexing,
+ * which leaves them): the shim may answer them straight from the kernel, which is exact
+ * and costs no round trip. Without it, such reads refresh the mirror synchronously. */
 #define BP_HELLO_F_KERNEL_EXACT 1u
 
 #define BP_ATTR_MAX 256 /* largest perf_event_attr the shim forwards (kernel 6.x: 136) */
