@@ -752,7 +752,6 @@ func (c *Collector) Peek(events []int, out []perf.Count) error {
 	if c.closed {
 		return ErrClosed
 	}
-	var buf [24]byte
 	for n, i := range events {
 		if i < 0 || i >= len(c.opts.Events) {
 			return fmt.Errorf("peek event %d: out of range [0,%d)", i, len(c.opts.Events))
@@ -766,18 +765,13 @@ func (c *Collector) Peek(events []int, out []perf.Count) error {
 			if sl == nil {
 				continue
 			}
-			if _, err := unix.Read(sl.fds[k], buf[:]); err != nil {
-				return fmt.Errorf("peek event %d of tid %d: %w", i, sl.tid, err)
+			v, err := sl.readEvent(k)
+			if err != nil {
+				return fmt.Errorf("peek event %d: %w", i, err)
 			}
-			v := perf.Count{Value: le64(buf[0:]), Enabled: le64(buf[8:]), Running: le64(buf[16:])}
-			// As handle and readSlot: counters never go back, so a lower value is the
-			// older one.
-			if v.Value >= sl.last[k].Value && v.Enabled >= sl.last[k].Enabled {
-				sl.last[k] = v
-			}
-			raw.Value += sl.last[k].Value
-			raw.Enabled += sl.last[k].Enabled
-			raw.Running += sl.last[k].Running
+			raw.Value += v.Value
+			raw.Enabled += v.Enabled
+			raw.Running += v.Running
 		}
 		if !c.opts.SwitchAtSnapshots {
 			out[n] = raw
@@ -1056,21 +1050,39 @@ func (c *Collector) readSlots() error {
 
 // readSlot reads a slot's events with read(2) into its latest values.
 func (c *Collector) readSlot(s *slot) error {
-	var buf [24]byte
-	for i, fd := range s.fds {
-		n, err := unix.Read(fd, buf[:])
-		if err != nil {
-			return fmt.Errorf("read event %d of tid %d: %w", i, s.tid, err)
-		}
-		if n != len(buf) {
-			return fmt.Errorf("read event %d of tid %d: got %d bytes, want %d", i, s.tid, n, len(buf))
-		}
-		v := perf.Count{Value: le64(buf[0:]), Enabled: le64(buf[8:]), Running: le64(buf[16:])}
-		if v.Value >= s.last[i].Value {
-			s.last[i] = v
+	for i := range s.fds {
+		if _, err := s.readEvent(i); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// readEvent reads the slot's event i with read(2) into its latest values, unless they
+// are already higher (counters never go back: the lower value is the older one, a
+// record applied after it was read), and returns them.
+func (s *slot) readEvent(i int) (perf.Count, error) {
+	v, err := readCount(s.fds[i])
+	if err != nil {
+		return perf.Count{}, fmt.Errorf("read event %d of tid %d: %w", i, s.tid, err)
+	}
+	if v.Value >= s.last[i].Value {
+		s.last[i] = v
+	}
+	return s.last[i], nil
+}
+
+// readCount reads one event opened with read_format (value, enabled, running).
+func readCount(fd int) (perf.Count, error) {
+	var buf [24]byte
+	n, err := unix.Read(fd, buf[:])
+	if err != nil {
+		return perf.Count{}, err
+	}
+	if n != len(buf) {
+		return perf.Count{}, fmt.Errorf("got %d bytes, want %d", n, len(buf))
+	}
+	return perf.Count{Value: le64(buf[0:]), Enabled: le64(buf[8:]), Running: le64(buf[16:])}, nil
 }
 
 // ReadNow reads every event with read(2), bypassing BPF, and returns the sums. It is the
@@ -1083,18 +1095,18 @@ func (c *Collector) ReadNow() (perf.Snapshot, error) {
 		return perf.Snapshot{}, ErrClosed
 	}
 	s := perf.Snapshot{Counts: slices.Clone(c.retired)}
-	var buf [24]byte
 	for _, sl := range c.slots {
 		if sl == nil {
 			continue
 		}
 		for i, fd := range sl.fds {
-			if _, err := unix.Read(fd, buf[:]); err != nil {
+			v, err := readCount(fd)
+			if err != nil {
 				return perf.Snapshot{}, fmt.Errorf("read event %d of tid %d: %w", i, sl.tid, err)
 			}
-			s.Counts[i].Value += le64(buf[0:])
-			s.Counts[i].Enabled += le64(buf[8:])
-			s.Counts[i].Running += le64(buf[16:])
+			s.Counts[i].Value += v.Value
+			s.Counts[i].Enabled += v.Enabled
+			s.Counts[i].Running += v.Running
 		}
 	}
 	s.TimeNs = monotonicNow()
