@@ -63,7 +63,9 @@ func RunCommand(cfg Config, cmd *exec.Cmd, interval time.Duration) (*Result, err
 				<-done
 				return nil, err
 			}
-			res.Steps = append(res.Steps, st)
+			if !st.Idle { // a snapshot that found the target not run since the last one
+				res.Steps = append(res.Steps, st)
+			}
 		}
 		werr := <-done
 		res.WallNs = time.Since(start).Nanoseconds()
