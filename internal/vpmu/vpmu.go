@@ -430,7 +430,8 @@ func (p *PMU) toggle(v, i int, on bool) error {
 // With the bpf collector, Step blocks until the collector's next snapshot (a slice in
 // which the target did not run gives none, as the kernel does not rotate an inactive
 // task context either) and returns io.EOF once the target has exited and its final
-// snapshot was returned.
+// snapshot was returned. A snapshot that finds nothing new since the last step or Split
+// (one that came between the end of the collector's slice and this step) is idle.
 func (p *PMU) Step() (Step, error) { return p.stepSlice(false, true) }
 
 // Split ends the current slice now without rotating: the next slice keeps the current
