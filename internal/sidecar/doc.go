@@ -33,6 +33,9 @@
 // stage whose values are estimates as of the read). Chain composes stages.
 //
 // Errors: malformed messages and bad fds from a client close that client's connection
-// (or decline the one registration) and are logged; they never stop the server. Server
-// methods are safe for concurrent use; a Stage is called by one goroutine at a time.
+// (or decline the one registration) and are logged; they never stop the server. A Stage
+// that panics is switched off for the rest of the run (logged once with its stack;
+// Stats.StagePanicked): every mirror then carries the kernel's values, which are exact.
+// Server methods are safe for concurrent use; a Stage is called by one goroutine at a
+// time.
 package sidecar

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +64,7 @@ type Stats struct {
 	Rings            uint64 `json:"rings"`          // sampling rings mirrored
 	Declined         uint64 `json:"declined"`       // registrations refused (bad fd or attr)
 	Stage            string `json:"stage"`
+	StagePanicked    bool   `json:"stage_panicked,omitempty"` // the stage failed; values since were the kernel's
 }
 
 // Server is a running sidecar. Create it with New, run it with Serve, stop it with Close.
@@ -79,9 +81,10 @@ type Server struct {
 	retired shim.ClientPage // counters of clients that are gone
 	closed  bool
 
-	wake    chan struct{} // a refresh happened: republish at Period again
-	pubMu   sync.Mutex    // serialises kernel reads, the Stage and mirror writes
-	readBuf []byte
+	wake     chan struct{} // a refresh happened: republish at Period again
+	pubMu    sync.Mutex    // serialises kernel reads, the Stage and mirror writes
+	readBuf  []byte
+	stageOff atomic.Bool // the Stage panicked: publish the kernel's values
 
 	events, clientsSeen, declined, publishes atomic.Uint64
 	rings, recordsMirrored, recordsLost      atomic.Uint64
@@ -260,6 +263,7 @@ func (s *Server) Stats() Stats {
 		Clients:          s.clientsSeen.Load(),
 		Declined:         s.declined.Load(),
 		Stage:            s.cfg.Stage.Name(),
+		StagePanicked:    s.stageOff.Load(),
 	}
 }
 
@@ -502,8 +506,15 @@ func (s *Server) publish(evs []*event) {
 		return
 	}
 	now := s.now()
-	s.cfg.Stage.Correct(now, infos, vals)
 	sy, _ := s.cfg.Stage.(Syncer)
+	if !s.correct(now, infos, vals) {
+		// The stage is off (it panicked, now or before) and may have left vals half
+		// rewritten: the kernel's values, read again.
+		sy = nil
+		for i, e := range live {
+			vals[i], states[i] = e.readKernel(s.readBuf)
+		}
+	}
 	for i, e := range live {
 		var flags uint32
 		if sy != nil && sy.Sync(infos[i]) {
@@ -512,6 +523,26 @@ func (s *Server) publish(evs []*event) {
 		e.mirror.Publish(states[i], flags, uint64(now), vals[i])
 	}
 	s.publishes.Add(uint64(len(live)))
+}
+
+// correct runs the Stage on vals, unless it has panicked before: a bug in a stage (the
+// model, the virtual PMU) must not take the sidecar down with every client's mirrors.
+// After a panic the stage is off for the rest of the run, so every mirror gets the
+// kernel's values, which are exact; the panic is logged once with its stack. It reports
+// whether the stage ran to the end. pubMu is held.
+func (s *Server) correct(now int64, infos []Event, vals []shim.Values) (ok bool) {
+	if s.stageOff.Load() {
+		return false
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s.stageOff.Store(true)
+			s.cfg.Logf("stage %s panicked; serving the kernel's values from now on: %v\n%s", s.cfg.Stage.Name(), r, debug.Stack())
+			ok = false
+		}
+	}()
+	s.cfg.Stage.Correct(now, infos, vals)
+	return true
 }
 
 // pumpLocked moves the records of e's kernel ring into its mirror; pubMu is held. A
