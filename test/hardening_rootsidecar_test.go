@@ -166,6 +166,7 @@ func TestHardeningRootSidecarOtherUser(t *testing.T) {
 		want string
 	}{
 		{[]string{"--allow-uid", "bpuser", "--virtual-counters", "4"}, "--allow-uid with --virtual-counters"},
+		{[]string{"--allow-uid", "bpuser", "--correct", "bayesperf"}, "--allow-uid with --correct bayesperf"},
 		{[]string{"--allow-uid", "no-such-user-here"}, "no-such-user-here"},
 	} {
 		r := run(t, nil, append([]string{filepath.Join(dir, "bayesperf"), "sidecar", "--socket", filepath.Join(t.TempDir(), "sock")}, c.args...)...)

@@ -60,7 +60,10 @@ default: bpf when it can be loaded). -v logs each client's ("collector bpf", or
 tools: a sidecar run as root for BPF serving non-root tools. Their socket
 directory may then be mode 0711. Such a tool is served only what the fds it
 opened itself give it: no virtual PMU (which opens events with the sidecar's
-rights, so --allow-uid refuses --virtual-counters), no mirror of its sampling
+rights, so --allow-uid refuses --virtual-counters), no correction (the
+kernel's values only: --allow-uid refuses --correct bayesperf, whose model
+would run on the other user's behalf under the lock every client's
+publishing takes), no mirror of its sampling
 rings (it maps the kernel's, under its own locked-memory limit), and no more
 events than its own RLIMIT_NOFILE.
 `
@@ -101,6 +104,12 @@ func sidecarMain(args []string) int {
 	correct, err := resolveCorrect(*correctFlag, *vcounters)
 	if err != nil {
 		return fail(err)
+	}
+	if *allowUIDs != "" && correct == "bayesperf" {
+		// One lock serialises every client's publishing, and a corrected target's
+		// smoothing runs under it (tens of ms for 64 events): another user's tool must
+		// not be able to slow every client down.
+		return fail(usageErr("--allow-uid with --correct bayesperf: other users' tools are served the kernel's values only; run one sidecar per user to correct them"))
 	}
 	uids, err := parseUIDs(*allowUIDs)
 	if err != nil {
