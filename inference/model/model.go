@@ -494,5 +494,7 @@ func (md *Model) Events() int { return md.n }
 // StateDim is the number of free rates in the state (events minus exact identities).
 func (md *Model) StateDim() int { return md.k }
 
-// Failures is the number of slices whose update failed numerically and was skipped.
+// Failures is the number of slices whose update failed numerically and was skipped: by
+// the filter whose values Estimate gives, so after a Finish that filtered the run again
+// (refilter), by that second pass.
 func (md *Model) Failures() int { return md.fail }
