@@ -8,20 +8,23 @@ import (
 )
 
 // Chain runs stages one after the other on the same values: each corrects what the one
-// before it left. It forwards the optional interfaces the server asks for: Forget to
-// every Forgetter, KernelExact only when every stage is, Pace as the shortest any
-// stage asks, Sync when any stage asks. (`bayesperf run --virtual-counters N
+// before it left. It forwards the optional interfaces the server asks for: CorrectCall
+// to every CallCorrector (Correct to the others), Forget to every Forgetter,
+// Unregistered to every Unregisterer, KernelExact only when every stage is, Pace as
+// the shortest any stage asks, Sync when any stage asks. (`bayesperf run --virtual-counters N
 // --infer-from values` chains the virtual PMU, which presents what a multiplexing
 // kernel would, and the stage that corrects the kernel's multiplexing from those
 // values alone.)
 type Chain []Stage
 
 var (
-	_ Stage       = Chain(nil)
-	_ Forgetter   = Chain(nil)
-	_ KernelExact = Chain(nil)
-	_ Pacer       = Chain(nil)
-	_ Syncer      = Chain(nil)
+	_ Stage         = Chain(nil)
+	_ CallCorrector = Chain(nil)
+	_ Forgetter     = Chain(nil)
+	_ Unregisterer  = Chain(nil)
+	_ KernelExact   = Chain(nil)
+	_ Pacer         = Chain(nil)
+	_ Syncer        = Chain(nil)
 )
 
 // Name joins the stages' names with "+".
@@ -37,6 +40,22 @@ func (ch Chain) Name() string {
 func (ch Chain) Correct(timeNs int64, events []Event, values []shim.Values) {
 	for _, st := range ch {
 		st.Correct(timeNs, events, values)
+	}
+}
+
+// CorrectCall runs every stage in order, telling those that ask what the call is.
+func (ch Chain) CorrectCall(timeNs int64, call Call, events []Event, values []shim.Values) {
+	for _, st := range ch {
+		correctStage(st, timeNs, call, events, values)
+	}
+}
+
+// Unregistered tells every stage that keeps per-event state.
+func (ch Chain) Unregistered(e Event) {
+	for _, st := range ch {
+		if u, ok := st.(Unregisterer); ok {
+			u.Unregistered(e)
+		}
 	}
 }
 

@@ -293,7 +293,7 @@ func (c *client) register(h shim.MsgHdr, m shim.Register, fds []int) ([]byte, in
 		mirror: mirror,
 	}
 	// Publish once before the shim can see the page, so its first read is served.
-	c.srv.publish([]*event{e})
+	c.srv.publish([]*event{e}, CallRegister)
 	c.mu.Lock()
 	c.events[m.Handle] = e
 	c.mu.Unlock()
@@ -308,7 +308,8 @@ func (c *client) register(h shim.MsgHdr, m shim.Register, fds []int) ([]byte, in
 	return out, mfd, nil
 }
 
-// unregister closes the sidecar's copy of the fd before the shim's close() returns.
+// unregister closes the sidecar's copy of the fd before the shim's close() returns, and
+// tells an Unregisterer stage that the event left the client's rounds.
 func (c *client) unregister(handle uint32) int32 {
 	c.mu.Lock()
 	e := c.events[handle]
@@ -319,6 +320,9 @@ func (c *client) unregister(handle uint32) int32 {
 	}
 	c.srv.pubMu.Lock()
 	defer c.srv.pubMu.Unlock()
+	if u, ok := c.srv.cfg.Stage.(Unregisterer); ok {
+		c.srv.guard(func() { u.Unregistered(e.info) })
+	}
 	if e.ring != nil {
 		e.unregistered = true
 		c.mu.Lock()
@@ -407,7 +411,7 @@ func (c *client) refresh(handle uint32) int32 {
 	if e == nil {
 		return -int32(unix.ENOENT)
 	}
-	c.srv.publish([]*event{e})
+	c.srv.publish([]*event{e}, CallRead)
 	c.srv.active()
 	return 0
 }

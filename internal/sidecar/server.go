@@ -324,7 +324,7 @@ func (s *Server) drop(c *client) {
 	s.mu.Unlock()
 	if f, ok := s.cfg.Stage.(Forgetter); ok {
 		s.pubMu.Lock() // the Stage is called by one goroutine at a time
-		f.Forget(c.id)
+		s.guard(func() { f.Forget(c.id) })
 		s.pubMu.Unlock()
 	}
 	s.cfg.Logf("client %d (pid %d) gone", c.id, c.pid)
@@ -436,7 +436,7 @@ func (s *Server) publishLoop(ctx context.Context) {
 			}
 			c.mu.Unlock()
 			slices.SortFunc(evs, func(a, b *event) int { return int(a.info.Handle) - int(b.info.Handle) })
-			s.publish(evs)
+			s.publish(evs, CallRound)
 			if p, ok := s.cfg.Stage.(Pacer); ok && len(evs) > 0 {
 				s.pubMu.Lock() // the Stage is called by one goroutine at a time
 				if d := p.Pace(c.id); d > 0 && (pace == 0 || d < pace) {
@@ -478,8 +478,9 @@ func (s *Server) active() {
 	}
 }
 
-// publish reads evs from the kernel, runs the Stage and writes their mirrors.
-func (s *Server) publish(evs []*event) {
+// publish reads evs from the kernel, runs the Stage on them as call and writes their
+// mirrors.
+func (s *Server) publish(evs []*event, call Call) {
 	if len(evs) == 0 {
 		return
 	}
@@ -507,7 +508,7 @@ func (s *Server) publish(evs []*event) {
 	}
 	now := s.now()
 	sy, _ := s.cfg.Stage.(Syncer)
-	if !s.correct(now, infos, vals) {
+	if !s.correct(now, call, infos, vals) {
 		// The stage is off (it panicked, now or before) and may have left vals half
 		// rewritten: the kernel's values, read again.
 		sy = nil
@@ -530,7 +531,13 @@ func (s *Server) publish(evs []*event) {
 // After a panic the stage is off for the rest of the run, so every mirror gets the
 // kernel's values, which are exact; the panic is logged once with its stack. It reports
 // whether the stage ran to the end. pubMu is held.
-func (s *Server) correct(now int64, infos []Event, vals []shim.Values) (ok bool) {
+func (s *Server) correct(now int64, call Call, infos []Event, vals []shim.Values) bool {
+	return s.guard(func() { correctStage(s.cfg.Stage, now, call, infos, vals) })
+}
+
+// guard runs f, a call into the Stage, unless the stage is off; a panic in f switches
+// it off (see correct). It reports whether f ran to the end. pubMu is held.
+func (s *Server) guard(f func()) (ok bool) {
 	if s.stageOff.Load() {
 		return false
 	}
@@ -541,7 +548,7 @@ func (s *Server) correct(now int64, infos []Event, vals []shim.Values) (ok bool)
 			ok = false
 		}
 	}()
-	s.cfg.Stage.Correct(now, infos, vals)
+	f()
 	return true
 }
 

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/bayesperf/bayesperf/shim"
@@ -22,8 +23,11 @@ type Event struct {
 // Correct is called with events and the raw values just read from the kernel for them
 // (same length, same order) at CLOCK_MONOTONIC time timeNs, and corrects values in place;
 // what it leaves there is what the mirrors publish. A periodic round passes all live
-// events of one client; a synchronous refresh passes only the event being read (the
-// two look the same for a client with one live event: treat such a call as a read).
+// events of one client; a synchronous refresh passes only the event being read; an
+// event's registration passes that event. A stage that must tell them apart implements
+// CallCorrector, which the server calls instead of Correct with what the call is (from
+// the number of events alone, a round of a client with one live event looks like a
+// read).
 // Members of a group read (PERF_FORMAT_GROUP) are in values[i].Members, leader first.
 // A Stage must not keep the slices after returning and is called by one goroutine at a
 // time.
@@ -34,6 +38,48 @@ type Event struct {
 type Stage interface {
 	Name() string
 	Correct(timeNs int64, events []Event, values []shim.Values)
+}
+
+// Call says why the server calls a Stage.
+type Call uint8
+
+const (
+	// CallRound is a periodic round: every live event of one client.
+	CallRound Call = iota + 1
+	// CallRead is a synchronous refresh (the shim's REFRESH before a tool's read): the
+	// one event being read, the instant its values must refer to.
+	CallRead
+	// CallRegister is an event's first publication while it is being registered, before
+	// the tool can read it: that event alone.
+	CallRegister
+)
+
+func (c Call) String() string {
+	switch c {
+	case CallRound:
+		return "round"
+	case CallRead:
+		return "read"
+	case CallRegister:
+		return "register"
+	}
+	return "call(" + strconv.Itoa(int(c)) + ")"
+}
+
+// CallCorrector is implemented by stages that need to know whether a call is a round
+// or a read: the server then calls CorrectCall, with what the call is, instead of
+// Correct. CorrectCall's contract is Correct's.
+type CallCorrector interface {
+	CorrectCall(timeNs int64, call Call, events []Event, values []shim.Values)
+}
+
+// correctStage runs st on one call: CorrectCall when st has it, else Correct.
+func correctStage(st Stage, timeNs int64, call Call, events []Event, values []shim.Values) {
+	if cc, ok := st.(CallCorrector); ok {
+		cc.CorrectCall(timeNs, call, events, values)
+		return
+	}
+	st.Correct(timeNs, events, values)
 }
 
 // Identity publishes the kernel's values unchanged.
@@ -59,6 +105,15 @@ func (Identity) KernelExact() bool { return true }
 // Forget when a client is gone (its events are closed).
 type Forgetter interface {
 	Forget(client int)
+}
+
+// Unregisterer is implemented by stages that keep per-event state: the server calls
+// Unregistered when a client unregisters an event (the tool closed its fd), after which
+// no call passes it. An event kept alive by its mapped ring is unregistered at once all
+// the same: it leaves the counting rounds then. The events of a client that is gone are
+// not unregistered one by one: Forget is called.
+type Unregisterer interface {
+	Unregistered(e Event)
 }
 
 // Syncer is implemented by stages whose values for some events are estimates as of the
