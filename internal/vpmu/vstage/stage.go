@@ -73,7 +73,10 @@ type client struct {
 	logged string       // the last collector line logged for the client
 }
 
-var _ sidecar.Stage = (*Stage)(nil)
+var (
+	_ sidecar.Stage         = (*Stage)(nil)
+	_ sidecar.CallCorrector = (*Stage)(nil)
+)
 
 // Name is "vpmu".
 func (s *Stage) Name() string { return "vpmu" }
@@ -84,8 +87,21 @@ func (s *Stage) logf(format string, args ...any) {
 	}
 }
 
-// Correct replaces the values of every virtualised event by its virtual counterpart.
+// Correct replaces the values of every virtualised event by its virtual counterpart. It
+// takes a call that passes one event of a client for a read (see CorrectCall).
 func (s *Stage) Correct(_ int64, events []sidecar.Event, values []shim.Values) {
+	s.correct(0, events, values)
+}
+
+// CorrectCall is Correct told by the server what the call is: a round of a client
+// left with one live event is then a round, not a read.
+func (s *Stage) CorrectCall(_ int64, call sidecar.Call, events []sidecar.Event, values []shim.Values) {
+	s.correct(call, events, values)
+}
+
+// correct serves a call; call 0 is unknown: a call with one event of a client is then
+// taken for a read.
+func (s *Stage) correct(call sidecar.Call, events []sidecar.Event, values []shim.Values) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.clients == nil {
@@ -110,7 +126,10 @@ func (s *Stage) Correct(_ int64, events []sidecar.Event, values []shim.Values) {
 		s.logf("vstage: client %d: virtual PMU of %d events built in %v", id, len(s.clients[id].index), time.Since(t0).Round(time.Microsecond))
 	}
 	// A synchronous refresh passes only the event being read: a read by the tool, the
-	// instant its values must refer to. A periodic round passes every live event.
+	// instant its values must refer to. A periodic round passes every live event (the
+	// server says which, CorrectCall; without its word one event of a client is taken
+	// for a read). A client whose virtual PMU has one event, or whose events have just
+	// grown, is served as in a round, read or not, as before the server said.
 	perClient := map[int]int{}
 	for _, e := range events {
 		perClient[e.Client]++
@@ -120,7 +139,11 @@ func (s *Stage) Correct(_ int64, events []sidecar.Event, values []shim.Values) {
 		if c.runner == nil {
 			continue
 		}
-		read := perClient[e.Client] == 1 && len(c.index) > 1 && !grown[e.Client]
+		read := perClient[e.Client] == 1
+		if call != 0 {
+			read = call == sidecar.CallRead
+		}
+		read = read && len(c.index) > 1 && !grown[e.Client]
 		if c.corr == nil {
 			s.correctOne(c, e, &values[i])
 			continue
