@@ -4,15 +4,18 @@
 // fewer counters than the tool asked for events, where the kernel rotates the events
 // and reports each one's count with time_enabled and a smaller time_running.
 //
-// It sees only what the sidecar reads of the tool's events: per client and target
-// (pid, cpu: the kernel multiplexes each context on its own), every periodic round the
+// It sees only what the sidecar reads of the tool's events: per client and target (pid,
+// cpu: the kernel multiplexes each context on its own), every periodic round the
 // cumulative (value, enabled, running) of every live event, a group read member by
-// member. Per round, the deltas since the last round are cut into the kernel's own
-// slices (segment.go: a round that holds one rotation is split where it happened, as
-// the shares of the round the leaving and joining events ran say), and each slice goes
-// to a bayesperf model (inference/model; relations bound to the events' perf names
-// through perf.Namer; task-clock of a task target named as a clock). A round in which
-// the target did not run adds nothing.
+// member; the sidecar says which calls are rounds and which are a tool's reads
+// (sidecar.CallCorrector), and which events the tool closed (sidecar.Unregisterer):
+// those leave their target, whose model is rebuilt over the others. Per round, the
+// deltas since the last round are cut into the kernel's own slices (segment.go: a round
+// that holds one rotation is split where it happened, as the shares of the round the
+// leaving and joining events ran say), and each slice goes to a bayesperf model
+// (inference/model; relations bound to the events' perf names through perf.Namer;
+// task-clock of a task target named as a clock). A round in which the target did not
+// run adds nothing.
 //
 // What the tool reads (shim.Values, rewritten in place):
 //   - An event whose time_running has always equalled its time_enabled keeps the
@@ -68,8 +71,10 @@
 // corrected before a late one made too many: the kernel's scaled values, with
 // time_running = time_enabled, never below what was published); events
 // registered after a target's model started rebuild it (their earlier counts enter as
-// the kernel's scaled values); a tool's PERF_EVENT_IOC_RESET of a corrected event is
-// not followed (its values never decrease). Relations bind by perf's generic and
+// the kernel's scaled values), and so do events closed (the model starts again from
+// the totals so far; none if no event left was ever multiplexed); a tool's
+// PERF_EVENT_IOC_RESET of a corrected event is not followed (its values never
+// decrease). Relations bind by perf's generic and
 // tracepoint names only (perf.Namer), so raw vendor events get the temporal model
 // without relations. Without Preload, the first multiplexed round of a target with
 // tracepoints reads tracefs under the stage's lock (hundreds of milliseconds).

@@ -54,15 +54,17 @@ type Stage struct {
 }
 
 var (
-	_ sidecar.Stage       = (*Stage)(nil)
-	_ sidecar.Forgetter   = (*Stage)(nil)
-	_ sidecar.KernelExact = (*Stage)(nil)
-	_ sidecar.Pacer       = (*Stage)(nil)
-	_ sidecar.Syncer      = (*Stage)(nil)
+	_ sidecar.Stage         = (*Stage)(nil)
+	_ sidecar.CallCorrector = (*Stage)(nil)
+	_ sidecar.Forgetter     = (*Stage)(nil)
+	_ sidecar.Unregisterer  = (*Stage)(nil)
+	_ sidecar.KernelExact   = (*Stage)(nil)
+	_ sidecar.Pacer         = (*Stage)(nil)
+	_ sidecar.Syncer        = (*Stage)(nil)
 )
 
 type client struct {
-	events  map[uint32]sidecar.Event // every event seen, by handle
+	events  map[uint32]sidecar.Event // every live event seen, by handle
 	targets map[targetKey]*target
 }
 
@@ -174,11 +176,22 @@ type read struct {
 	idx []int // index of each member in t
 }
 
-// Correct feeds a periodic round (every live event of a client) to the clients' models;
-// a synchronous refresh (one event of a client: a read, and also a round when the
-// client has no other event) gets the smoother's running totals plus what the kernel
-// counted since the last round, scaled (see publish).
-func (s *Stage) Correct(_ int64, events []sidecar.Event, values []shim.Values) {
+// Correct is CorrectCall without the server's word on what the call is: a call with
+// one event is taken for a read, one with more for a periodic round (a guess: a round
+// of a client with a single live event passes one event too).
+func (s *Stage) Correct(now int64, events []sidecar.Event, values []shim.Values) {
+	call := sidecar.CallRound
+	if len(events) == 1 {
+		call = sidecar.CallRead
+	}
+	s.CorrectCall(now, call, events, values)
+}
+
+// CorrectCall feeds a periodic round (every live event of a client) to the clients'
+// models, and so a read or registration that passes every live event of its client
+// (a client with one); a read gets the smoother's running totals plus what the kernel
+// counted since the last round, scaled (see publish), and so does a registration.
+func (s *Stage) CorrectCall(_ int64, call sidecar.Call, events []sidecar.Event, values []shim.Values) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.clients == nil {
@@ -221,7 +234,7 @@ func (s *Stage) Correct(_ int64, events []sidecar.Event, values []shim.Values) {
 			idx[m] = t.add(h)
 		}
 		reads = append(reads, read{i: i, t: t, idx: idx})
-		if perClient[e.Client] >= 2 || len(c.events) == 1 {
+		if call == sidecar.CallRound || perClient[e.Client] == len(c.events) {
 			r := rounds[t]
 			if r == nil {
 				r = map[int]raw{}
@@ -236,13 +249,78 @@ func (s *Stage) Correct(_ int64, events []sidecar.Event, values []shim.Values) {
 		s.round(t, r)
 	}
 	for _, rd := range reads {
-		// A call with one event of its client is a refresh, which a read waits for:
-		// it gets the values as of now even when it was also the client's round (a
-		// client with a single event), not the last read's.
-		_, isRound := rounds[rd.t]
-		isRead := perClient[events[rd.i].Client] == 1
-		s.publish(rd.t, rd.idx, &values[rd.i], isRound && !isRead)
+		// A read gets the values as of now even when it also fed the model (a client
+		// with a single event), not the last read's.
+		_, fed := rounds[rd.t]
+		s.publish(rd.t, rd.idx, &values[rd.i], fed && call == sidecar.CallRound)
 	}
+}
+
+// Unregistered drops an event the tool closed: it is in none of its client's calls from
+// now on, so it leaves its target, whose model is rebuilt over the others (as for a
+// late event: the totals so far become its base) or retired when none of them was
+// ever multiplexed.
+func (s *Stage) Unregistered(e sidecar.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.clients[e.Client]
+	if c == nil {
+		return
+	}
+	delete(c.events, e.Handle)
+	t := c.targets[targetKey{e.Pid, e.CPU}]
+	if t == nil {
+		return
+	}
+	j, ok := t.index[e.Handle]
+	if !ok {
+		return
+	}
+	if len(t.handles) == 1 {
+		delete(c.targets, t.key)
+		return
+	}
+	live := t.md != nil && !t.final && !t.off
+	if live {
+		s.closeSlice(t) // the open slice is the old model's
+	}
+	t.open = openSlice{}
+	t.remove(j)
+	if !live {
+		return // no model, or one that takes no more slices: its totals stay
+	}
+	if !slices.Contains(t.muxed, true) {
+		// What is left was never multiplexed: exact, published as it is.
+		t.md, t.slices, t.smoothed, t.smoothedAt = nil, 0, nil, -1
+		t.base, t.sum, t.lastEst, t.rate = nil, nil, nil, nil
+		return
+	}
+	if err := s.start(t); err != nil {
+		s.logf("kstage: target pid %d cpu %d: %v; publishing the kernel's values", t.key.pid, t.key.cpu, err)
+		t.off = true
+	}
+}
+
+// remove deletes event j from the target's per-event state.
+func (t *target) remove(j int) {
+	del := func(xs []float64) []float64 {
+		if j < len(xs) {
+			return slices.Delete(xs, j, j+1)
+		}
+		return xs
+	}
+	t.handles = slices.Delete(t.handles, j, j+1)
+	t.index = map[uint32]int{}
+	for i, h := range t.handles {
+		t.index[h] = i
+	}
+	t.last = slices.Delete(t.last, j, j+1)
+	t.muxed = slices.Delete(t.muxed, j, j+1)
+	t.known = slices.Delete(t.known, j, j+1)
+	t.pub = slices.Delete(t.pub, j, j+1)
+	t.corrected = slices.Delete(t.corrected, j, j+1)
+	t.tot, t.base, t.sum = del(t.tot), del(t.base), del(t.sum)
+	t.rate, t.lastEst, t.smoothed = del(t.rate), del(t.lastEst), del(t.smoothed)
 }
 
 // members returns the handles of the events whose leader is h, in handle order.

@@ -26,7 +26,11 @@ type kernel struct {
 	rate   func(round, j int) float64
 	on     func(round, j int) bool
 
-	sub     int // sub-steps per round: on is asked per sub-step (rotations inside rounds)
+	sub int // sub-steps per round: on is asked per sub-step (rotations inside rounds)
+	// told passes the stage what each call is (CorrectCall: step a round, read a
+	// read), as the sidecar does; else Correct, which guesses.
+	told    bool
+	closed  map[int]bool // events the tool closed (close): in no call since
 	round   int
 	enabled uint64
 	running []uint64
@@ -99,20 +103,50 @@ func (k *kernel) step() (kern, got []shim.Values) {
 	}
 	k.enabled += 1e6
 	k.round++
-	all := make([]int, len(k.evs))
-	for j := range all {
-		all[j] = j
+	var all []int
+	for j := range k.evs {
+		if !k.closed[j] {
+			all = append(all, j)
+		}
 	}
-	return k.correct(all)
+	return k.call(sidecar.CallRound, all)
+}
+
+// close closes event j as the tool does: the sidecar unregisters it.
+func (k *kernel) close(j int) {
+	if k.closed == nil {
+		k.closed = map[int]bool{}
+	}
+	k.closed[j] = true
+	k.st.Unregistered(k.evs[j])
+}
+
+// call is correct, told what the call is when k.told.
+func (k *kernel) call(c sidecar.Call, sel []int) (kern, got []shim.Values) {
+	k.t.Helper()
+	if !k.told {
+		c = 0
+	}
+	return k.correctAs(c, sel)
 }
 
 // correct passes events sel to the stage and checks what holds of every publication:
 // IDs and lost counts are the kernel's, values never decrease.
 func (k *kernel) correct(sel []int) (kern, got []shim.Values) {
 	k.t.Helper()
+	return k.correctAs(0, sel)
+}
+
+// correctAs is correct through CorrectCall as call c (0: through Correct).
+func (k *kernel) correctAs(c sidecar.Call, sel []int) (kern, got []shim.Values) {
+	k.t.Helper()
 	evs, vals := k.values(sel)
 	_, kern = k.values(sel)
-	k.st.Correct(0, evs, vals)
+	if c == 0 {
+		k.st.Correct(0, evs, vals)
+	} else {
+		k.st.CorrectCall(0, c, evs, vals)
+	}
 	for i, v := range vals {
 		if len(v.Members) != len(kern[i].Members) {
 			k.t.Fatalf("round %d: event %d: %d members published, the kernel gave %d", k.round, sel[i], len(v.Members), len(kern[i].Members))
@@ -136,7 +170,7 @@ func (k *kernel) correct(sel []int) (kern, got []shim.Values) {
 // as MirrorSync makes it), and what the kernel had.
 func (k *kernel) read(sel ...int) (kern, got []shim.Values) {
 	for _, j := range sel {
-		kv, gv := k.correct([]int{j})
+		kv, gv := k.call(sidecar.CallRead, []int{j})
 		kern, got = append(kern, kv...), append(got, gv...)
 	}
 	return kern, got
@@ -494,5 +528,87 @@ func TestOffAfterCorrection(t *testing.T) {
 	}
 	if p := k.st.Pace(1); p != 0 || k.st.Sync(k.evs[1]) {
 		t.Errorf("a target no longer corrected is paced (%v) or synced (%v)", p, k.st.Sync(k.evs[1]))
+	}
+}
+
+// TestClosedEvents: a client of three multiplexed events closes one, then another. Each
+// close rebuilds the target's model over the events left, and the later rounds keep
+// feeding it, also once a single event is left (its rounds pass as many events as a
+// read: the sidecar says which they are); reads stay close to the truth.
+func TestClosedEvents(t *testing.T) {
+	k := newKernel(t, int32(os.Getpid()), []uint64{perf.SWPageFaults, perf.SWPageFaultsMin, perf.SWContextSwitches})
+	k.told = true
+	k.rate = func(r, j int) float64 { return float64(50*(j+1)) * (1 + 0.5*float64((r/50)%2)) }
+	k.on = func(r, j int) bool { return (r/4)%3 != j } // 3 events on 2 counters, rotated every 4 rounds
+	tgt := func() *target { return k.st.clients[1].targets[targetKey{k.evs[0].Pid, -1}] }
+	check := func(when string, events int, live ...int) {
+		t.Helper()
+		tg := tgt()
+		if tg == nil || tg.md == nil {
+			t.Fatalf("%s: no model", when)
+		}
+		if tg.md.Events() != events || len(tg.handles) != events {
+			t.Errorf("%s: a model of %d events for %d handles, want %d", when, tg.md.Events(), len(tg.handles), events)
+		}
+		before := tg.slices
+		for range 150 {
+			k.step()
+		}
+		if n := tgt().slices - before; n < 150/8 {
+			t.Errorf("%s: %d slices fed in 150 rounds: the rounds do not feed the model", when, n)
+		}
+		if !k.st.Sync(k.evs[live[0]]) || k.st.Pace(1) == 0 {
+			t.Errorf("%s: the target is no longer corrected (sync %v, pace %v)", when, k.st.Sync(k.evs[live[0]]), k.st.Pace(1))
+		}
+		_, got := k.read(live...)
+		for i, j := range live {
+			if b := float64(got[i].Members[0].Value); math.Abs(b-k.truth[j]) > 0.03*k.truth[j] {
+				t.Errorf("%s: event %d: total %.0f, truth %.0f: off by more than 3%%", when, j, b, k.truth[j])
+			}
+		}
+	}
+	for range 100 {
+		k.step()
+	}
+	check("three events", 3, 0, 1, 2)
+	k.close(1)
+	check("after closing one", 2, 0, 2)
+	k.close(0)
+	check("after closing two", 1, 2)
+	if n := len(k.st.clients[1].events); n != 1 {
+		t.Errorf("the client has %d events, want the one left", n)
+	}
+	k.close(2)
+	if len(k.st.clients[1].targets) != 0 || k.st.Pace(1) != 0 {
+		t.Errorf("every event closed: targets %v, pace %v; want none", k.st.clients[1].targets, k.st.Pace(1))
+	}
+}
+
+// TestClosedLeavesExact: once the only multiplexed event is closed, the model is
+// retired: what is left was never multiplexed and gets the kernel's values bit for
+// bit, with no pacing.
+func TestClosedLeavesExact(t *testing.T) {
+	k := newKernel(t, int32(os.Getpid()), []uint64{perf.SWPageFaults, perf.SWContextSwitches})
+	k.told = true
+	k.rate = func(int, int) float64 { return 100 }
+	k.on = func(r, j int) bool { return j == 0 || (r/4)%2 == 0 }
+	for range 100 {
+		k.step()
+	}
+	if !k.st.Sync(k.evs[1]) {
+		t.Fatalf("the multiplexed event is not corrected after 100 rounds")
+	}
+	k.close(1)
+	for range 20 {
+		kern, got := k.step()
+		if !reflect.DeepEqual(kern, got) {
+			t.Fatalf("round %d: published %+v, the kernel's values are %+v", k.round, got, kern)
+		}
+	}
+	if kern, got := k.read(0); !reflect.DeepEqual(kern, got) {
+		t.Errorf("read: published %+v, the kernel's values are %+v", got, kern)
+	}
+	if p := k.st.Pace(1); p != 0 || k.st.Sync(k.evs[0]) {
+		t.Errorf("a target left with exact events is paced (%v) or synced (%v)", p, k.st.Sync(k.evs[0]))
 	}
 }
