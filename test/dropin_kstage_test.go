@@ -170,8 +170,11 @@ const (
 
 // checkIntervalTotals: per event, perf's intervals add up to the event's running total
 // at the tool's last read; its mean relative error against the truth over the same span
-// must stay below maxTotalsError, which catches running totals that drift. Measured
-// (17 runs): 0.066-0.127, the kernel's scaling's intervals added up 0.038-0.100.
+// may exceed that of the kernel's scaling added up over the same spans (the same run's
+// difficulty: a loaded machine makes both worse) by at most maxTotalsError, which
+// catches running totals that drift. Measured (17 runs): 0.066-0.127, the kernel's
+// scaling's 0.038-0.100; once in CI under other jobs' load 0.322 against 0.193 (the
+// absolute bound of 0.2 this replaced failed there).
 func checkIntervalTotals(t *testing.T, c correctedRun) {
 	t.Helper()
 	sum, lx, truth := map[string]float64{}, map[string]float64{}, map[string]float64{}
@@ -198,8 +201,8 @@ func checkIntervalTotals(t *testing.T, c correctedRun) {
 	}
 	eb, el = eb/float64(n), el/float64(n)
 	t.Logf("running totals at the last read: mean relative error %.3f (the kernel's scaling added up: %.3f)", eb, el)
-	if eb > maxTotalsError {
-		t.Errorf("running totals at the last read: mean relative error %.3f, above %.2f (the kernel's scaling's: %.3f)", eb, maxTotalsError, el)
+	if eb > el+maxTotalsError {
+		t.Errorf("running totals at the last read: mean relative error %.3f, more than %.2f above the kernel's scaling's %.3f", eb, maxTotalsError, el)
 	}
 }
 
