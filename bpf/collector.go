@@ -159,7 +159,12 @@ type Collector struct {
 	// thread may be running on another CPU whose tick of the same round is still to come
 	firstRound bool
 	gone       bool // every tracked thread has exited
+	exitWaited bool // the wait for gone threads to be finished (awaitExit) is over
+	exitBy     time.Time
 	done       bool // the final snapshot has been returned
+	// finished says whether a thread has passed the point where the kernel detaches its
+	// events (threadFinished; a test makes a target's exit slow with it).
+	finished func(tid int) bool
 	// With SwitchAtSnapshots: the raw sums at the last snapshot returned, and the values
 	// reported for each event (advanced only over slices in which it was enabled).
 	rawPrev []perf.Count
@@ -221,7 +226,8 @@ func NewCollector(opts Options) (*Collector, error) {
 		return nil, fmt.Errorf("new bpf collector: find target %d: %w", opts.Pid, err)
 	}
 
-	c := &Collector{opts: opts, nr: len(kevents), kevents: kevents, kidx: kidx, slice: opts.Slice, byTid: map[int]int{}, nslots: nslots}
+	c := &Collector{opts: opts, nr: len(kevents), kevents: kevents, kidx: kidx, slice: opts.Slice, byTid: map[int]int{}, nslots: nslots,
+		finished: threadFinished}
 	c.retired = make([]perf.Count, c.nr)
 	c.enabled = make([]bool, len(opts.Events))
 	c.rawPrev = make([]perf.Count, len(opts.Events))
@@ -633,8 +639,9 @@ func (c *Collector) Name() string { return "bpf" }
 // ran gives none.
 //
 // When every tracked thread has exited, Next returns a last snapshot read with read(2)
-// from the events (their final values), and io.EOF afterwards. After Close it returns
-// ErrClosed.
+// from the events (their final values), and io.EOF afterwards. It first waits, holding
+// no lock, for the threads to get past the point where the kernel detaches their events
+// (awaitExit), unless Wait has already done so. After Close it returns ErrClosed.
 func (c *Collector) Next() (perf.Snapshot, error) {
 	for {
 		c.mu.Lock()
@@ -645,6 +652,10 @@ func (c *Collector) Next() (perf.Snapshot, error) {
 		case c.done:
 			c.mu.Unlock()
 			return perf.Snapshot{}, io.EOF
+		case c.gone && !c.exitWaited:
+			c.mu.Unlock()
+			c.awaitExit()
+			continue
 		case c.gone:
 			s, err := c.final()
 			c.mu.Unlock()
@@ -696,9 +707,10 @@ func (c *Collector) Next() (perf.Snapshot, error) {
 }
 
 // Wait blocks until Next would return without waiting for a record: a slice has ended,
-// every tracked thread has exited (the final snapshot, or io.EOF after it), the collector
-// failed, or it was closed (ErrClosed, which Wait returns too). It consumes nothing, so a
-// caller that must not be blocked in Next while holding its own lock (a virtual PMU serving
+// every tracked thread has exited and got past the point where the kernel detaches its
+// events (the final snapshot, or io.EOF after it; see awaitExit), the collector failed,
+// or it was closed (ErrClosed, which Wait returns too). It consumes nothing, so a caller
+// that must not be blocked in Next while holding its own lock (a virtual PMU serving
 // reads between slices) waits here, then takes its lock and calls Next, which returns at
 // once but for the short wait for the other CPUs' ticks of the slice.
 func (c *Collector) Wait() error {
@@ -708,6 +720,10 @@ func (c *Collector) Wait() error {
 		case c.closed:
 			c.mu.Unlock()
 			return ErrClosed
+		case c.gone && !c.exitWaited && !c.done:
+			c.mu.Unlock()
+			c.awaitExit()
+			continue
 		case c.done, c.gone, c.err != nil, c.fresh:
 			c.mu.Unlock()
 			return nil
@@ -988,20 +1004,59 @@ func (c *Collector) sum() perf.Snapshot {
 	return s
 }
 
-// final waits until the kernel has detached every thread's events, then reads them.
-// Called with c.mu held.
+// exitWait bounds how long the final snapshot waits for the target's exited threads to
+// be finished (awaitExit).
+const exitWait = time.Second
+
+// awaitExit waits until every exited thread has passed the point where the kernel
+// detaches its events (zombie or reaped), for at most exitWait since the first call, so
+// that the final snapshot reads final values. A thread's exit record comes from
+// sched_process_exit, before the kernel frees its memory and files (on this 6.18
+// kernel): a target freeing 1 GiB of 4 KiB pages took 66ms to get there, 2 GiB 106ms.
+// It holds no lock while it waits (it polls /proc): Next used to wait in final with the
+// collector's lock held, and a virtual PMU calls Next under its own lock, so a tool's
+// reads (Peek, and the virtual PMU's) waited for the target's exit, up to exitWait.
+// Called without c.mu; Close ends the wait.
+func (c *Collector) awaitExit() {
+	c.mu.Lock()
+	if c.exitWaited {
+		c.mu.Unlock()
+		return
+	}
+	if c.exitBy.IsZero() {
+		c.exitBy = time.Now().Add(exitWait)
+	}
+	by, finished := c.exitBy, c.finished
+	var tids []int
+	for _, s := range c.slots {
+		if s != nil && s.tid >= 0 {
+			tids = append(tids, s.tid)
+		}
+	}
+	c.mu.Unlock()
+	for _, tid := range tids {
+		for !finished(tid) && time.Now().Before(by) {
+			select {
+			case <-c.quit:
+				return
+			default:
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+	}
+	c.mu.Lock()
+	c.exitWaited = true
+	c.mu.Unlock()
+}
+
+// final reads every thread's events, once awaitExit has waited for the kernel to detach
+// them. Called with c.mu held.
 func (c *Collector) final() (perf.Snapshot, error) {
 	c.done = true
 	if c.fresh {
 		// A slice ended but was not returned before the target was gone: this snapshot
 		// takes it in.
 		c.sliceLag = max(c.sliceLag, time.Duration(monotonicNow()-c.firstNs))
-	}
-	deadline := time.Now().Add(time.Second)
-	for _, s := range c.slots {
-		for s != nil && s.tid >= 0 && !threadFinished(s.tid) && time.Now().Before(deadline) {
-			time.Sleep(200 * time.Microsecond)
-		}
 	}
 	if err := c.readSlots(); err != nil {
 		return perf.Snapshot{}, err

@@ -188,8 +188,11 @@ type SnapshotRequest struct {
 type Switchable interface {
 	perf.Collector
 	SetEnabled(i int, on bool) error
-	// Wait blocks until Next would return at once (a slice ended, the target is gone,
-	// or the collector failed or was closed), without consuming anything.
+	// Wait blocks until Next would return at once (a slice ended, the target is gone and
+	// its final values can be read, or the collector failed or was closed), without
+	// consuming anything. Whatever Next must wait for, Wait waits for: the Runner calls
+	// Next with its lock held, so a tool's reads wait for as long as Next takes (a bpf
+	// collector that waited for an exiting target's threads in Next held them up to 1s).
 	Wait() error
 	// Peek returns what Next would report for the events listed if the slice ended
 	// now, without ending it.
