@@ -439,9 +439,11 @@ func (s *Server) publishLoop(ctx context.Context) {
 			s.publish(evs, CallRound)
 			if p, ok := s.cfg.Stage.(Pacer); ok && len(evs) > 0 {
 				s.pubMu.Lock() // the Stage is called by one goroutine at a time
-				if d := p.Pace(c.id); d > 0 && (pace == 0 || d < pace) {
-					pace = d
-				}
+				s.guard(func() {
+					if d := p.Pace(c.id); d > 0 && (pace == 0 || d < pace) {
+						pace = d
+					}
+				})
 				s.pubMu.Unlock()
 			}
 			s.mu.Lock()
@@ -516,12 +518,23 @@ func (s *Server) publish(evs []*event, call Call) {
 			vals[i], states[i] = e.readKernel(s.readBuf)
 		}
 	}
+	var flags []uint32 // per live event; nil: none
+	if sy != nil {
+		flags = make([]uint32, len(live))
+		s.guard(func() {
+			for i := range live {
+				if sy.Sync(infos[i]) {
+					flags[i] = shim.MirrorSync
+				}
+			}
+		})
+	}
 	for i, e := range live {
-		var flags uint32
-		if sy != nil && sy.Sync(infos[i]) {
-			flags = shim.MirrorSync
+		var f uint32
+		if flags != nil {
+			f = flags[i]
 		}
-		e.mirror.Publish(states[i], flags, uint64(now), vals[i])
+		e.mirror.Publish(states[i], f, uint64(now), vals[i])
 	}
 	s.publishes.Add(uint64(len(live)))
 }

@@ -118,3 +118,37 @@ func TestServerSurvivesStagePanic(t *testing.T) {
 		t.Errorf("%d log lines about the panic; want 1: %q", panics, logged)
 	}
 }
+
+// panickyPacer corrects nothing and panics when asked for its pace.
+type panickyPacer struct{}
+
+func (panickyPacer) Name() string                          { return "panicky-pacer" }
+func (panickyPacer) Correct(int64, []Event, []shim.Values) {}
+func (panickyPacer) Pace(int) time.Duration                { panic("a bug in Pace") }
+
+// TestServerSurvivesPacerPanic: a panic in an optional interface (here Pacer, called by
+// the publisher after each client's round) switches the stage off like one in Correct.
+func TestServerSurvivesPacerPanic(t *testing.T) {
+	srv, path := startServer(t, Config{Period: time.Millisecond, Stage: panickyPacer{}})
+	c := dial(t, path)
+	rep, pageFd := c.call(shim.MsgHello, shim.Hello{Pid: int32(os.Getpid())}, -1)
+	if hr := rep.(shim.HelloReply); hr.Status != 0 {
+		t.Fatalf("hello %+v", hr)
+	}
+	unix.Close(pageFd)
+	const format = shim.FormatTotalTimeEnabled | shim.FormatTotalTimeRunning
+	fd := openPageFaults(t, format)
+	rep, mfd := c.call(shim.MsgRegister, registerMsg(1, format), fd)
+	if rr := rep.(shim.RegisterReply); rr.Status != 0 || mfd < 0 {
+		t.Fatalf("register %+v", rr)
+	}
+	unix.Close(mfd)
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && !srv.Stats().StagePanicked; time.Sleep(time.Millisecond) {
+	}
+	if !srv.Stats().StagePanicked {
+		t.Fatal("the pacer's panic was not recorded")
+	}
+	if rep, _ := c.call(shim.MsgRefresh, shim.Handle{Handle: 1}, -1); rep.(shim.Status).Status != 0 {
+		t.Errorf("refresh after the panic: %+v", rep)
+	}
+}
