@@ -163,7 +163,7 @@ type Collector struct {
 	exitBy     time.Time
 	done       bool // the final snapshot has been returned
 	// finished says whether a thread has passed the point where the kernel detaches its
-	// events (threadFinished; a test makes a target's exit slow with it).
+	// events (perf.TaskFinished; a test makes a target's exit slow with it).
 	finished func(tid int) bool
 	// With SwitchAtSnapshots: the raw sums at the last snapshot returned, and the values
 	// reported for each event (advanced only over slices in which it was enabled).
@@ -227,7 +227,7 @@ func NewCollector(opts Options) (*Collector, error) {
 	}
 
 	c := &Collector{opts: opts, nr: len(kevents), kevents: kevents, kidx: kidx, slice: opts.Slice, byTid: map[int]int{}, nslots: nslots,
-		finished: threadFinished}
+		finished: perf.TaskFinished}
 	c.retired = make([]perf.Count, c.nr)
 	c.enabled = make([]bool, len(opts.Events))
 	c.rawPrev = make([]perf.Count, len(opts.Events))
@@ -553,7 +553,7 @@ func (c *Collector) retireFinished() {
 	kept := c.exited[:0]
 	for _, idx := range c.exited {
 		s := c.slots[idx]
-		if !threadFinished(s.tid) || c.readSlot(s) != nil {
+		if !perf.TaskFinished(s.tid) || c.readSlot(s) != nil {
 			kept = append(kept, idx)
 			continue
 		}
@@ -816,7 +816,7 @@ func (c *Collector) sweep() {
 		return
 	}
 	for idx, s := range c.slots {
-		if s != nil && s.live && threadFinished(s.tid) {
+		if s != nil && s.live && perf.TaskFinished(s.tid) {
 			c.exit(idx)
 		}
 	}

@@ -34,7 +34,7 @@ func TestExitWaitHoldsNoLock(t *testing.T) {
 	c.finished = func(tid int) bool {
 		select {
 		case <-release:
-			return threadFinished(tid)
+			return perf.TaskFinished(tid)
 		default:
 			return false
 		}

@@ -110,23 +110,3 @@ func listThreads(pid int) ([]int, error) {
 	}
 	return tids, nil
 }
-
-// threadFinished says whether a thread (of any process) has passed the point where the
-// kernel detaches its perf events: it is gone from /proc, or a zombie or dead task.
-// /proc/TID works for every thread, though only process leaders are listed.
-func threadFinished(tid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", tid))
-	if err != nil {
-		return true
-	}
-	// The state follows the command name, which is in parentheses and may hold anything.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return false
-	}
-	switch b[i+2] {
-	case 'Z', 'X', 'x':
-		return true
-	}
-	return false
-}

@@ -1,7 +1,6 @@
 package kstage
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"os"
@@ -404,7 +403,7 @@ func (s *Stage) round(t *target, cur map[int]raw) {
 	}
 	if en == 0 {
 		// The target did not run: nothing to learn. Has it exited?
-		if t.md != nil && t.task > 0 && taskGone(t.task) {
+		if t.md != nil && t.task > 0 && perf.TaskFinished(t.task) {
 			s.finish(t)
 		}
 		return
@@ -612,7 +611,7 @@ func (s *Stage) publish(t *target, idx []int, v *shim.Values, isRound bool) {
 		kernel()
 		return
 	}
-	if !isRound && !t.final && t.task > 0 && taskGone(t.task) {
+	if !isRound && !t.final && t.task > 0 && perf.TaskFinished(t.task) {
 		// A read after the target exited (perf stat reads once its command is
 		// reaped): the final totals, even before the next round.
 		s.finish(t)
@@ -703,17 +702,4 @@ func countsClient(e sidecar.Event) bool {
 	}
 	_, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d", e.ClientPid, e.Pid))
 	return err == nil
-}
-
-// taskGone says the task has exited (a zombie or reaped).
-func taskGone(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return false
-	}
-	return b[i+2] == 'Z' || b[i+2] == 'X'
 }

@@ -1,11 +1,9 @@
 package vstage
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 
 	"github.com/bayesperf/bayesperf/inference"
@@ -242,7 +240,7 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 			// that every read of a round refers to the same boundary: a tool reads
 			// once more after its command exits (perf stat does), and that round
 			// gets the final totals.
-			if !k.finished && targetGone(k.target) {
+			if !k.finished && perf.TaskFinished(k.target) {
 				s.finish(c)
 			}
 			if !k.finished {
@@ -312,17 +310,4 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 		}
 		r.reads[j] = p
 	}
-}
-
-// targetGone says the target task has exited (a zombie or reaped).
-func targetGone(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return false
-	}
-	return b[i+2] == 'Z' || b[i+2] == 'X'
 }
