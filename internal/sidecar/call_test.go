@@ -2,14 +2,11 @@ package sidecar
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/bayesperf/bayesperf/shim"
 )
@@ -80,19 +77,9 @@ func TestChainCallsAndUnregistered(t *testing.T) {
 func TestServerTellsCalls(t *testing.T) {
 	log := &callLog{}
 	_, path := startServer(t, Config{Period: time.Millisecond, IdlePeriod: time.Millisecond, Stage: callStage{log}})
-	c := dial(t, path)
-	rep, pageFd := c.call(shim.MsgHello, shim.Hello{Pid: int32(os.Getpid())}, -1)
-	if hr := rep.(shim.HelloReply); hr.Status != 0 {
-		t.Fatalf("hello %+v", hr)
-	}
-	unix.Close(pageFd)
-	const format = shim.FormatTotalTimeEnabled | shim.FormatTotalTimeRunning
+	c := helloClient(t, path)
 	for h := range uint32(2) {
-		rep, mfd := c.call(shim.MsgRegister, registerMsg(h+1, format), openPageFaults(t, format))
-		if rr := rep.(shim.RegisterReply); rr.Status != 0 || mfd < 0 {
-			t.Fatalf("register %+v", rr)
-		}
-		unix.Close(mfd)
+		registerPageFaults(t, c, h+1, shim.FormatTotalTimeEnabled|shim.FormatTotalTimeRunning)
 	}
 	// waitFor waits until the log has line after index from; it returns its index.
 	waitFor := func(line string, from int) int {

@@ -1,11 +1,8 @@
 package sidecar
 
 import (
-	"os"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/bayesperf/bayesperf/shim"
 )
@@ -82,25 +79,8 @@ func (p pacedStage) Correct(int64, []Event, []shim.Values) {}
 func TestServerPaceAndSync(t *testing.T) {
 	rounds := func(st Stage) (uint64, shim.MirrorHdr) {
 		srv, path := startServer(t, Config{Period: time.Millisecond, IdlePeriod: 100 * time.Millisecond, Stage: st})
-		c := dial(t, path)
-		rep, pageFd := c.call(shim.MsgHello, shim.Hello{Pid: int32(os.Getpid())}, -1)
-		if hr := rep.(shim.HelloReply); hr.Status != 0 {
-			t.Fatalf("hello %+v", hr)
-		}
-		unix.Close(pageFd)
-		const format = shim.FormatTotalTimeEnabled | shim.FormatTotalTimeRunning
-		fd := openPageFaults(t, format)
-		rep, mfd := c.call(shim.MsgRegister, registerMsg(1, format), fd)
-		if rr := rep.(shim.RegisterReply); rr.Status != 0 || mfd < 0 {
-			t.Fatalf("register %+v", rr)
-		}
-		defer unix.Close(mfd)
-		mem, err := unix.Mmap(mfd, 0, shim.PageSize, unix.PROT_READ, unix.MAP_SHARED)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Munmap(mem)
-		m, _ := shim.NewMirror(mem)
+		c := helloClient(t, path)
+		_, m := registerPageFaults(t, c, 1, shim.FormatTotalTimeEnabled|shim.FormatTotalTimeRunning)
 		time.Sleep(150 * time.Millisecond) // one idle round sees the event
 		before := srv.Stats().Publishes
 		time.Sleep(250 * time.Millisecond)

@@ -114,6 +114,40 @@ func openPageFaults(t *testing.T, format uint64) int {
 	return fd
 }
 
+// helloClient dials the server at path and says hello as this process.
+func helloClient(t *testing.T, path string) *testClient {
+	t.Helper()
+	c := dial(t, path)
+	rep, pageFd := c.call(shim.MsgHello, shim.Hello{Pid: int32(os.Getpid())}, -1)
+	if hr := rep.(shim.HelloReply); hr.Status != 0 {
+		t.Fatalf("hello %+v", hr)
+	}
+	unix.Close(pageFd)
+	return c
+}
+
+// registerPageFaults opens page-faults with format (openPageFaults), registers it as
+// handle h and returns the event's fd and its mirror page mapped read-only.
+func registerPageFaults(t *testing.T, c *testClient, h uint32, format uint64) (int, *shim.Mirror) {
+	t.Helper()
+	fd := openPageFaults(t, format)
+	rep, mfd := c.call(shim.MsgRegister, registerMsg(h, format), fd)
+	if rr := rep.(shim.RegisterReply); rr.Status != 0 || mfd < 0 {
+		t.Fatalf("register %+v", rr)
+	}
+	defer unix.Close(mfd)
+	mem, err := unix.Mmap(mfd, 0, shim.PageSize, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	m, err := shim.NewMirror(mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fd, m
+}
+
 func registerMsg(handle uint32, format uint64) shim.Register {
 	r := shim.Register{Handle: handle, Pid: 0, CPU: -1, GroupFd: -1, AttrSize: 64}
 	r.Attr[0] = 1 // PERF_TYPE_SOFTWARE

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -48,25 +47,9 @@ func TestServerSurvivesStagePanic(t *testing.T) {
 		logged = append(logged, f)
 		logMu.Unlock()
 	}})
-	c := dial(t, path)
-	rep, pageFd := c.call(shim.MsgHello, shim.Hello{Pid: int32(os.Getpid())}, -1)
-	if hr := rep.(shim.HelloReply); hr.Status != 0 {
-		t.Fatalf("hello %+v", hr)
-	}
-	unix.Close(pageFd)
+	c := helloClient(t, path)
 	const format = shim.FormatTotalTimeEnabled | shim.FormatTotalTimeRunning
-	fd := openPageFaults(t, format)
-	rep, mfd := c.call(shim.MsgRegister, registerMsg(1, format), fd)
-	if rr := rep.(shim.RegisterReply); rr.Status != 0 || mfd < 0 {
-		t.Fatalf("register %+v", rr)
-	}
-	defer unix.Close(mfd)
-	mem, err := unix.Mmap(mfd, 0, shim.PageSize, unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(mem)
-	m, _ := shim.NewMirror(mem)
+	fd, m := registerPageFaults(t, c, 1, format)
 	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -130,19 +113,8 @@ func (panickyPacer) Pace(int) time.Duration                { panic("a bug in Pac
 // the publisher after each client's round) switches the stage off like one in Correct.
 func TestServerSurvivesPacerPanic(t *testing.T) {
 	srv, path := startServer(t, Config{Period: time.Millisecond, Stage: panickyPacer{}})
-	c := dial(t, path)
-	rep, pageFd := c.call(shim.MsgHello, shim.Hello{Pid: int32(os.Getpid())}, -1)
-	if hr := rep.(shim.HelloReply); hr.Status != 0 {
-		t.Fatalf("hello %+v", hr)
-	}
-	unix.Close(pageFd)
-	const format = shim.FormatTotalTimeEnabled | shim.FormatTotalTimeRunning
-	fd := openPageFaults(t, format)
-	rep, mfd := c.call(shim.MsgRegister, registerMsg(1, format), fd)
-	if rr := rep.(shim.RegisterReply); rr.Status != 0 || mfd < 0 {
-		t.Fatalf("register %+v", rr)
-	}
-	unix.Close(mfd)
+	c := helloClient(t, path)
+	registerPageFaults(t, c, 1, shim.FormatTotalTimeEnabled|shim.FormatTotalTimeRunning)
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && !srv.Stats().StagePanicked; time.Sleep(time.Millisecond) {
 	}
 	if !srv.Stats().StagePanicked {
