@@ -68,10 +68,12 @@ func (s *Stage) retire(c *client) {
 		return
 	}
 	s.finish(c)
-	if k := c.corr; k.slices > 0 || len(k.rounds) > 0 {
+	if c.corr.slices > 0 {
 		// A PMU rebuilt before its target ran (the tool was still opening events)
-		// has nothing to report.
-		s.retired = append(s.retired, s.clientReport(k))
+		// has nothing to report, even if the tool read its events meanwhile (with the
+		// BPF collector a read round could land there, and the report listed an
+		// empty client).
+		s.retired = append(s.retired, s.clientReport(c.corr))
 	}
 }
 
