@@ -74,8 +74,9 @@ OPTIONS
                     counters: the sidecar multiplexes them as the kernel rotates
                     flexible groups, so tools show multiplexed values even on
                     events the kernel never multiplexes (software events,
-                    tracepoints). Without it, values are the kernel's,
-                    corrected where the kernel multiplexed them (--correct).
+                    tracepoints). Without it, values are the kernel's (with
+                    --correct bayesperf, corrected where the kernel multiplexed
+                    them).
     --fixed-counters EVENTS
                     With --virtual-counters: events (perf syntax, comma
                     separated) that sit on fixed counters and always count.
