@@ -695,14 +695,21 @@ func (c *Collector) Next() (perf.Snapshot, error) {
 			return s, nil
 		}
 		c.mu.Unlock()
-		select {
-		case <-c.wake:
-		case <-c.quit:
-		case <-time.After(sweepEvery):
-			c.mu.Lock()
-			c.sweep()
-			c.mu.Unlock()
-		}
+		c.block()
+	}
+}
+
+// block waits, without the lock, for the consumer to apply records (notify), for Close,
+// or until the next sweep of exited threads is due, which it then runs: the waiting step
+// of Next and Wait.
+func (c *Collector) block() {
+	select {
+	case <-c.wake:
+	case <-c.quit:
+	case <-time.After(sweepEvery):
+		c.mu.Lock()
+		c.sweep()
+		c.mu.Unlock()
 	}
 }
 
@@ -729,14 +736,7 @@ func (c *Collector) Wait() error {
 			return nil
 		}
 		c.mu.Unlock()
-		select {
-		case <-c.wake:
-		case <-c.quit:
-		case <-time.After(sweepEvery):
-			c.mu.Lock()
-			c.sweep()
-			c.mu.Unlock()
-		}
+		c.block()
 	}
 }
 
