@@ -10,84 +10,25 @@ import (
 	"testing"
 )
 
-// runValues is one `bayesperf run --virtual-counters 4 --schedule kernel --collector
-// read --stats S --report R FLAGS -- perf stat -I 100 -x, -e correctEvents -- bayesperf workload
-// mixed` (the read collector: a kernel's values can be read at any instant, where the
-// bpf collector's change only at its snapshots): perf's intervals, the report's (truth
-// at the instants of the tool's reads,
-// and "linux", the kernel's scaling of the virtual PMU's view over the same spans:
-// what perf prints with --correct none) and the stats file's truth totals.
+// runValues is runDropinStat with --schedule kernel --collector read (a kernel's values
+// can be read at any instant, where the bpf collector's change only at its snapshots):
+// perf's intervals, the report's (truth at the instants of the tool's reads, and "linux",
+// the kernel's scaling of the virtual PMU's view over the same spans: what perf prints
+// with --correct none) and the stats file's truth totals. No published value may
+// decrease, and the virtual PMU must have given the tool its uncorrected view.
 func runValues(t *testing.T, flags ...string) correctedRun {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the virtual PMU opens tracepoints on the measured command")
-	}
-	dir := dropinBins(t)
-	tmp := t.TempDir()
-	sf, rf := filepath.Join(tmp, "stats.json"), filepath.Join(tmp, "report.json")
-	bp := filepath.Join(dir, "bayesperf")
-	argv := append([]string{bp, "run", "--virtual-counters", "4", "--schedule", "kernel", "--collector", "read", "--stats", sf, "--report", rf}, flags...)
-	argv = append(argv, "--", "perf", "stat", "-I", "100", "-x,", "-e", correctEvents, "--",
-		bp, "workload", "mixed", "--duration", correctDuration())
-	r := run(t, patientShim, argv...)
-	if r.status != 0 {
-		t.Fatalf("%q: status %d\n%s", argv, r.status, r.stderr)
-	}
-	if strings.Contains(r.stderr, "bayesperf: ") {
-		t.Fatalf("the shim gave up on the sidecar:\n%s", r.stderr)
-	}
-	var out correctedRun
-	last := ""
-	for _, l := range parseStatCSV(t, r.stderr, true) {
-		if l.interval != last {
-			out.perf = append(out.perf, map[string]float64{})
-			last = l.interval
+	out, c := runDropinStat(t, append([]string{"--schedule", "kernel", "--collector", "read"}, flags...)...)
+	for i, pv := range out.perf {
+		for ev, v := range pv {
+			if v > 1e15 {
+				// perf's delta of a value that went down, wrapped around 2^64.
+				t.Errorf("%s in interval %d: perf printed %v: a published value decreased", ev, i+1, v)
+			}
 		}
-		v, err := strconv.ParseFloat(l.value, 64)
-		if err != nil {
-			v = 0 // <not counted>
-		}
-		if l.unit == "msec" {
-			v *= 1e6
-		}
-		if v > 1e15 {
-			// perf's delta of a value that went down, wrapped around 2^64.
-			t.Errorf("%s at %s: perf printed %v: a published value decreased", l.event, l.interval, v)
-		}
-		out.perf[len(out.perf)-1][l.event] = v
 	}
-	var rep runReport
-	b, err := os.ReadFile(rf)
-	if err == nil {
-		err = json.Unmarshal(b, &rep)
-	}
-	if err != nil || len(rep.Clients) == 0 {
-		t.Fatalf("read report: %v\n%s", err, b)
-	}
-	c := rep.Clients[len(rep.Clients)-1]
 	if c.Correct != "none" {
 		t.Fatalf("the virtual PMU says it gave the tool %q values, want none (its multiplexed view)", c.Correct)
-	}
-	for _, iv := range c.Interval {
-		m := map[string]reportEvent{}
-		for _, e := range iv.Events {
-			m[e.Event] = e
-		}
-		out.report = append(out.report, m)
-	}
-	var st struct {
-		Truth map[string]uint64 `json:"truth"`
-	}
-	sb, err := os.ReadFile(sf)
-	if err == nil {
-		err = json.Unmarshal(sb, &st)
-	}
-	if err != nil {
-		t.Fatalf("read stats: %v", err)
-	}
-	out.truth = st.Truth
-	if len(out.perf) < 10 || len(out.report) < len(out.perf) {
-		t.Fatalf("%d perf intervals, %d report intervals: want at least 10, and a report interval for each of perf's\n%s", len(out.perf), len(out.report), r.stderr)
 	}
 	out.report = out.report[:len(out.perf)] // perf prints no interval for its reads after the exit
 	return out
