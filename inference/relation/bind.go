@@ -3,6 +3,7 @@ package relation
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -33,8 +34,13 @@ func Bind(rels []Relation, events []string) []Relation {
 // PMU-qualified names without options (cpu/inst_retired.any/) as the bare name; bound
 // relations use the run's spelling.
 //
-// The result has no duplicates (a weakened identity that equals another relation is
-// kept once).
+// The result has no duplicates: relations that state the same thing (see sameKey: the
+// same comparison of the same linear form, whatever the order of terms or sides) are
+// kept once, in the place of the first, and the one kept is the strictest: an exact one
+// (Tol 0) over a soft one, else the smallest Tol; between equal tolerances the first.
+// So a relation is never replaced by a weaker statement of itself: a user's exact
+// page-faults = minor-faults + major-faults stays exact next to the soft built-in, and a
+// weakened identity that equals an exact inequality yields to it.
 func BindUniverse(rels []Relation, events, universe []string) []Relation {
 	have := make(map[string]bool, len(events))
 	sorted := append([]string(nil), events...)
@@ -61,12 +67,17 @@ func BindUniverse(rels []Relation, events, universe []string) []Relation {
 	}
 	sort.Strings(sfx)
 	var out []Relation
-	seen := map[string]bool{}
+	at := map[string]int{} // sameKey → index in out
 	keep := func(b Relation) {
-		key := b.String()
-		if !seen[key] {
-			seen[key] = true
+		key := sameKey(b)
+		i, dup := at[key]
+		if !dup {
+			at[key] = len(out)
 			out = append(out, b)
+			return
+		}
+		if b.Tol < out[i].Tol {
+			out[i] = b // stricter statement of the same relation
 		}
 	}
 	for _, r := range rels {
@@ -88,6 +99,49 @@ func BindUniverse(rels []Relation, events, universe []string) []Relation {
 		}
 	}
 	return out
+}
+
+// sameKey is the identity of a bound relation for de-duplication, independent of how
+// it is written: for a linear relation, its linear form Σ c·e + k (op) 0 with the terms
+// sorted by event and the sign fixed so that the first coefficient is positive (an
+// inequality flips with it), so "a = b + c", "a = c + b", "b + c = a" and "a - b - c = 0"
+// share a key, as do "a <= b" and "b >= a". Scale is kept: 2·a = 2·b is another factor
+// to the model. For a non-linear relation, the rendered text (which never depends on
+// whitespace) with the sides in a fixed order. Tol, Source, Text and Note are not part
+// of it.
+func sameKey(r Relation) string {
+	lin, ok := r.Linearize()
+	if !ok {
+		a := r.LHS.String() + " " + r.Op.String() + " " + r.RHS.String()
+		b := r.RHS.String() + " " + r.Op.flip().String() + " " + r.LHS.String()
+		return "N:" + min(a, b)
+	}
+	evs := make([]string, 0, len(lin.Coef))
+	for e := range lin.Coef {
+		evs = append(evs, e)
+	}
+	sort.Strings(evs)
+	sign := 1.0
+	switch {
+	case len(evs) > 0 && lin.Coef[evs[0]] < 0, len(evs) == 0 && lin.Const < 0:
+		sign = -1
+	}
+	op := lin.Op
+	if sign < 0 {
+		op = op.flip()
+	}
+	var k strings.Builder
+	k.WriteString("L:")
+	k.WriteString(op.String())
+	for _, e := range evs {
+		fmt.Fprintf(&k, " %s*%q", strconv.FormatFloat(sign*lin.Coef[e], 'g', -1, 64), e)
+	}
+	c := sign * lin.Const
+	if c == 0 {
+		c = 0 // no "-0"
+	}
+	fmt.Fprintf(&k, " %s", strconv.FormatFloat(c, 'g', -1, 64))
+	return k.String()
 }
 
 // modifierSuffix returns the ":mods" suffix of a perf event name ("" if none): the part

@@ -14,7 +14,10 @@
 //
 // Relations are written against event names and globs; Bind specialises them to the
 // events of one run, expanding sum(GLOB) and dropping relations that mention events the
-// run does not have. Linearize then gives the form the model consumes.
+// run does not have; relations that state the same thing (up to the order of terms and
+// sides) are bound once, keeping the strictest tolerance, so that an exact relation of
+// the user's is never replaced by a soft built-in. Linearize then gives the form the
+// model consumes.
 //
 // Errors: parsing returns errors that name file:line:col; evaluation returns an error
 // (never panics) on division by zero, unbound sums and unknown functions. Relations and
