@@ -24,9 +24,79 @@ var callgrindArgs = []string{
 var cgInequalities = [][2]string{
 	{"I1mr", "Ir"}, {"ILmr", "I1mr"}, {"D1mr", "Dr"}, {"DLmr", "D1mr"},
 	{"D1mw", "Dw"}, {"DLmw", "D1mw"}, {"Bcm", "Bc"}, {"Bim", "Bi"},
+	// Between the derived totals (-derived): each follows from the pairs above.
+	{"D1_misses", "D_accesses"}, {"LL_misses", "L1_misses"}, {"Br_misses", "Br_total"},
 }
 
-func runCallgrind(out string, bbs int, keepStdout bool, cmd []string) error {
+// cgDerived are the totals -derived appends as event columns, each the exact sum of
+// callgrind events in every row. Their names avoid perf's generic events (branches,
+// branch-misses, L1-dcache-load-misses, ...), whose built-in relations say something
+// else: callgrind's Bc + Bi leaves out direct unconditional jumps and calls, which
+// callgrind does not simulate.
+var cgDerived = []struct {
+	Name  string
+	Terms []string
+}{
+	{"L1_misses", []string{"I1mr", "D1mr", "D1mw"}}, // first-level misses, instruction and data
+	{"LL_misses", []string{"ILmr", "DLmr", "DLmw"}}, // last-level misses, instruction and data
+	{"D1_misses", []string{"D1mr", "D1mw"}},         // first-level data misses
+	{"D_accesses", []string{"Dr", "Dw"}},            // data reads and writes
+	{"Br_total", []string{"Bc", "Bi"}},              // conditional and indirect branches
+	{"Br_misses", []string{"Bcm", "Bim"}},           // their mispredictions
+}
+
+// addDerived appends the cgDerived columns to tr, computed row by row from its counts.
+func addDerived(tr *replay.Trace) error {
+	for _, d := range cgDerived {
+		if tr.EventIndex(d.Name) >= 0 {
+			return fmt.Errorf("derive %s: the trace already has that event", d.Name)
+		}
+		idx := make([]int, len(d.Terms))
+		for k, n := range d.Terms {
+			if idx[k] = tr.EventIndex(n); idx[k] < 0 {
+				return fmt.Errorf("derive %s: callgrind collected no %s", d.Name, n)
+			}
+		}
+		tr.Events = append(tr.Events, d.Name)
+		for t, row := range tr.Counts {
+			var s uint64
+			for _, j := range idx {
+				s += row[j]
+			}
+			tr.Counts[t] = append(row, s)
+		}
+	}
+	return nil
+}
+
+// identitiesOff returns, for each cgDerived total present in tr, in how many rows it
+// differs from the sum of its terms (0 for a correct trace).
+func identitiesOff(tr *replay.Trace) map[string]int {
+	off := map[string]int{}
+	for _, d := range cgDerived {
+		i := tr.EventIndex(d.Name)
+		if i < 0 {
+			continue
+		}
+		off[d.Name] = 0
+		for _, row := range tr.Counts {
+			var s uint64
+			for _, n := range d.Terms {
+				if j := tr.EventIndex(n); j >= 0 {
+					s += row[j]
+				}
+			}
+			if row[i] != s {
+				off[d.Name]++
+			}
+		}
+	}
+	return off
+}
+
+// runCallgrind records cmd under callgrind, one row per bbs basic blocks, into out; with
+// derived it appends the cgDerived totals as events.
+func runCallgrind(out string, bbs int, derived, keepStdout bool, cmd []string) error {
 	dir, err := os.MkdirTemp("", "tracegen-cg-*")
 	if err != nil {
 		return fmt.Errorf("create temp dir: %w", err)
@@ -68,6 +138,11 @@ func runCallgrind(out string, bbs int, keepStdout bool, cmd []string) error {
 	if err := checkCollected(tr, stderr.String()); err != nil {
 		return err
 	}
+	if derived {
+		if err := addDerived(tr); err != nil {
+			return err
+		}
+	}
 	var buf bytes.Buffer
 	if err := tr.WriteCSV(&buf); err != nil {
 		return err
@@ -87,7 +162,13 @@ func runCallgrind(out string, bbs int, keepStdout bool, cmd []string) error {
 				bad++
 			}
 		}
-		fmt.Fprintf(os.Stderr, "tracegen: %-12s rows violated: %d/%d\n", q[0]+" <= "+q[1], bad, tr.Slices())
+		fmt.Fprintf(os.Stderr, "tracegen: %-23s rows violated: %d/%d\n", q[0]+" <= "+q[1], bad, tr.Slices())
+	}
+	off := identitiesOff(tr)
+	for _, d := range cgDerived {
+		if n, ok := off[d.Name]; ok {
+			fmt.Fprintf(os.Stderr, "tracegen: %-30s rows off: %d/%d\n", d.Name+" = "+strings.Join(d.Terms, " + "), n, tr.Slices())
+		}
 	}
 	return nil
 }

@@ -22,6 +22,11 @@
 //
 //	go run ./inference/replay/tracegen -o trace.csv -callgrind 2000000 -- gzip -c file
 //
+// With -derived (callgrind only) six totals follow the 17 events, each the exact sum of
+// callgrind events in every row: L1_misses = I1mr + D1mr + D1mw, LL_misses = ILmr + DLmr
+// + DLmw, D1_misses = D1mr + D1mw, D_accesses = Dr + Dw, Br_total = Bc + Bi, Br_misses =
+// Bcm + Bim. The identities and the inequalities between the totals are checked row by row.
+//
 // The program's stdout is discarded unless -stdout is given; its stderr is kept.
 package main
 
@@ -60,6 +65,7 @@ func main() {
 	nsys := flag.Int("syscalls", 12, "also record the N most frequent syscalls:sys_enter_* of the program")
 	keepStdout := flag.Bool("stdout", false, "keep the program's stdout")
 	cgBBs := flag.Int("callgrind", 0, "record with callgrind, one row per N basic blocks, instead of perf")
+	derived := flag.Bool("derived", false, "with -callgrind: add exact derived totals (L1_misses, LL_misses, D1_misses, D_accesses, Br_total, Br_misses)")
 	flag.Parse()
 	cmd := flag.Args()
 	if *out == "" || len(cmd) == 0 {
@@ -68,7 +74,7 @@ func main() {
 	}
 	var err error
 	if *cgBBs > 0 {
-		err = runCallgrind(*out, *cgBBs, *keepStdout, cmd)
+		err = runCallgrind(*out, *cgBBs, *derived, *keepStdout, cmd)
 	} else {
 		err = run(*out, *ms, strings.Split(*events, ","), *nsys, *keepStdout, cmd)
 	}
