@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -68,4 +71,97 @@ func TestEvalBadInput(t *testing.T) {
 			t.Errorf("eval %v succeeded", args)
 		}
 	}
+}
+
+// TestEvalJSONHarmFigures checks eval --json's do-no-harm and sharpness figures against
+// the per-event figures of the same JSON: linux's worst ratio against itself is exactly
+// 1, and every estimator's worst_ratio, worst_event, harmed and sharpness follow from its
+// per_event WAPEs (and linux's) and sharpnesses as the brief defines them.
+func TestEvalJSONHarmFigures(t *testing.T) {
+	trace := filepath.Join("..", "..", "inference", "replay", "testdata", "find.csv")
+	out, code := captureStdout(t, func() int {
+		return runEval([]string{"--trace", trace, "--counters", "4", "--json"})
+	})
+	if code != 0 {
+		t.Fatalf("exit %d, output %q", code, out)
+	}
+	var res struct {
+		Estimators map[string]struct {
+			WorstRatio *float64 `json:"worst_ratio"`
+			WorstEvent *string  `json:"worst_event"`
+			Harmed     *int     `json:"harmed"`
+			Sharpness  *float64 `json:"sharpness"`
+		} `json:"estimators"`
+		PerEvent []map[string]json.RawMessage `json:"per_event"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	type scores struct {
+		WAPE      *float64 `json:"wape"`
+		Sharpness *float64 `json:"sharpness"`
+	}
+	per := func(e int, name string) (s scores) {
+		if err := json.Unmarshal(res.PerEvent[e][name], &s); err != nil {
+			t.Fatalf("per_event %d %s: %v", e, name, err)
+		}
+		return s
+	}
+	event := func(e int) (n string) {
+		json.Unmarshal(res.PerEvent[e]["event"], &n)
+		return n
+	}
+	if lin := res.Estimators["linux"]; lin.WorstRatio == nil || *lin.WorstRatio != 1 || lin.Harmed == nil || *lin.Harmed != 0 {
+		t.Errorf("linux against itself: worst ratio %v, harmed %v; want exactly 1 and 0", lin.WorstRatio, lin.Harmed)
+	}
+	if len(res.Estimators) < 5 {
+		t.Fatalf("%d estimators, want linux, fixed, linear, bayesperf-rr and bayesperf", len(res.Estimators))
+	}
+	for name, got := range res.Estimators {
+		worst, worstEvent, harmed := 0.0, "", 0
+		var sharp []float64
+		for e := range res.PerEvent {
+			x, lin := per(e, name), per(e, "linux")
+			if x.Sharpness != nil {
+				sharp = append(sharp, *x.Sharpness)
+			}
+			if x.WAPE == nil || lin.WAPE == nil {
+				continue
+			}
+			if *x.WAPE > 1.5**lin.WAPE+0.01 {
+				harmed++
+			}
+			if r := *x.WAPE / *lin.WAPE; *lin.WAPE >= 0.01 && (worstEvent == "" || r > worst) {
+				worst, worstEvent = r, event(e)
+			}
+		}
+		if got.Harmed == nil || got.WorstRatio == nil || got.WorstEvent == nil {
+			t.Fatalf("%s: harm figures missing: %+v", name, got)
+		}
+		if *got.Harmed != harmed {
+			t.Errorf("%s: harmed %d, per_event says %d", name, *got.Harmed, harmed)
+		}
+		if math.Abs(*got.WorstRatio-worst) > 1e-12*worst || *got.WorstEvent != worstEvent {
+			t.Errorf("%s: worst ratio %v at %s, per_event says %v at %s", name, *got.WorstRatio, *got.WorstEvent, worst, worstEvent)
+		}
+		switch {
+		case len(sharp) == 0 && got.Sharpness != nil:
+			t.Errorf("%s: sharpness %v without per-event sharpness", name, *got.Sharpness)
+		case len(sharp) > 0 && (got.Sharpness == nil || math.Abs(*got.Sharpness-median(sharp)) > 1e-12):
+			t.Errorf("%s: sharpness %v, median of per_event %v", name, got.Sharpness, median(sharp))
+		}
+		if strings.HasPrefix(name, "bayesperf") && got.Sharpness == nil {
+			t.Errorf("%s gives intervals but no sharpness", name)
+		}
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -131,6 +131,29 @@ func Coverage(truth []float64, est []inference.Estimate) (inside, total int) {
 	return inside, total
 }
 
+// Sharpness is the width of the 95% intervals relative to the count: the sum of their
+// half-widths (Hi − Lo)/2 over the estimates that carry one, divided by the truth summed
+// over the same intervals. ok is false when no estimate has an interval or that truth is
+// not positive. Coverage bought with huge intervals shows here: a model near 0.95
+// coverage with sharpness 0.01 is honest, one with sharpness 5 is not informative.
+func Sharpness(truth []float64, est []inference.Estimate) (s float64, ok bool) {
+	n := min(len(truth), len(est))
+	var half, total float64
+	var with int
+	for i := range n {
+		if !est[i].HasInterval {
+			continue
+		}
+		with++
+		half += (est[i].Hi - est[i].Lo) / 2
+		total += truth[i]
+	}
+	if with == 0 || !(total > 0) {
+		return 0, false
+	}
+	return half / total, true
+}
+
 // Event holds one event's scores. Defined is false when the event never occurred in the
 // truth, and then the ratios are meaningless and must not be reported.
 type Event struct {
@@ -141,6 +164,9 @@ type Event struct {
 	DTW        float64
 	// Inside and WithInterval are the coverage counts (see Coverage).
 	Inside, WithInterval int
+	// Sharpness is the event's Sharpness; meaningful only when HasSharpness.
+	Sharpness    float64
+	HasSharpness bool
 }
 
 // Coverage95 returns the share of intervals containing the truth, and false if no
@@ -157,6 +183,7 @@ func ForEvent(truth []float64, est []inference.Estimate) Event {
 	v := Values(est)
 	var m Event
 	m.Inside, m.WithInterval = Coverage(truth, est)
+	m.Sharpness, m.HasSharpness = Sharpness(truth, est)
 	w, ok := WAPE(truth, v)
 	if !ok {
 		return m
@@ -177,18 +204,28 @@ type Summary struct {
 	RA         float64  `json:"ra"`          // mean over defined events
 	DTW        float64  `json:"dtw"`         // mean over defined events
 	Coverage95 *float64 `json:"coverage95"`  // pooled over all (event, interval); nil without intervals
+	Sharpness  *float64 `json:"sharpness"`   // median over events with a sharpness; nil without intervals
 	Events     int      `json:"-"`           // defined events the means are over
+
+	// The do-no-harm figures relative to a baseline estimator (see Harm). Summarize
+	// cannot know the baseline and leaves them nil; replay.Summarize sets them.
+	WorstRatio *float64 `json:"worst_ratio"` // nil when no event qualifies
+	WorstEvent *string  `json:"worst_event"` // the event giving WorstRatio
+	Harmed     *int     `json:"harmed"`
 }
 
 // Summarize aggregates per-event scores. Coverage is pooled over every (event,
 // interval) pair that had an interval, defined events or not.
 func Summarize(events []Event) Summary {
 	var s Summary
-	var wapes []float64
+	var wapes, sharp []float64
 	var inside, with int
 	for _, e := range events {
 		inside += e.Inside
 		with += e.WithInterval
+		if e.HasSharpness {
+			sharp = append(sharp, e.Sharpness)
+		}
 		if !e.Defined {
 			continue
 		}
@@ -201,6 +238,10 @@ func Summarize(events []Event) Summary {
 	if with > 0 {
 		c := float64(inside) / float64(with)
 		s.Coverage95 = &c
+	}
+	if len(sharp) > 0 {
+		m := Median(sharp)
+		s.Sharpness = &m
 	}
 	s.Events = len(wapes)
 	if len(wapes) == 0 {
@@ -271,4 +312,50 @@ func Ratio(a, b float64) float64 {
 		return RatioCap
 	}
 	return math.Min(RatioCap, math.Max(1.0/RatioCap, a/b))
+}
+
+// Do no harm: an estimator may win on the typical event (ErrorReduction) and still ruin a
+// few; these bound what counts as ruin.
+const (
+	// HarmFloor is the least baseline WAPE an event needs to enter WorstRatio: below it
+	// the baseline is all but exact and the ratio of two tiny errors says nothing.
+	HarmFloor = 0.01
+	// HarmFactor and HarmSlack: an event is harmed when
+	// WAPE_X > HarmFactor·WAPE_base + HarmSlack (the slack spares events both get right).
+	HarmFactor = 1.5
+	HarmSlack  = 0.01
+)
+
+// Harm is how much worse than a baseline an estimator X is on its worst events.
+type Harm struct {
+	// WorstRatio is the largest WAPE_X / WAPE_base over the events with
+	// WAPE_base >= HarmFloor, uncapped (a 500-fold error must show as 500); WorstEvent
+	// is that event's index, the first on ties, or -1 (and WorstRatio 0) when no event
+	// qualifies.
+	WorstRatio float64
+	WorstEvent int
+	// Harmed counts the events with WAPE_X > HarmFactor·WAPE_base + HarmSlack.
+	Harmed int
+}
+
+// Harms compares X's per-event scores x with the baseline's base, over the events defined
+// in both. X compared with itself has WorstRatio 1 (when an event qualifies) and no
+// harmed event.
+func Harms(base, x []Event) Harm {
+	h := Harm{WorstEvent: -1}
+	for e := range min(len(base), len(x)) {
+		if !base[e].Defined || !x[e].Defined {
+			continue
+		}
+		b, w := base[e].WAPE, x[e].WAPE
+		if w > HarmFactor*b+HarmSlack {
+			h.Harmed++
+		}
+		if b >= HarmFloor {
+			if r := w / b; h.WorstEvent < 0 || r > h.WorstRatio {
+				h.WorstRatio, h.WorstEvent = r, e
+			}
+		}
+	}
+	return h
 }

@@ -141,3 +141,70 @@ func TestSummarizeAndReduction(t *testing.T) {
 		t.Fatal("ratio clamps")
 	}
 }
+
+// Sharpness by hand: half-widths (12−8)/2 = 2 and (35−25)/2 = 5 over the truth of the
+// same intervals, 10 + 30; the interval without a 95% interval counts in neither sum.
+func TestSharpness(t *testing.T) {
+	truth := []float64{10, 7, 30}
+	est := []inference.Estimate{
+		{Value: 10, Lo: 8, Hi: 12, HasInterval: true},
+		{Value: 99},
+		{Value: 30, Lo: 25, Hi: 35, HasInterval: true},
+	}
+	want := (2.0 + 5.0) / (10 + 30)
+	if s, ok := Sharpness(truth, est); !ok || math.Abs(s-want) > 1e-15 {
+		t.Fatalf("sharpness %v %v, want %v", s, ok, want)
+	}
+	if m := ForEvent(truth, est); !m.HasSharpness || math.Abs(m.Sharpness-want) > 1e-15 {
+		t.Fatalf("event sharpness %v %v, want %v", m.Sharpness, m.HasSharpness, want)
+	}
+	if _, ok := Sharpness(truth, point(truth)); ok {
+		t.Error("sharpness of point estimates")
+	}
+	if _, ok := Sharpness([]float64{0, 0}, est[:1]); ok {
+		t.Error("sharpness of an event that never occurred")
+	}
+	// The estimator's sharpness is the median over events that have one: of 0.1, 0.3 and
+	// 0.2 (the point-estimated event has none), 0.2.
+	ev := []Event{
+		{Defined: true, Sharpness: 0.1, HasSharpness: true},
+		{Defined: true},
+		{Defined: true, Sharpness: 0.3, HasSharpness: true},
+		{Defined: true, Sharpness: 0.2, HasSharpness: true},
+	}
+	if s := Summarize(ev).Sharpness; s == nil || *s != 0.2 {
+		t.Fatalf("summary sharpness %v, want 0.2", s)
+	}
+	if s := Summarize(ev[1:2]).Sharpness; s != nil {
+		t.Fatalf("summary sharpness %v without intervals, want nil", *s)
+	}
+}
+
+// Harms by hand, event by event (linux WAPE, X WAPE):
+//
+//	0: 0.10, 0.12  ratio 1.2;  0.12 <= 1.5·0.10 + 0.01: not harmed
+//	1: 0.02, 0.30  ratio 15;   harmed: the worst
+//	2: 0.005, 0.5  below the floor: no ratio, but harmed (0.5 > 0.0175)
+//	3: undefined in X's truth: skipped
+//	4: 0.20, 0.32  ratio 1.6;  0.32 > 0.31: harmed
+//	5: 0.40, 0.01  ratio 0.025
+func TestHarms(t *testing.T) {
+	d := func(w float64) Event { return Event{Defined: true, WAPE: w} }
+	lin := []Event{d(0.10), d(0.02), d(0.005), {}, d(0.20), d(0.40)}
+	x := []Event{d(0.12), d(0.30), d(0.5), {}, d(0.32), d(0.01)}
+	h := Harms(lin, x)
+	if math.Abs(h.WorstRatio-15) > 1e-12 || h.WorstEvent != 1 || h.Harmed != 3 {
+		t.Fatalf("harm %+v, want worst ratio 15 at event 1, 3 harmed", h)
+	}
+	if h := Harms(lin, lin); h.WorstRatio != 1 || h.WorstEvent != 0 || h.Harmed != 0 {
+		t.Fatalf("linux against itself %+v, want ratio exactly 1 at event 0, none harmed", h)
+	}
+	// Only events below the floor: no worst ratio, yet harm is counted.
+	if h := Harms([]Event{d(0.001)}, []Event{d(0.5)}); h.WorstEvent != -1 || h.WorstRatio != 0 || h.Harmed != 1 {
+		t.Fatalf("below the floor %+v", h)
+	}
+	// Uncapped: an event estimated 500 times worse shows as 500, not RatioCap.
+	if h := Harms([]Event{d(0.01)}, []Event{d(5)}); math.Abs(h.WorstRatio-500) > 1e-9 {
+		t.Fatalf("worst ratio %v, want 500", h.WorstRatio)
+	}
+}

@@ -29,7 +29,8 @@ type Options struct {
 	// Online asks each estimator for an interval right after the interval's last slice
 	// (the live value a tool would read), instead of after Finish (final, smoothed).
 	Online bool
-	// Baseline names the contender the error reductions are relative to; "" is "linux".
+	// Baseline names the contender the error reductions and the harm figures
+	// (worst_ratio, harmed, worst_event) are relative to; "" is "linux".
 	Baseline string
 	// Counters is reported in the result as the programmable counter budget.
 	Counters int
@@ -48,6 +49,7 @@ type Scores struct {
 	RA         *float64 `json:"ra"`
 	DTW        *float64 `json:"dtw"`
 	Coverage95 *float64 `json:"coverage95"`
+	Sharpness  *float64 `json:"sharpness"`
 }
 
 // EventResult is the per-event entry of a Result: the event's name and its scores under
@@ -163,7 +165,7 @@ func Score(tr *Trace, cs []Contender, opt Options) (*Result, error) {
 			res.Estimates[names[i]][k] = fit(a, len(tr.Events))
 		}
 	}
-	sum := Summarize(res.Truth, res.Estimates, names, base, len(tr.Events))
+	sum := Summarize(res.Truth, res.Estimates, names, base, tr.Events)
 	per := sum.PerEvent
 	res.Estimators, res.ErrorReduction = sum.Estimators, sum.ErrorReduction
 	for e, ev := range tr.Events {
@@ -178,6 +180,9 @@ func Score(tr *Trace, cs []Contender, opt Options) (*Result, error) {
 			if c, ok := m.Coverage95(); ok {
 				s.Coverage95 = ptr(c)
 			}
+			if m.HasSharpness {
+				s.Sharpness = ptr(m.Sharpness)
+			}
 			er.Scores[name] = s
 		}
 		res.PerEvent = append(res.PerEvent, er)
@@ -191,7 +196,8 @@ func ptr(v float64) *float64 { return &v }
 type Summary struct {
 	// PerEvent[name][e] are estimator name's scores on event e (metrics.ForEvent).
 	PerEvent map[string][]metrics.Event
-	// Estimators[name] aggregates PerEvent[name] over the events (metrics.Summarize).
+	// Estimators[name] aggregates PerEvent[name] over the events (metrics.Summarize),
+	// with the harm figures relative to the baseline (metrics.Harms) when there is one.
 	Estimators map[string]metrics.Summary
 	// ErrorReduction[name] is name's error reduction relative to the baseline
 	// (metrics.ErrorReduction), for every estimator but the baseline where it is defined.
@@ -199,18 +205,20 @@ type Summary struct {
 }
 
 // Summarize scores the answers of the estimators names against the truth, per event and
-// per estimator: truth[k][e] is event e's true count in reporting interval k, and
-// answers[name][k][e] estimator name's estimate of it; an estimate missing from a short
-// answer counts as a not-counted zero. base names the estimator the error reductions are
-// relative to; when it is not among names there are none.
+// per estimator: truth[k][e] is the true count of event events[e] in reporting interval
+// k, and answers[name][k][e] estimator name's estimate of it; an estimate missing from a
+// short answer counts as a not-counted zero. base names the estimator the error
+// reductions and harm figures are relative to; when it is not among names there are none
+// (and the harm fields stay nil). The baseline's own harm figures are against itself:
+// worst ratio 1, nothing harmed.
 //
 // Score and live evaluation (internal/eval) both summarize through it, so the same
 // answers always give the same figures.
-func Summarize(truth [][]float64, answers map[string][][]inference.Estimate, names []string, base string, events int) Summary {
+func Summarize(truth [][]float64, answers map[string][][]inference.Estimate, names []string, base string, events []string) Summary {
 	sum := Summary{PerEvent: map[string][]metrics.Event{}, Estimators: map[string]metrics.Summary{},
 		ErrorReduction: map[string]float64{}}
 	for _, name := range names {
-		per := make([]metrics.Event, events)
+		per := make([]metrics.Event, len(events))
 		for e := range events {
 			tr := make([]float64, len(truth))
 			est := make([]inference.Estimate, len(truth))
@@ -229,6 +237,7 @@ func Summarize(truth [][]float64, answers map[string][][]inference.Estimate, nam
 	}
 	if lin, ok := sum.PerEvent[base]; ok {
 		for _, name := range names {
+			sum.Estimators[name] = withHarm(sum.Estimators[name], metrics.Harms(lin, sum.PerEvent[name]), events)
 			if name == base {
 				continue
 			}
@@ -238,6 +247,19 @@ func Summarize(truth [][]float64, answers map[string][][]inference.Estimate, nam
 		}
 	}
 	return sum
+}
+
+// withHarm returns s with the harm figures h set, naming the worst event from events;
+// the worst ratio and event stay nil when no event qualified for one.
+func withHarm(s metrics.Summary, h metrics.Harm, events []string) metrics.Summary {
+	harmed := h.Harmed
+	s.Harmed = &harmed
+	if h.WorstEvent >= 0 {
+		s.WorstRatio = ptr(h.WorstRatio)
+		name := events[h.WorstEvent]
+		s.WorstEvent = &name
+	}
+	return s
 }
 
 // Feed gives est the slices obs in order, each as its own deep copy (an estimator that

@@ -153,10 +153,13 @@ func TestScoreJSON(t *testing.T) {
 		}
 	}
 	lin := m["estimators"].(map[string]any)["linux"].(map[string]any)
-	for _, k := range []string{"wape", "median_wape", "total_error", "ra", "dtw", "coverage95"} {
+	for _, k := range []string{"wape", "median_wape", "total_error", "ra", "dtw", "coverage95", "sharpness", "worst_ratio", "worst_event", "harmed"} {
 		if _, ok := lin[k]; !ok {
 			t.Errorf("linux summary lacks %q", k)
 		}
+	}
+	if lin["sharpness"] != nil {
+		t.Errorf("linux sharpness %v, want null", lin["sharpness"])
 	}
 	if lin["coverage95"] != nil {
 		t.Errorf("linux coverage95 %v, want null", lin["coverage95"])
@@ -273,5 +276,77 @@ func TestScoreTrimTail(t *testing.T) {
 	}
 	if _, err := Score(synthetic(4, 5, func(e, t int) uint64 { return 1 }), Baselines(4, s), Options{TrimTail: true}); err == nil {
 		t.Error("trimming 5 slices to nothing accepted")
+	}
+}
+
+// Summarize's sharpness and harm figures on hand-made answers. Truth per interval
+// (two intervals) and event e0..e3, and each estimator's answers:
+//
+//	event  truth    linux     WAPE  x (value [lo, hi])           WAPE  sharpness
+//	e0     100 100  110 90    0.1   100 [90,110]  100 [70,130]  0     (10+30)/200 = 0.2
+//	e1      10  30   10 30    0     12 [10,14]    30 [26,34]    0.05  (2+4)/40    = 0.15
+//	e2      50   0   40  0    0.2   75 [60,90]     0 [0,0]      0.5   (15+0)/50   = 0.3
+//	e3       0   0    0  0    -     5 [0,10]       0 [0,0]      -     - (never occurred)
+//
+// Against linux, x's worst ratio is e2's 0.5/0.2 = 2.5 (e1 is below the 0.01 floor), and
+// e1 (0.05 > 0.01) and e2 (0.5 > 0.31) are harmed; its sharpness is the median of 0.2,
+// 0.15, 0.3. Linux against itself: ratio 1 at e0, the first event over the floor.
+func TestSummarizeHarmAndSharpness(t *testing.T) {
+	truth := [][]float64{{100, 10, 50, 0}, {100, 30, 0, 0}}
+	pt := func(v float64) inference.Estimate { return inference.Estimate{Value: v} }
+	iv := func(v, lo, hi float64) inference.Estimate {
+		return inference.Estimate{Value: v, Lo: lo, Hi: hi, HasInterval: true}
+	}
+	answers := map[string][][]inference.Estimate{
+		"linux": {{pt(110), pt(10), pt(40), pt(0)}, {pt(90), pt(30), pt(0), pt(0)}},
+		"x":     {{iv(100, 90, 110), iv(12, 10, 14), iv(75, 60, 90), iv(5, 0, 10)}, {iv(100, 70, 130), iv(30, 26, 34), iv(0, 0, 0), iv(0, 0, 0)}},
+	}
+	events := []string{"e0", "e1", "e2", "e3"}
+	names := []string{"linux", "x"}
+	sum := Summarize(truth, answers, names, "linux", events)
+
+	x := sum.Estimators["x"]
+	checkHarm(t, "x", x.WorstRatio, x.WorstEvent, x.Harmed, 2.5, "e2", 2)
+	if x.Sharpness == nil || math.Abs(*x.Sharpness-0.2) > 1e-12 {
+		t.Errorf("x sharpness %v, want 0.2", x.Sharpness)
+	}
+	for e, want := range []float64{0.2, 0.15, 0.3} {
+		if m := sum.PerEvent["x"][e]; !m.HasSharpness || math.Abs(m.Sharpness-want) > 1e-12 {
+			t.Errorf("x sharpness on %s: %v, want %v", events[e], m.Sharpness, want)
+		}
+	}
+	if sum.PerEvent["x"][3].HasSharpness {
+		t.Error("sharpness on an event that never occurred")
+	}
+	lin := sum.Estimators["linux"]
+	checkHarm(t, "linux", lin.WorstRatio, lin.WorstEvent, lin.Harmed, 1, "e0", 0)
+	if lin.Sharpness != nil {
+		t.Errorf("linux sharpness %v without intervals", *lin.Sharpness)
+	}
+
+	// Relative to x instead (as Options.Baseline picks it): linux's ratios are e1 0/0.05
+	// and e2 0.2/0.5 (e0 is below the floor under x), and only e0 is harmed
+	// (0.1 > 1.5·0 + 0.01).
+	sum = Summarize(truth, answers, names, "x", events)
+	lin = sum.Estimators["linux"]
+	checkHarm(t, "linux vs x", lin.WorstRatio, lin.WorstEvent, lin.Harmed, 0.4, "e2", 1)
+	if _, ok := sum.ErrorReduction["x"]; ok {
+		t.Error("error reduction of the baseline over itself")
+	}
+
+	// Without the baseline there is nothing to be harmed relative to.
+	sum = Summarize(truth, answers, names, "nobody", events)
+	if s := sum.Estimators["x"]; s.WorstRatio != nil || s.WorstEvent != nil || s.Harmed != nil {
+		t.Errorf("harm figures without a baseline: %+v", s)
+	}
+}
+
+func checkHarm(t *testing.T, who string, ratio *float64, event *string, harmed *int, wantRatio float64, wantEvent string, wantHarmed int) {
+	t.Helper()
+	if ratio == nil || event == nil || harmed == nil {
+		t.Fatalf("%s: harm figures missing: %v %v %v", who, ratio, event, harmed)
+	}
+	if math.Abs(*ratio-wantRatio) > 1e-12 || *event != wantEvent || *harmed != wantHarmed {
+		t.Errorf("%s: worst ratio %v at %s, %d harmed; want %v at %s, %d", who, *ratio, *event, *harmed, wantRatio, wantEvent, wantHarmed)
 	}
 }

@@ -55,6 +55,7 @@ type Metric struct {
 	RA         float64  `json:"ra"`
 	DTW        float64  `json:"dtw"`
 	Coverage95 *float64 `json:"coverage95"`
+	Sharpness  *float64 `json:"sharpness"` // nil without intervals or truth
 }
 
 // PerEvent is one event's row: its truth, and per estimator its scores, total and
@@ -204,7 +205,7 @@ func score(obs Observations, opt Options, ents []entrant, dropped []string) (*Re
 		}
 		res.Names = append(res.Names, en.name)
 	}
-	sum := replay.Summarize(byIv, answers, res.Names, Linux, n)
+	sum := replay.Summarize(byIv, answers, res.Names, Linux, obs.Events)
 	res.Estimators, res.ErrorReduction = sum.Estimators, sum.ErrorReduction
 	for _, name := range res.Names {
 		for e, m := range sum.PerEvent[name] {
@@ -216,6 +217,10 @@ func score(obs Observations, opt Options, ents []entrant, dropped []string) (*Re
 			}
 			if c, ok := m.Coverage95(); ok {
 				pm.Coverage95 = &c
+			}
+			if m.HasSharpness {
+				sh := m.Sharpness
+				pm.Sharpness = &sh
 			}
 			res.PerEvent[e].Metrics[name] = pm
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bayesperf/bayesperf/inference"
 	"github.com/bayesperf/bayesperf/inference/baseline"
+	"github.com/bayesperf/bayesperf/inference/metrics"
 	"github.com/bayesperf/bayesperf/inference/model"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/replay"
@@ -155,7 +156,7 @@ func TestJSONShape(t *testing.T) {
 		if !ok {
 			t.Fatalf("estimator %s missing: %v", n, ests)
 		}
-		for _, k := range []string{"wape", "median_wape", "total_error", "ra", "dtw", "coverage95"} {
+		for _, k := range []string{"wape", "median_wape", "total_error", "ra", "dtw", "coverage95", "sharpness", "worst_ratio", "worst_event", "harmed"} {
 			if _, ok := e[k]; !ok {
 				t.Errorf("%s lacks %s", n, k)
 			}
@@ -384,12 +385,24 @@ func TestAgreesWithReplayHarness(t *testing.T) {
 		if a.WAPE != b.WAPE || a.MedianWAPE != b.MedianWAPE || a.TotalError != b.TotalError || a.RA != b.RA || a.DTW != b.DTW {
 			t.Errorf("%s: eval %+v, replay harness %+v", n, a, b)
 		}
+		if ja, jb := harmJSON(t, a), harmJSON(t, b); ja != jb {
+			t.Errorf("%s: sharpness and harm: eval %s, replay harness %s", n, ja, jb)
+		}
 	}
 	for n, x := range theirs.ErrorReduction {
 		if mine.ErrorReduction[n] != x {
 			t.Errorf("error reduction of %s: eval %v, replay harness %v", n, mine.ErrorReduction[n], x)
 		}
 	}
+}
+
+// harmJSON is s's sharpness and harm figures as JSON, to compare their values.
+func harmJSON(t *testing.T, s metrics.Summary) string {
+	b, err := json.Marshal([]any{s.Sharpness, s.WorstRatio, s.WorstEvent, s.Harmed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // TestOnlineAgreesWithReplayHarness: live values (each interval asked right after its last

@@ -25,8 +25,9 @@ var palette = map[string]color.Color{
 }
 
 // Plot draws, for the events Linux scaling gets most wrong (by WAPE), the truth and every
-// estimator per reporting interval, and a bar chart of each estimator's mean and median
-// WAPE. The format follows the file's extension: .png or .svg.
+// estimator per reporting interval, a bar chart of each estimator's mean and median
+// WAPE, and one of each estimator's worst ratio to Linux with its count of harmed events.
+// The format follows the file's extension: .png or .svg.
 func Plot(r *Result, file string) error {
 	if err := plotfile.Check(file); err != nil {
 		return err
@@ -53,7 +54,11 @@ func Plot(r *Result, file string) error {
 	if err != nil {
 		return err
 	}
-	plots = append(plots, bars)
+	harm, err := harmPlot(r)
+	if err != nil {
+		return err
+	}
+	plots = append(plots, bars, harm)
 	const cols = 2
 	rows := (len(plots) + cols - 1) / cols
 	grid := make([][]*plot.Plot, rows)
@@ -135,5 +140,39 @@ func errorPlot(r *Result) (*plot.Plot, error) {
 	p.Legend.Add("median", b2)
 	p.Legend.Top = true
 	p.NominalX(r.Names...)
+	return p, nil
+}
+
+// harmPlot draws each estimator's worst_ratio as a bar labelled with its harmed count,
+// and a line at 1 (as bad as Linux on its worst event): the geometric-mean error
+// reduction of the other panel can hide one event made far worse.
+func harmPlot(r *Result) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "do no harm: worst WAPE / linux WAPE over events"
+	p.Y.Label.Text = "worst ratio"
+	ratios := make(plotter.Values, len(r.Names))
+	labels := make([]string, len(r.Names))
+	for i, n := range r.Names {
+		s := r.Estimators[n]
+		labels[i] = n
+		if s.WorstRatio != nil {
+			ratios[i] = *s.WorstRatio
+		}
+		if s.Harmed != nil {
+			labels[i] = fmt.Sprintf("%s\n%d harmed", n, *s.Harmed)
+		}
+	}
+	b, err := plotter.NewBarChart(ratios, vg.Points(16))
+	if err != nil {
+		return nil, fmt.Errorf("plot harm: %w", err)
+	}
+	b.Color = palette[Linux]
+	one, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: 1}, {X: float64(len(r.Names)) - 0.5, Y: 1}})
+	if err != nil {
+		return nil, fmt.Errorf("plot harm: %w", err)
+	}
+	one.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
+	p.Add(b, one)
+	p.NominalX(labels...)
 	return p, nil
 }

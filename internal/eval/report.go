@@ -27,8 +27,17 @@ func (m Metric) MarshalJSON() ([]byte, error) {
 		RA         *float64 `json:"ra"`
 		DTW        *float64 `json:"dtw"`
 		Coverage95 *float64 `json:"coverage95"`
+		Sharpness  *float64 `json:"sharpness"`
 	}
-	return json.Marshal(plain{fin(m.WAPE), fin(m.TotalError), fin(m.RA), fin(m.DTW), m.Coverage95})
+	return json.Marshal(plain{fin(m.WAPE), fin(m.TotalError), fin(m.RA), fin(m.DTW), m.Coverage95, finPtr(m.Sharpness)})
+}
+
+// finPtr is fin for an optional value: nil stays nil.
+func finPtr(x *float64) *float64 {
+	if x == nil {
+		return nil
+	}
+	return fin(*x)
 }
 
 func fin(x float64) *float64 {
@@ -40,7 +49,8 @@ func fin(x float64) *float64 {
 
 // WriteTable writes a perf-stat-like table: per event the truth, Linux's scaled total and
 // the bayesperf totals with their 95% intervals, each with its error against the truth;
-// then one line per estimator with the brief's metrics.
+// then one line per estimator with the brief's metrics, including how much it harms its
+// worst events relative to Linux scaling.
 func (r *Result) WriteTable(w io.Writer, title string) {
 	models := []string{}
 	for _, n := range []string{BayesPerfRR, BayesPerf} {
@@ -67,19 +77,26 @@ func (r *Result) WriteTable(w io.Writer, title string) {
 		}
 		fmt.Fprintf(w, "  %s\n", pe.Event)
 	}
-	fmt.Fprintf(w, "\n %-13s %8s %12s %12s %7s %7s %11s %16s\n", "estimator", "wape", "median_wape", "total_error", "ra", "dtw", "coverage95", "error_reduction")
+	fmt.Fprintf(w, "\n %-13s %8s %12s %12s %7s %7s %11s %16s %10s %12s %7s  %s\n", "estimator", "wape", "median_wape", "total_error", "ra", "dtw", "coverage95", "error_reduction",
+		"sharpness", "worst_ratio", "harmed", "worst_event")
 	for _, n := range r.Names {
 		s := r.Estimators[n]
-		cov := "-"
-		if s.Coverage95 != nil {
-			cov = fmt.Sprintf("%.3f", *s.Coverage95)
-		}
 		red := "-"
 		if x, ok := r.ErrorReduction[n]; ok {
 			red = fmt.Sprintf("%.2fx", x)
 		}
-		fmt.Fprintf(w, " %-13s %7.1f%% %11.1f%% %11.1f%% %7.3f %7.3f %11s %16s\n", n, 100*s.WAPE, 100*s.MedianWAPE, 100*s.TotalError, s.RA, s.DTW, cov, red)
+		harmed, worst := "-", "-"
+		if s.Harmed != nil {
+			harmed = fmt.Sprint(*s.Harmed)
+		}
+		if s.WorstEvent != nil {
+			worst = *s.WorstEvent
+		}
+		fmt.Fprintf(w, " %-13s %7.1f%% %11.1f%% %11.1f%% %7.3f %7.3f %11s %16s %10s %12s %7s  %s\n", n, 100*s.WAPE, 100*s.MedianWAPE, 100*s.TotalError, s.RA, s.DTW,
+			opt(s.Coverage95, "%.3f"), red, opt(s.Sharpness, "%.3f"), opt(s.WorstRatio, "%.2fx"), harmed, worst)
 	}
+	fmt.Fprintf(w, " (worst_ratio: the largest WAPE / linux's WAPE over events where linux's WAPE >= 1%%, at worst_event;\n")
+	fmt.Fprintf(w, "  harmed: events with WAPE > 1.5 linux's + 0.01; sharpness: median over events of sum of 95%% half-widths / sum of truth)\n")
 	if !r.has(BayesPerf) {
 		fmt.Fprintf(w, " (bayesperf on its own schedule: not available for this run)\n")
 	}
@@ -93,6 +110,14 @@ func (r *Result) has(name string) bool {
 		}
 	}
 	return false
+}
+
+// opt formats an optional figure, "-" when it is undefined.
+func opt(x *float64, format string) string {
+	if x == nil {
+		return "-"
+	}
+	return fmt.Sprintf(format, *x)
 }
 
 func relErr(est, truth float64) string {
