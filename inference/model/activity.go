@@ -90,9 +90,10 @@ func (a *activity) level(md *Model, i int) (float64, bool) {
 	if best < 0 || !(bestRatio > 0) {
 		return 0, false
 	}
-	// Var(Σx/Σg) ≈ residual variance · Σg² / (Σg)², relative to the ratio².
+	// The ratio of sums Σw·x/Σw·g with x = ratio·g + ε and Var(ε) = σ²/w per slice of
+	// weight w has Var = σ²·Σw/(Σw·g)²; relative to the ratio², it has no unit.
 	p := i*a.n + best
-	a.relVar[i] = bestRes * a.w[p] * a.sgg[p] / (a.sg[p] * a.sg[p]) / (bestRatio * bestRatio)
+	a.relVar[i] = bestRes * a.w[p] / (a.sg[p] * a.sg[p]) / (bestRatio * bestRatio)
 	return bestRatio * a.cur[best], true
 }
 

@@ -100,14 +100,28 @@ func (md *Model) Observe(s inference.Slice) error {
 			md.now[o.h[0].i] = true
 		}
 	}
-	for i := range md.obs {
-		o := &md.obs[i]
-		if o.r < 0 {
-			// Partly counted: the rate in the uncounted part of the slice differs from
-			// the counted part by about one slice's innovation.
-			o.r = -o.r*md.innovVar(o.h) + (1.0/12)/(d*d)
+	// Readings of single rates first, then those of events that exact identities make
+	// sums of other rates: such a reading informs its terms only once they are
+	// determined (see determined), as a soft identity would. Before that, a parent
+	// read while children were never read yet would split its count evenly over those
+	// children, whatever their own rates (a syscall made once was estimated at 26 in
+	// the first interval, from raw_syscalls:sys_enter's count).
+	for pass := range 2 {
+		for i := range md.obs {
+			o := &md.obs[i]
+			if (len(o.h) == 1) != (pass == 0) {
+				continue
+			}
+			if pass == 1 && !md.determined(o.h) {
+				continue
+			}
+			if o.r < 0 {
+				// Partly counted: the rate in the uncounted part of the slice differs
+				// from the counted part by about one slice's innovation.
+				o.r = -o.r*md.innovVar(o.h) + (1.0/12)/(d*d)
+			}
+			md.update(o.h, o.y, o.r, o.event)
 		}
-		md.update(o.h, o.y, o.r, o.event)
 	}
 	md.applySoft(d)
 	md.applyNonlinear(d)
@@ -132,6 +146,9 @@ func (md *Model) Observe(s inference.Slice) error {
 		return fmt.Errorf("observe slice %d: %w", s.Index, ErrNumerical)
 	}
 	md.lrn.learn(md, s, d)
+	if dbgHook != nil {
+		dbgHook(md, "end")
+	}
 	md.hist.pushFiltered(md.m, md.P, s, md.n, md.same)
 	md.cache.valid = false
 	if h := &md.hist; h.t-h.lo > h.limit {
@@ -144,6 +161,8 @@ func (md *Model) Observe(s inference.Slice) error {
 // start sets the prior from the first slice: a rate never observed is 0 with a standard
 // deviation ten times the typical observed rate, wide enough to be diffuse and narrow
 // enough that updates do not lose every digit to cancellation.
+var dbgHook func(md *Model, what string)
+
 func (md *Model) start(d float64) {
 	md.init = true
 	var rates []float64
