@@ -162,3 +162,56 @@ func mustRelation(t *testing.T, text string) relation.Relation {
 	}
 	return *r
 }
+
+// TestReportedValuesKeepExactIdentities: the values Estimate reports, not only the
+// posterior means, satisfy exact identities in every interval, also where slices
+// counted whole are reported as counted and values are clipped at zero; and every
+// reported interval still contains its value.
+func TestReportedValuesKeepExactIdentities(t *testing.T) {
+	events := []string{"a", "b", "c", "ab", "abc"}
+	rels := []relation.Relation{mustRelation(t, "ab = a + b"), mustRelation(t, "abc = ab + c")}
+	md, err := New(events, rels, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const T = 400
+	rng := uint64(7)
+	next := func(n uint64) uint64 { // xorshift: a bursty, deterministic count below n
+		rng ^= rng << 13
+		rng ^= rng >> 7
+		rng ^= rng << 17
+		return rng % n
+	}
+	for s := range T {
+		a, b, c := 1000+next(500), next(3), 50+next(100)*(uint64(s/40)%2)
+		counts := []uint64{a, b, c, a + b, a + b + c}
+		on := []int{s % 5, (s + 2) % 5}
+		sl := inference.Slice{Index: s, Duration: 1}
+		for e := range events {
+			rd := inference.Reading{Event: inference.EventID(e), Enabled: 1}
+			if slices.Contains(on, e) {
+				rd.Count, rd.Running = counts[e], 1
+			}
+			sl.Readings = append(sl.Readings, rd)
+		}
+		if err := md.Observe(sl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	md.Finish()
+	for from := 0; from < T; from += 25 {
+		est := md.Estimate(from, from+25)
+		v := func(e int) float64 { return est[e].Value }
+		if d := v(3) - v(0) - v(1); math.Abs(d) > 1e-6*v(3) {
+			t.Errorf("slices [%d,%d): ab %.2f != a %.2f + b %.2f", from, from+25, v(3), v(0), v(1))
+		}
+		if d := v(4) - v(3) - v(2); math.Abs(d) > 1e-6*v(4) {
+			t.Errorf("slices [%d,%d): abc %.2f != ab %.2f + c %.2f", from, from+25, v(4), v(3), v(2))
+		}
+		for e, x := range est {
+			if x.Value < 0 || x.Lo > x.Value || x.Hi < x.Value {
+				t.Errorf("slices [%d,%d): %s = %.2f outside its interval [%.2f, %.2f] or negative", from, from+25, events[e], x.Value, x.Lo, x.Hi)
+			}
+		}
+	}
+}

@@ -135,9 +135,12 @@ type Model struct {
 	n, k  int
 	free  []int     // state index -> event
 	rows  [][]entry // per event: x_e as a sparse combination of the state
-	soft  []soft
-	ineq  []ineq
-	nl    []nonlin
+	// identities are the exact identities Σ c·x = 0 over events, as given (before
+	// reduce), which reported values are reconciled to (reconcile).
+	identities [][]entry
+	soft       []soft
+	ineq       []ineq
+	nl         []nonlin
 
 	same [][2]int // events listed twice: (copy, first)
 
@@ -316,6 +319,13 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 				row[e] += v
 			}
 			exact = append(exact, row)
+			var id []entry
+			for e, v := range row {
+				if v != 0 {
+					id = append(id, entry{e, v})
+				}
+			}
+			md.identities = append(md.identities, id)
 		}
 	}
 	pivotOf := reduce(exact, events) // event -> row of the reduced system, or -1

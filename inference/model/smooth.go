@@ -342,7 +342,127 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 		}
 		out[e] = est
 	}
+	md.reconcile(out, from, to)
 	return out
+}
+
+// reconcile makes the reported values of slices [from, to) satisfy the exact
+// identities. The posterior means do by construction, the reported values need not: a
+// slice counted whole is reported as counted while the state took the count as a noisy
+// reading of its rate, and values are clipped at zero (a derived total came out 3x its
+// terms' sum on a callgrind trace). Among the values that satisfy the identities it
+// takes the nearest to the reported ones in the metric of their variances (weighted
+// least squares, as hierarchical forecasts are reconciled), where a sum that the state
+// makes of other rates counts as far less certain than its terms, so that it takes up
+// their counts; exact values do not move. A value pushed below zero (or below what its
+// counted slices saw) is held there and the rest solved again. An interval moves with
+// its value and keeps covering the value before the move. Identities over an event
+// without an estimate are left alone.
+func (md *Model) reconcile(out []inference.Estimate, from, to int) {
+	if len(md.identities) == 0 {
+		return
+	}
+	q := md.quantQ
+	// The variables: events in a usable identity.
+	var rows [][]entry
+	idx := map[int]int{}
+	var evs []int
+	for _, id := range md.identities {
+		ok := true
+		for _, t := range id {
+			if out[t.i].Status == inference.StatusNotCounted || !out[t.i].HasInterval {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		rows = append(rows, id)
+		for _, t := range id {
+			if _, seen := idx[t.i]; !seen {
+				idx[t.i] = len(evs)
+				evs = append(evs, t.i)
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	n, r := len(evs), len(rows)
+	v := make([]float64, n)
+	w := make([]float64, n) // variance; 0: fixed
+	floor := make([]float64, n)
+	for j, e := range evs {
+		v[j] = out[e].Value
+		floor[j] = math.Max(out[e].Lo, 0)
+		if out[e].Status != inference.StatusExact {
+			s := (out[e].Hi - out[e].Lo) / (2 * q)
+			w[j] = s * s
+			if len(md.rows[e]) > 1 {
+				// A sum the state makes of other rates: its terms' reported values
+				// hold their exact counts, which the sum then takes up.
+				w[j] = 1e6 * (s*s + out[e].Value*out[e].Value + 1)
+			}
+			floor[j] = 0
+			if c, _ := md.countedIn(e, from, to); c > 0 {
+				floor[j] = c
+			}
+		}
+	}
+	x := append([]float64(nil), v...)
+	for range n + 1 {
+		// Solve (A W Aᵀ) λ = −A x; x += W Aᵀ λ.
+		m := make([]float64, r*r)
+		b := make([]float64, r)
+		for a, ra := range rows {
+			for _, t := range ra {
+				b[a] -= t.c * x[idx[t.i]]
+			}
+			for c, rc := range rows {
+				for _, ta := range ra {
+					for _, tc := range rc {
+						if ta.i == tc.i {
+							m[a*r+c] += ta.c * tc.c * w[idx[ta.i]]
+						}
+					}
+				}
+			}
+		}
+		// Rows whose terms are all fixed, or that repeat others, leave m singular:
+		// regularise lightly so that they take no share.
+		for a := range r {
+			m[a*r+a] += 1e-12 * (1 + m[a*r+a])
+		}
+		if !solveSmall(m, b, r) {
+			return
+		}
+		moved := false
+		for a, ra := range rows {
+			for _, t := range ra {
+				j := idx[t.i]
+				x[j] += w[j] * t.c * b[a]
+			}
+		}
+		for j := range x {
+			if w[j] > 0 && x[j] < floor[j] {
+				x[j], w[j], moved = floor[j], 0, true
+			}
+		}
+		if !moved {
+			break
+		}
+	}
+	for j, e := range evs {
+		if out[e].Status == inference.StatusExact || math.IsNaN(x[j]) || math.IsInf(x[j], 0) {
+			continue
+		}
+		d := x[j] - out[e].Value
+		out[e].Value = x[j]
+		// The interval moves with the value and keeps covering the value before the
+		// move: the shift is a correction the model's own variances did not foresee.
+		out[e].Lo = math.Max(math.Min(out[e].Lo, out[e].Lo+d), floor[j])
+		out[e].Hi = math.Max(math.Max(out[e].Hi, out[e].Hi+d), out[e].Value)
+	}
 }
 
 // levelError is the standard deviation that the uncertainty of event e's level adds to
