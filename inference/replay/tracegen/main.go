@@ -7,10 +7,21 @@
 // every event's row covers exactly the same time span (read one by one, event k would be
 // read some 50 µs after event k-1 and rows would be skewed against each other). With
 // -syscalls N it first runs the program once counting every syscalls:sys_enter_*
-// tracepoint and keeps the N most frequent, so that raw_syscalls:sys_enter is (nearly)
-// the sum of the recorded syscalls:sys_enter_* events; it prints how close.
+// tracepoint (a census; perf takes some 15 s to enable all of them) and keeps the N most
+// frequent, so that raw_syscalls:sys_enter is (nearly) the sum of the recorded
+// syscalls:sys_enter_* events; it prints how close.
 //
 //	go run ./inference/replay/tracegen -o trace.csv -syscalls 12 -- gzip -9 -k file
+//
+// With -syscalls all it keeps every syscall-entry tracepoint the census saw at least
+// once, so raw_syscalls:sys_enter equals their sum over the run: exactly, unless the
+// recording run makes a syscall the census run did not (a program whose syscalls vary
+// from run to run), or enters a syscall that has no syscalls:sys_enter_* tracepoint
+// (an unimplemented syscall number); the report line
+// "raw_syscalls:sys_enter = sum(syscalls:sys_enter_*)" says how close it came. Rows can
+// still be off by one at an interval tick. -syscalls 0 records no syscall tracepoints.
+//
+//	go run ./inference/replay/tracegen -o trace.csv -syscalls all -- tar -xf file.tar
 //
 // With -callgrind N it instead runs the program under valgrind's callgrind with cache
 // and branch simulation, dumping the event totals every N basic blocks: one row per
@@ -62,21 +73,22 @@ func main() {
 	out := flag.String("o", "", "output trace CSV (required)")
 	ms := flag.Int("I", 10, "interval in ms (perf's minimum is 10)")
 	events := flag.String("e", strings.Join(defaultEvents, ","), "comma-separated events")
-	nsys := flag.Int("syscalls", 12, "also record the N most frequent syscalls:sys_enter_* of the program")
+	nsys := syscallsFlag(12)
+	flag.Var(&nsys, "syscalls", "also record the N most frequent syscalls:sys_enter_* of the program, or `all` (N|all) that it makes")
 	keepStdout := flag.Bool("stdout", false, "keep the program's stdout")
 	cgBBs := flag.Int("callgrind", 0, "record with callgrind, one row per N basic blocks, instead of perf")
 	derived := flag.Bool("derived", false, "with -callgrind: add exact derived totals (L1_misses, LL_misses, D1_misses, D_accesses, Br_total, Br_misses)")
 	flag.Parse()
 	cmd := flag.Args()
 	if *out == "" || len(cmd) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: tracegen -o FILE [-I MS] [-e EVENTS] [-syscalls N] -- CMD ARGS")
+		fmt.Fprintln(os.Stderr, "usage: tracegen -o FILE [-I MS] [-e EVENTS] [-syscalls N|all] -- CMD ARGS")
 		os.Exit(2)
 	}
 	var err error
 	if *cgBBs > 0 {
 		err = runCallgrind(*out, *cgBBs, *derived, *keepStdout, cmd)
 	} else {
-		err = run(*out, *ms, strings.Split(*events, ","), *nsys, *keepStdout, cmd)
+		err = run(*out, *ms, strings.Split(*events, ","), int(nsys), *keepStdout, cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tracegen:", err)
@@ -84,13 +96,49 @@ func main() {
 	}
 }
 
+// allSyscalls, as run's nsys, keeps every syscall the census saw (-syscalls all).
+const allSyscalls = -1
+
+// syscallsFlag is -syscalls: a number of syscalls to keep, or "all" (allSyscalls).
+type syscallsFlag int
+
+func (f *syscallsFlag) String() string {
+	if *f < 0 {
+		return "all"
+	}
+	return strconv.Itoa(int(*f))
+}
+
+func (f *syscallsFlag) Set(s string) error {
+	if s == "all" {
+		*f = allSyscalls
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("want a number of syscalls (0 for none) or all, not %q", s)
+	}
+	*f = syscallsFlag(n)
+	return nil
+}
+
+// run records cmd into out. nsys > 0 adds the program's nsys most frequent syscall-entry
+// tracepoints to events, allSyscalls every one it makes, 0 none.
 func run(out string, ms int, events []string, nsys int, keepStdout bool, cmd []string) error {
-	if nsys > 0 {
+	if nsys != 0 {
 		sys, err := topSyscalls(nsys, keepStdout, cmd)
 		if err != nil {
 			return err
 		}
-		events = append(events, sys...)
+		have := make(map[string]bool, len(events))
+		for _, e := range events {
+			have[e] = true
+		}
+		for _, e := range sys {
+			if !have[e] {
+				events = append(events, e)
+			}
+		}
 	}
 	tmp, err := os.CreateTemp("", "tracegen-*.csv")
 	if err != nil {
@@ -137,7 +185,7 @@ func perf(args []string, keepStdout bool) error {
 }
 
 // topSyscalls runs the program once counting every syscall-entry tracepoint and returns
-// the n most frequent, most frequent first.
+// the n most frequent (n < 0: every one seen at least once), most frequent first.
 func topSyscalls(n int, keepStdout bool, cmd []string) ([]string, error) {
 	tmp, err := os.CreateTemp("", "tracegen-sys-*.csv")
 	if err != nil {
@@ -174,12 +222,16 @@ func topSyscalls(n int, keepStdout bool, cmd []string) ([]string, error) {
 	var total, kept float64
 	for i, s := range all {
 		total += s.n
-		if i < n {
+		if n < 0 || i < n {
 			kept += s.n
 			names = append(names, s.name)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "tracegen: %d distinct syscalls, the top %d make %.2f%% of entries\n", len(all), len(names), 100*kept/math.Max(total, 1))
+	if n < 0 {
+		fmt.Fprintf(os.Stderr, "tracegen: %d distinct syscalls (%.0f entries), keeping all of them\n", len(all), total)
+	} else {
+		fmt.Fprintf(os.Stderr, "tracegen: %d distinct syscalls, the top %d make %.2f%% of entries\n", len(all), len(names), 100*kept/math.Max(total, 1))
+	}
 	return names, nil
 }
 
