@@ -347,7 +347,16 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 		// Changes of the deviation from the level: what the level explains (the
 		// program's activity moving) is not a step of the walk.
 		mu := l.mu[i]
-		u := ((o.y - mu) - (prev - pmu)) / relScale(0.5*(o.y+prev), l.level[i], d)
+		x := 0.5 * (o.y + prev)
+		if l.actUsed[i] {
+			// An activity level can be far from readings at zero (a rate asleep while
+			// its ratio to the activity, learned from readings around it, says
+			// otherwise): the change is measured against the level's size then, as
+			// buildQ scales the step by it. Against the readings' size (zero) it
+			// taught a walk a thousand times too wide.
+			x = math.Max(x, 0.5*(math.Abs(mu)+math.Abs(pmu)))
+		}
+		u := ((o.y - mu) - (prev - pmu)) / relScale(x, l.level[i], d)
 		if L > 1 {
 			// Across a gap of L slices an AR(1) deviation changes by 2σ²(1 − a^L) in
 			// variance, against 2σ²(1 − a) for one slice: scale the change to one
