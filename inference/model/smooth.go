@@ -311,7 +311,18 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 	h := &md.hist
 	from, to = max(from, 0), min(to, h.t)
 	q0 := md.quantQ
-	for e := range md.n {
+	// Single rates first, then the sums exact identities make of them, whose interval
+	// is at least as wide as their terms' together (see below).
+	order := make([]int, 0, md.n)
+	for pass := range 2 {
+		for e := range md.n {
+			if (len(md.rows[e]) == 1) == (pass == 0) {
+				order = append(order, e)
+			}
+		}
+	}
+	sOf := make([]float64, md.k) // per state component: its event's standard deviation
+	for _, e := range order {
 		counted, un := md.countedIn(e, from, to)
 		if un == 0 {
 			out[e] = inference.Estimate{Value: counted, Lo: counted, Hi: counted, HasInterval: true, Status: inference.StatusExact}
@@ -328,6 +339,20 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 		val = md.withCounts(e, from, to, val)
 		if v := md.scatter(e, un, to-from, val); v > 0 {
 			s = math.Sqrt(s*s + v)
+		}
+		if row := md.rows[e]; len(row) == 1 {
+			sOf[row[0].i] = s
+		} else {
+			// A sum's own calibration, level error and scatter are never learned (no
+			// reading of a sum is a reading of one rate): its interval is at least
+			// that of its terms, taken as independent. Without this, the derived
+			// totals of the callgrind traces covered their truth in 47-65% of
+			// intervals, their terms in about 90%.
+			v := 0.0
+			for _, a := range row {
+				v += a.c * a.c * sOf[a.i] * sOf[a.i]
+			}
+			s = math.Max(s, math.Sqrt(v))
 		}
 		est := inference.Estimate{Value: val, Lo: val - q*s, Hi: val + q*s, HasInterval: true, Status: inference.StatusInferred}
 		if !md.opt.AllowNegative {
