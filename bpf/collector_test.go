@@ -716,10 +716,16 @@ func TestSwitchAtSnapshots(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("helper: %v", err)
 	}
-	if n < 4 || want[2].Value == 0 || want[3].Value == 0 || want[2].Value >= prev.Counts[0].Value {
-		t.Errorf("%d snapshots, switched task-clock %d of %d, page faults %d: want some slices on and some off",
-			n, want[2].Value, prev.Counts[0].Value, want[3].Value)
+	// task-clock advances in every slice the helper runs in, so its switched copy must
+	// have seen some slices on and some off. Page faults come when the helper's work
+	// touches new pages, which on a loaded machine can all fall in slices where the
+	// switched copy is off: its count is checked exactly above, not required nonzero.
+	if n < 4 || want[2].Value == 0 || want[2].Value >= prev.Counts[0].Value {
+		t.Errorf("%d snapshots, switched task-clock %d of %d: want some slices on and some off",
+			n, want[2].Value, prev.Counts[0].Value)
 	}
+	t.Logf("%d snapshots; switched copies: task-clock %d of %d, page faults %d of %d",
+		n, want[2].Value, prev.Counts[0].Value, want[3].Value, prev.Counts[1].Value)
 	if prev.Counts[4] != (perf.Count{}) {
 		t.Errorf("never-enabled copy: %+v, want zeros", prev.Counts[4])
 	}
