@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
+	"github.com/bayesperf/bayesperf/inference/metrics"
 	"github.com/bayesperf/bayesperf/internal/perf"
 )
 
@@ -127,7 +127,7 @@ func TestCorpus(t *testing.T) {
 		if len(reds) == 0 {
 			continue
 		}
-		med := median(reds)
+		med := metrics.Median(reds)
 		judge(fmt.Sprintf("%s*: median error reduction %.2fx", fam.Prefix, med), med >= acc.medianReduce, med >= grd.medianReduce)
 		fmt.Fprintf(&report, "%-22s %8.2fx median over %d traces; %d short of issue 13's acceptance\n",
 			fam.Prefix+"*", med, len(reds), len(short))
@@ -155,14 +155,4 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
