@@ -146,9 +146,6 @@ func (md *Model) Observe(s inference.Slice) error {
 		return fmt.Errorf("observe slice %d: %w", s.Index, ErrNumerical)
 	}
 	md.lrn.learn(md, s, d)
-	if dbgHook != nil {
-		dbgHook(md, "end")
-	}
 	md.hist.pushFiltered(md.m, md.P, s, md.n, md.same)
 	md.cache.valid = false
 	if h := &md.hist; h.t-h.lo > h.limit {
@@ -161,8 +158,6 @@ func (md *Model) Observe(s inference.Slice) error {
 // start sets the prior from the first slice: a rate never observed is 0 with a standard
 // deviation ten times the typical observed rate, wide enough to be diffuse and narrow
 // enough that updates do not lose every digit to cancellation.
-var dbgHook func(md *Model, what string)
-
 func (md *Model) start(d float64) {
 	md.init = true
 	var rates []float64
