@@ -5,8 +5,11 @@
 // State: the per-slice rate (count per unit of slice duration) of every event. Exact
 // linear identities between events (a parent equal to the sum of its children) are
 // built into the state space: the state holds the rates of a subset of "free" events
-// and every other rate is a fixed linear combination of them, so the identities hold in
-// every posterior mean by construction (Posterior), not approximately. Approximate
+// and every other rate is a fixed linear combination of them (the sum side of each
+// identity is the dependent one, never a term), so the identities hold in every posterior
+// mean by construction (Posterior), not approximately; Estimate reconciles its reported
+// values to them too (reconcile). A reading of a sum informs its terms only once they
+// are determined, as a soft identity does. Approximate
 // identities (a relation with a tolerance, such as page-faults = minor-faults +
 // major-faults) are soft linear factors applied every slice, except that an identity
 // with a term never counted yet waits until the others are counted in the same slice:
@@ -68,7 +71,9 @@
 // which is learned from the same misses) are scaled per event by a factor calibrated
 // online from how far counted rates fall from their prediction after a gap (the
 // situation every inferred interval is in), against what the interval allows, scatter
-// included (learner.calibrate); the factor may narrow as well as widen. An event
+// included (learner.calibrate); the factor may narrow as well as widen. A sum that exact
+// identities make of other rates, never read as one rate, learns none of this: its
+// interval is at least that of its terms taken as independent. An event
 // counted for the whole of a reporting interval is reported exactly as counted
 // (StatusExact); one that nothing observed bears on is StatusNotCounted.
 //
