@@ -36,10 +36,11 @@ var (
 	}
 	// Measured: callgrind median 2.46x, coverage 0.803-0.980, median sharpness up to
 	// 0.59 (bzip2, whose wide D1mw and DLmw intervals widen L1_misses and LL_misses),
-	// worst ratio up to 4.5x (tar ILmr, md5 D1mw); kernel median 1.29x, total error at most 0.007 above
-	// linux's (du), worst ratio up to 4.85x; live median 1.79x, total error at most
-	// 0.004 above linux's (du); and on each family events that linux got exactly (WAPE
-	// 0) while bayesperf, on its own schedule, never read their single occurrence.
+	// worst ratio up to 4.5x (tar ILmr, md5 D1mw); kernel median 1.29x, total error at
+	// most 0.007 above linux's (du), worst ratio up to 4.85x; live median 1.79x, total
+	// error at most 0.004 above linux's (du); and on each family events that linux got
+	// exactly (WAPE 0) while bayesperf, on its own schedule, never read their single
+	// occurrence.
 	guard = map[string]bar{
 		"cg-":   {worst: 6, medianReduce: 2.3, coverage: [2]float64{0.75, 0.99}, sharpness: 0.7},
 		"sys-":  {worst: 8, totalSlack: 0.02, medianReduce: 1.2},
