@@ -135,8 +135,13 @@ type Model struct {
 	n, k  int
 	free  []int     // state index -> event
 	rows  [][]entry // per event: x_e as a sparse combination of the state
-	// identities are the exact identities Σ c·x = 0 over events, as given (before
-	// reduce), which reported values are reconciled to (reconcile).
+	// byDependence lists the events single rates first, then the sums exact identities
+	// make of them: Estimate widens a sum's interval from its terms'.
+	byDependence []int
+	// idEvents are the events in exact identities, and identities those identities
+	// Σ c·x = 0 as given (before reduce), each term's index into idEvents: the reported
+	// values are reconciled to them (reconcile).
+	idEvents   []int
 	identities [][]entry
 	soft       []soft
 	ineq       []ineq
@@ -319,13 +324,7 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 				row[e] += v
 			}
 			exact = append(exact, row)
-			var id []entry
-			for e, v := range row {
-				if v != 0 {
-					id = append(id, entry{e, v})
-				}
-			}
-			md.identities = append(md.identities, id)
+			md.addIdentity(row)
 		}
 	}
 	pivotOf := reduce(exact, events) // event -> row of the reduced system, or -1
@@ -349,6 +348,13 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 		for j, v := range row {
 			if j != e && v != 0 {
 				md.rows[e] = append(md.rows[e], entry{zOf[j], -v})
+			}
+		}
+	}
+	for pass := range 2 {
+		for e := range events {
+			if (len(md.rows[e]) == 1) == (pass == 0) {
+				md.byDependence = append(md.byDependence, e)
 			}
 		}
 	}
@@ -382,6 +388,24 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 	}
 	md.alloc()
 	return md, nil
+}
+
+// addIdentity records the exact identity Σ row[e]·x_e = 0 for reconcile, before reduce
+// rewrites row.
+func (md *Model) addIdentity(row []float64) {
+	var id []entry
+	for e, v := range row {
+		if v == 0 {
+			continue
+		}
+		j := slices.Index(md.idEvents, e)
+		if j < 0 {
+			j = len(md.idEvents)
+			md.idEvents = append(md.idEvents, e)
+		}
+		id = append(id, entry{j, v})
+	}
+	md.identities = append(md.identities, id)
 }
 
 // alloc sets up the state that Observe changes (filter, learner, history) for a run that

@@ -311,19 +311,12 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 	h := &md.hist
 	from, to = max(from, 0), min(to, h.t)
 	q0 := md.quantQ
-	// Single rates first, then the sums exact identities make of them, whose interval
-	// is at least as wide as their terms' together (see below).
-	order := make([]int, 0, md.n)
-	for pass := range 2 {
-		for e := range md.n {
-			if (len(md.rows[e]) == 1) == (pass == 0) {
-				order = append(order, e)
-			}
-		}
-	}
-	sOf := make([]float64, md.k) // per state component: its event's standard deviation
-	for _, e := range order {
+	sOf := make([]float64, md.k)       // per state component: its event's standard deviation
+	countedOf := make([]float64, md.n) // per event: what its slices counted whole saw
+	// Single rates first: a sum's interval is at least as wide as its terms' together.
+	for _, e := range md.byDependence {
 		counted, un := md.countedIn(e, from, to)
+		countedOf[e] = counted
 		if un == 0 {
 			out[e] = inference.Estimate{Value: counted, Lo: counted, Hi: counted, HasInterval: true, Status: inference.StatusExact}
 			continue
@@ -367,7 +360,7 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 		}
 		out[e] = est
 	}
-	md.reconcile(out, from, to)
+	md.reconcile(out, countedOf)
 	return out
 }
 
@@ -383,71 +376,58 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 // counted slices saw) is held there and the rest solved again. An interval moves with
 // its value and keeps covering the value before the move. Identities over an event
 // without an estimate are left alone.
-func (md *Model) reconcile(out []inference.Estimate, from, to int) {
+func (md *Model) reconcile(out []inference.Estimate, counted []float64) {
 	if len(md.identities) == 0 {
 		return
 	}
-	q := md.quantQ
-	// The variables: events in a usable identity.
-	var rows [][]entry
-	idx := map[int]int{}
-	var evs []int
+	rows := make([][]entry, 0, len(md.identities))
 	for _, id := range md.identities {
-		ok := true
+		usable := true
 		for _, t := range id {
-			if out[t.i].Status == inference.StatusNotCounted || !out[t.i].HasInterval {
-				ok = false
+			if o := out[md.idEvents[t.i]]; o.Status == inference.StatusNotCounted || !o.HasInterval {
+				usable = false
 			}
 		}
-		if !ok {
-			continue
-		}
-		rows = append(rows, id)
-		for _, t := range id {
-			if _, seen := idx[t.i]; !seen {
-				idx[t.i] = len(evs)
-				evs = append(evs, t.i)
-			}
+		if usable {
+			rows = append(rows, id)
 		}
 	}
 	if len(rows) == 0 {
 		return
 	}
-	n, r := len(evs), len(rows)
-	v := make([]float64, n)
-	w := make([]float64, n) // variance; 0: fixed
-	floor := make([]float64, n)
-	for j, e := range evs {
-		v[j] = out[e].Value
-		floor[j] = math.Max(out[e].Lo, 0)
-		if out[e].Status != inference.StatusExact {
-			s := (out[e].Hi - out[e].Lo) / (2 * q)
-			w[j] = s * s
-			if len(md.rows[e]) > 1 {
-				// A sum the state makes of other rates: its terms' reported values
-				// hold their exact counts, which the sum then takes up.
-				w[j] = 1e6 * (s*s + out[e].Value*out[e].Value + 1)
-			}
-			floor[j] = 0
-			if c, _ := md.countedIn(e, from, to); c > 0 {
-				floor[j] = c
-			}
+	n, r := len(md.idEvents), len(rows)
+	x := make([]float64, n)     // the values, reconciled
+	w := make([]float64, n)     // their variances; 0: fixed
+	floor := make([]float64, n) // the least each may take
+	for j, e := range md.idEvents {
+		x[j] = out[e].Value
+		if out[e].Status != inference.StatusInferred {
+			continue
 		}
+		s := (out[e].Hi - out[e].Lo) / (2 * md.quantQ)
+		w[j] = s * s
+		if len(md.rows[e]) > 1 {
+			// A sum the state makes of other rates: its terms' reported values hold
+			// their exact counts, which the sum then takes up.
+			w[j] = 1e6 * (s*s + x[j]*x[j] + 1)
+		}
+		floor[j] = counted[e]
 	}
-	x := append([]float64(nil), v...)
+	m := make([]float64, r*r)
+	b := make([]float64, r)
 	for range n + 1 {
 		// Solve (A W Aᵀ) λ = −A x; x += W Aᵀ λ.
-		m := make([]float64, r*r)
-		b := make([]float64, r)
+		clear(m)
+		clear(b)
 		for a, ra := range rows {
 			for _, t := range ra {
-				b[a] -= t.c * x[idx[t.i]]
+				b[a] -= t.c * x[t.i]
 			}
 			for c, rc := range rows {
 				for _, ta := range ra {
 					for _, tc := range rc {
 						if ta.i == tc.i {
-							m[a*r+c] += ta.c * tc.c * w[idx[ta.i]]
+							m[a*r+c] += ta.c * tc.c * w[ta.i]
 						}
 					}
 				}
@@ -461,13 +441,12 @@ func (md *Model) reconcile(out []inference.Estimate, from, to int) {
 		if !solveSmall(m, b, r) {
 			return
 		}
-		moved := false
 		for a, ra := range rows {
 			for _, t := range ra {
-				j := idx[t.i]
-				x[j] += w[j] * t.c * b[a]
+				x[t.i] += w[t.i] * t.c * b[a]
 			}
 		}
+		moved := false
 		for j := range x {
 			if w[j] > 0 && x[j] < floor[j] {
 				x[j], w[j], moved = floor[j], 0, true
@@ -477,8 +456,8 @@ func (md *Model) reconcile(out []inference.Estimate, from, to int) {
 			break
 		}
 	}
-	for j, e := range evs {
-		if out[e].Status == inference.StatusExact || math.IsNaN(x[j]) || math.IsInf(x[j], 0) {
+	for j, e := range md.idEvents {
+		if out[e].Status != inference.StatusInferred || math.IsNaN(x[j]) || math.IsInf(x[j], 0) {
 			continue
 		}
 		d := x[j] - out[e].Value
