@@ -7,9 +7,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bayesperf/bayesperf/inference/metrics"
 )
 
 // captureStdout runs f with os.Stdout redirected and returns what it wrote.
@@ -147,21 +148,11 @@ func TestEvalJSONHarmFigures(t *testing.T) {
 		switch {
 		case len(sharp) == 0 && got.Sharpness != nil:
 			t.Errorf("%s: sharpness %v without per-event sharpness", name, *got.Sharpness)
-		case len(sharp) > 0 && (got.Sharpness == nil || math.Abs(*got.Sharpness-median(sharp)) > 1e-12):
-			t.Errorf("%s: sharpness %v, median of per_event %v", name, got.Sharpness, median(sharp))
+		case len(sharp) > 0 && (got.Sharpness == nil || math.Abs(*got.Sharpness-metrics.Median(sharp)) > 1e-12):
+			t.Errorf("%s: sharpness %v, median of per_event %v", name, got.Sharpness, metrics.Median(sharp))
 		}
 		if strings.HasPrefix(name, "bayesperf") && got.Sharpness == nil {
 			t.Errorf("%s gives intervals but no sharpness", name)
 		}
 	}
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
