@@ -203,18 +203,26 @@ func table(b *strings.Builder, rows []row) {
 // "–".
 func cells(res *eval.Result, name string) []string {
 	s := res.Estimators[name]
-	red, worst, harmed := "–", "–", "–"
+	red := "–"
 	if x, ok := res.ErrorReduction[name]; ok {
 		red = fmt.Sprintf("%.2fx", x)
 	}
+	worst, harmed := harm(s)
+	return []string{pct(s.WAPE), pct(s.MedianWAPE), pct(s.TotalError), fmt.Sprintf("%.3f", s.RA), fmt.Sprintf("%.3f", s.DTW),
+		opt(s.Coverage95), opt(s.Sharpness), red, worst, harmed}
+}
+
+// harm formats an estimator's worst ratio (with its event) and harmed count, "–" where
+// undefined.
+func harm(s metrics.Summary) (worst, harmed string) {
+	worst, harmed = "–", "–"
 	if s.WorstRatio != nil && s.WorstEvent != nil {
 		worst = fmt.Sprintf("%.2fx (%s)", *s.WorstRatio, *s.WorstEvent)
 	}
 	if s.Harmed != nil {
 		harmed = fmt.Sprint(*s.Harmed)
 	}
-	return []string{pct(s.WAPE), pct(s.MedianWAPE), pct(s.TotalError), fmt.Sprintf("%.3f", s.RA), fmt.Sprintf("%.3f", s.DTW),
-		opt(s.Coverage95), opt(s.Sharpness), red, worst, harmed}
+	return worst, harmed
 }
 
 // opt formats an optional figure to 3 decimals, "–" when it is undefined.
@@ -265,11 +273,11 @@ func corpusTable(b *strings.Builder, fr familyRows) {
 	var reds []float64
 	for _, r := range fr.rows {
 		bp, lx := r.res.Estimators[eval.BayesPerf], r.res.Estimators[eval.Linux]
-		c := cells(r.res, eval.BayesPerf)
+		worst, harmed := harm(bp)
 		red := r.res.ErrorReduction[eval.BayesPerf]
 		reds = append(reds, red)
 		fmt.Fprintf(b, "| %s | %d | %.2fx | %s (%s) | %s (%s) | %s | %s | %s | %s |\n", r.label, r.n, red,
-			pct(bp.WAPE), pct(lx.WAPE), pct(bp.TotalError), pct(lx.TotalError), c[5], c[6], c[8], c[9])
+			pct(bp.WAPE), pct(lx.WAPE), pct(bp.TotalError), pct(lx.TotalError), opt(bp.Coverage95), opt(bp.Sharpness), worst, harmed)
 	}
 	fmt.Fprintf(b, "| **median** | | **%.2fx** | | | | | | |\n", metrics.Median(reds))
 }
