@@ -20,7 +20,9 @@ import (
 // plain native run, the workload under `bayesperf run` also maps libbayesperf.so (it
 // inherits LD_PRELOAD), which costs it about 5 page faults; the tests therefore compare
 // with a native run that has the same library preloaded but no sidecar (the shim then
-// only passes through), and separately bound the preload's own cost by 12 faults.
+// only passes through), and separately bound the preload's own cost by 15 faults: one
+// native run against one preloaded run, it was 6-10 in 12 runs on the Xeon VM of
+// 2026-11-26 and 13 in a clean-clone make test (native runs alone vary by 3).
 //
 // Context switches: the workload sleeps 1 ms ten times (ten voluntary switches); the rest
 // are preemptions by whatever else runs on the machine, which on a shared 2-CPU VM swing
@@ -33,7 +35,7 @@ import (
 // varies by tens of percent, so medians of three runs must agree within 2 ms + 40%.
 const (
 	faultsAbs, faultsRel = 3, 0.01
-	preloadFaultCost     = 12
+	preloadFaultCost     = 15
 	clockAbs, clockRel   = 2, 0.4
 )
 
