@@ -13,6 +13,8 @@ SHELL   := /bin/bash
 APT_PKGS := linux-perf gcc make
 # Extra prerequisites of `make test` (besides deps and build); fragments append.
 TEST_PREREQS :=
+# Targets `make test` runs after the Go tests and fuzzing; fragments append.
+TEST_AFTER :=
 # Short fuzz runs that `make test` does: "pkgpath:FuzzName" entries; fragments append.
 FUZZ_TARGETS :=
 # FUZZ_SHORT is a count of executions, not a duration: with Go 1.26 a duration -fuzztime
@@ -61,6 +63,7 @@ test: deps build $(TEST_PREREQS)
 	@# a clean machine has no clang, and building or testing never needs it.
 	@if command -v clang >/dev/null; then $(MAKE) --no-print-directory check-generate; \
 	else echo "check-generate: skipped: clang is not installed (make generate installs it)"; fi
+	@for t in $(TEST_AFTER); do $(MAKE) --no-print-directory $$t || exit 1; done
 
 fuzz-short:
 	@set -e; for t in $(FUZZ_TARGETS); do \
@@ -87,4 +90,4 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) build

@@ -1,0 +1,39 @@
+# The PMU testbed (test/pmu): an arm64 guest under qemu-system-aarch64 whose emulated
+# PMUv3 is driven by the real Linux armv8_pmuv3 driver, which really multiplexes
+# hardware counters. These machines have no hardware PMU of their own.
+#
+#   make pmu-test            build the guest (cached in $(PMU_DIR)/guest), cross-compile
+#                            bayesperf, the shim and the PMU tests, run them in the guest,
+#                            write $(PMU_DIR)/report.json; fails if a test fails
+#   make pmu-run CMD='...'   run CMD with /bin/sh in the guest, in a copy of the working
+#                            tree with the arm64 bin/ first on PATH and perf installed;
+#                            prints its output and exits with its status
+
+PMU_DIR   ?= build/pmu
+PMU_GUEST := $(PMU_DIR)/guest
+PMU_WORK  := $(PMU_DIR)/work
+PMU_CC    ?= aarch64-linux-gnu-gcc
+APT_PKGS  += qemu-system-arm mmdebstrap gcc-aarch64-linux-gnu libc6-dev-arm64-cross cpio kmod xz-utils
+TEST_AFTER += pmu-test
+
+.PHONY: pmu-guest pmu-tree pmu-run pmu-test
+pmu-guest: deps
+	test/pmu/build-guest.sh $(abspath $(PMU_GUEST))
+
+# pmu-tree copies the working tree (tracked and untracked files, not ignored ones) and
+# puts the arm64 builds in its bin/.
+pmu-tree:
+	@rm -rf $(PMU_WORK) && mkdir -p $(PMU_WORK)/bin
+	@git ls-files -z -co --exclude-standard | tar --null -T - -cf - | tar -xf - -C $(PMU_WORK)
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) build -o $(PMU_WORK)/bin/bayesperf ./cmd/bayesperf
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -c -o $(PMU_WORK)/bin/pmu.test ./test/pmu
+	$(PMU_CC) $(SHIM_CFLAGS) -shared -Wl,--version-script=shim/preload/libbayesperf.map \
+		-Wl,-z,noseparate-code -Wl,--as-needed -o $(PMU_WORK)/bin/libbayesperf.so shim/preload/libbayesperf.c
+
+pmu-run: pmu-guest pmu-tree
+	@test/pmu/run-guest.sh $(abspath $(PMU_GUEST)) $(abspath $(PMU_WORK)) '$(CMD)'
+
+pmu-test: pmu-guest pmu-tree
+	test/pmu/run-guest.sh $(abspath $(PMU_GUEST)) $(abspath $(PMU_WORK)) \
+		'cd test/pmu && BAYESPERF_PMU_REPORT=/work/.pmu/report.json pmu.test -test.v -test.count=1 -test.timeout 15m'
+	@cp $(PMU_WORK)/.pmu/report.json $(PMU_DIR)/report.json && echo "pmu: wrote $(PMU_DIR)/report.json" && cat $(PMU_DIR)/report.json

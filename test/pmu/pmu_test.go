@@ -1,0 +1,140 @@
+package pmu
+
+import (
+	"errors"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// hwEvents are 12 hardware events, twice the 6 distinct ones the emulated PMU counts
+// (instructions and cycles, each as a whole and split by privilege), so that the kernel
+// multiplexes them on its 6+1 counters.
+var hwEvents = []string{
+	"instructions:u", "instructions:k", "instructions", "cycles:u", "cycles:k", "cycles",
+	"instructions:u", "instructions:k", "instructions", "cycles:u", "cycles:k", "cycles",
+}
+
+// phased is a workload whose user/kernel mix changes by phase (memory, syscall, sleep,
+// fork and compute phases in a seeded order).
+func phased(t *testing.T, d string) []string {
+	return []string{bin(t, "bayesperf"), "workload", "mixed", "--duration", d}
+}
+
+// run runs a command and returns its combined output and exit status.
+func run(t *testing.T, name string, args ...string) (string, int) {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return string(out), 0
+	case errors.As(err, &ee):
+		return string(out), ee.ExitCode()
+	}
+	t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	return "", 0
+}
+
+// TestPMUFacts checks what the other tests rely on: the kernel multiplexes more hardware
+// events than counters (time_running < time_enabled), and without multiplexing a
+// privilege split is exact: instructions:u + instructions:k = instructions.
+func TestPMUFacts(t *testing.T) {
+	name, counters := needPMU(t)
+	record("pmu", name)
+	record("counters", counters)
+	record("events", len(hwEvents))
+
+	out, rc := run(t, "perf", append([]string{"stat", "-x,", "-e", "instructions:u,instructions:k,instructions", "--"},
+		phased(t, "200ms")...)...)
+	if rc != 0 {
+		t.Fatalf("perf stat exited %d:\n%s", rc, out)
+	}
+	ls := parseStat(t, out)
+	if len(ls) != 3 {
+		t.Fatalf("want 3 counter lines, got %d:\n%s", len(ls), out)
+	}
+	var v [3]uint64
+	for i, l := range ls {
+		n, err := strconv.ParseUint(l.Value, 10, 64)
+		if err != nil || l.Percent != 100 {
+			t.Fatalf("%s: %q at %.2f%%: three events must count all the time on %d counters",
+				l.Event, l.Value, l.Percent, counters)
+		}
+		v[i] = n
+	}
+	if v[0]+v[1] != v[2] || v[0] == 0 || v[1] == 0 {
+		t.Errorf("instructions:u %d + instructions:k %d = %d, want instructions %d exactly", v[0], v[1], v[0]+v[1], v[2])
+	}
+	t.Logf("instructions:u %d + instructions:k %d = instructions %d", v[0], v[1], v[2])
+
+	out, rc = run(t, "perf", append([]string{"stat", "-x,", "-e", strings.Join(hwEvents, ","), "--"},
+		phased(t, "200ms")...)...)
+	if rc != 0 {
+		t.Fatalf("perf stat exited %d:\n%s", rc, out)
+	}
+	muxed := 0
+	for _, l := range parseStat(t, out) {
+		if l.Percent < 100 {
+			muxed++
+		}
+	}
+	record("kernel_multiplexed", muxed > 0)
+	if muxed == 0 {
+		t.Errorf("%d events on %d counters: the kernel multiplexed none of them:\n%s", len(hwEvents), counters, out)
+	}
+	t.Logf("%d events on %d counters: %d multiplexed by the kernel", len(hwEvents), counters, muxed)
+}
+
+// TestPMUDropinIdentical runs perf stat -I 100 -x, with 12 hardware events natively and
+// through `bayesperf run` with no flag: the same lines (events in the same order, in as
+// many intervals, give or take the last) and the same exit status.
+func TestPMUDropinIdentical(t *testing.T) {
+	needPMU(t)
+	args := append([]string{"stat", "-I", "100", "-x,", "-e", strings.Join(hwEvents, ","), "--", "sh", "-c"},
+		strings.Join(phased(t, "400ms"), " ")+"; exit 3")
+	native, nrc := run(t, "perf", args...)
+	through, brc := run(t, bin(t, "bayesperf"), append([]string{"run", "--shim", bin(t, "libbayesperf.so"), "--", "perf"}, args...)...)
+	same := nrc == brc
+	if nrc != brc {
+		t.Errorf("exit status: natively %d, through bayesperf %d", nrc, brc)
+	}
+	ne, be := intervalEvents(native), intervalEvents(through)
+	if d := len(ne) - len(be); d < -len(hwEvents) || d > len(hwEvents) {
+		same = false
+		t.Errorf("natively %d interval lines, through bayesperf %d", len(ne), len(be))
+	}
+	for i := 0; i < min(len(ne), len(be)); i++ {
+		if ne[i] != be[i] {
+			same = false
+			t.Errorf("interval line %d: natively %q, through bayesperf %q", i, ne[i], be[i])
+			break
+		}
+	}
+	record("dropin_identical", same && !t.Failed())
+	if t.Failed() {
+		t.Logf("natively:\n%s\nthrough bayesperf:\n%s", native, through)
+	}
+}
+
+// intervalEvents returns, per perf stat -I -x, line, its event name and whether it was
+// counted (a number) or not, as "event" or "event <not counted>".
+func intervalEvents(out string) []string {
+	var ev []string
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Split(l, ",")
+		if len(f) < 6 || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if _, err := strconv.ParseFloat(f[0], 64); err != nil {
+			continue // not an interval line
+		}
+		s := f[3]
+		if _, err := strconv.ParseUint(f[1], 10, 64); err != nil {
+			s += " " + f[1]
+		}
+		ev = append(ev, s)
+	}
+	return ev
+}
