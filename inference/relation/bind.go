@@ -34,6 +34,10 @@ func Bind(rels []Relation, events []string) []Relation {
 // PMU-qualified names without options (cpu/inst_retired.any/) as the bare name; bound
 // relations use the run's spelling.
 //
+// Relations that follow from how the run's events were opened are added whatever rels
+// holds (see runRelations): privilege splits (instructions = instructions:u +
+// instructions:k) and repeats (x#2 = x, as perf.Namer names an event opened twice).
+//
 // The result has no duplicates: relations that state the same thing (see sameKey: the
 // same comparison of the same linear form, whatever the order of terms or sides) are
 // kept once, in the place of the first, and the one kept is the strictest: an exact one
@@ -79,6 +83,9 @@ func BindUniverse(rels []Relation, events, universe []string) []Relation {
 		if b.Tol < out[i].Tol {
 			out[i] = b // stricter statement of the same relation
 		}
+	}
+	for _, r := range runRelations(events) {
+		keep(r)
 	}
 	for _, r := range rels {
 		if b, ok := bindOne(r, sorted, have, spell, universe); ok {

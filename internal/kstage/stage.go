@@ -470,7 +470,10 @@ func (s *Stage) start(t *target) error {
 	c := t.owner
 	for j, h := range t.handles {
 		e := c.events[h]
-		attrs[j] = perf.Attr{Type: e.Attr.Type, Config: e.Attr.Config}
+		// The privilege levels are part of the name (instructions:u), which binds the
+		// privilege splits between the target's events.
+		attrs[j] = perf.Attr{Type: e.Attr.Type, Config: e.Attr.Config,
+			Flags: e.Attr.Bits & (perf.FlagExcludeUser | perf.FlagExcludeKern | perf.FlagExcludeHV)}
 	}
 	names := s.names.Names(attrs)
 	for j, h := range t.handles {

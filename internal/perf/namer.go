@@ -86,8 +86,10 @@ func (n *Namer) Universe() []string {
 	return out
 }
 
-// Names returns one distinct name per attr: perf's name, else type:config; a repeated
-// name gets a #k suffix (the model needs distinct names, and relations then skip it).
+// Names returns one distinct name per attr: perf's name, else type:config, with perf's
+// privilege modifier when the attr excludes some levels (instructions:u, cycles:k); a
+// repeated name gets a #k suffix (the model needs distinct names; relation.BindUniverse
+// binds x#2 = x).
 func (n *Namer) Names(attrs []Attr) []string {
 	n.genOnce.Do(n.loadGeneric)
 	for _, a := range attrs {
@@ -108,6 +110,7 @@ func (n *Namer) Names(attrs []Attr) []string {
 		if !ok {
 			name = fmt.Sprintf("%d:%#x", a.Type, a.Config)
 		}
+		name += PrivilegeSuffix(a)
 		seen[name]++
 		if k := seen[name]; k > 1 {
 			name = fmt.Sprintf("%s#%d", name, k)
@@ -115,4 +118,23 @@ func (n *Namer) Names(attrs []Attr) []string {
 		out[i] = name
 	}
 	return out
+}
+
+// PrivilegeSuffix is perf's modifier for the privilege levels a counts (":u", ":k",
+// ":uk", ...), "" when it counts all of them (or, meaninglessly, none).
+func PrivilegeSuffix(a Attr) string {
+	var lv []byte
+	if a.Flags&FlagExcludeUser == 0 {
+		lv = append(lv, 'u')
+	}
+	if a.Flags&FlagExcludeKern == 0 {
+		lv = append(lv, 'k')
+	}
+	if a.Flags&FlagExcludeHV == 0 {
+		lv = append(lv, 'h')
+	}
+	if len(lv) == 0 || len(lv) == 3 {
+		return ""
+	}
+	return ":" + string(lv)
 }

@@ -7,7 +7,7 @@ import (
 
 // TestNames: the attrs perf opens for perf's names come back as those names (the longest
 // alias, the spelling relations use), a repeated event gets a suffix, an unknown one its
-// type:config.
+// type:config, and privilege levels are named as perf's modifiers.
 func TestNames(t *testing.T) {
 	list := "faults,cs,minor-faults,task-clock"
 	if _, err := FindTracefs(false); err == nil {
@@ -22,13 +22,21 @@ func TestNames(t *testing.T) {
 		attrs = append(attrs, d.Attr)
 	}
 	attrs = append(attrs, descs[0].Attr, Attr{Type: TypeSoftware, Config: 999})
+	priv, err := ParseEvents("instructions:u,instructions:k,instructions,cycles:uk,cycles:u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range priv {
+		attrs = append(attrs, d.Attr)
+	}
 	var n Namer
 	got := n.Names(attrs)
 	want := []string{"page-faults", "context-switches", "minor-faults", "task-clock"}
 	if len(descs) > 4 {
 		want = append(want, "raw_syscalls:sys_enter", "syscalls:sys_enter_getpid")
 	}
-	want = append(want, "page-faults#2", "1:0x3e7")
+	want = append(want, "page-faults#2", "1:0x3e7",
+		"instructions:u", "instructions:k", "instructions", "cpu-cycles:uk", "cpu-cycles:u")
 	if !slices.Equal(got, want) {
 		t.Errorf("names %q, want %q", got, want)
 	}

@@ -107,8 +107,12 @@ type PMU struct {
 	// copies are the always-on copies, one per distinct event: every derived event's
 	// (see derivable), and with Truth every other event's too. copyOf[i] is event i's
 	// copy (-1: none).
-	copies  []*perf.Event
-	copyOf  []int
+	copies []*perf.Event
+	copyOf []int
+	// truthOf[i] are the copies whose counts add up to event i's truth: its own copy, or,
+	// for a hardware event whose privilege levels other events split (instructions next
+	// to instructions:u and instructions:k), one pinned copy per level (see truthParts).
+	truthOf [][]int
 	derived []bool // event i's views are derived from its always-on copy: no view copies
 	// views[v][i] is view v's own copy of event i, switched by ioctl; nil for derived
 	// events and with a snapshotting collector.
@@ -269,32 +273,61 @@ func Open(cfg Config) (*PMU, error) {
 	// The always-on copies, one per distinct event: identical events (perf stat -e
 	// x,x) count the same, so they share one.
 	p.copyOf = make([]int, len(cfg.Events))
+	p.truthOf = make([][]int, len(cfg.Events))
 	p.derived = make([]bool, len(cfg.Events))
 	seen := map[perf.Attr]int{}
-	for i, d := range cfg.Events {
-		p.copyOf[i] = -1
-		p.derived[i] = derivable(d.Attr)
-		if !p.derived[i] && !cfg.Truth {
-			continue
-		}
-		a := d.Attr
+	// open opens (once per distinct attr) an always-on copy and returns its index.
+	open := func(a perf.Attr, name string) (int, error) {
 		a.Flags = a.Flags&^(perf.FlagDisabled|perf.FlagEnableOnExec|perf.FlagPinned|perf.FlagExclusive) | flags | onExec
 		a.ReadFormat = perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning
+		if !derivable(a) {
+			// Another PMU's truth must count all the time, or the kernel would multiplex
+			// it with the views' copies: pinned, it keeps a counter or reports an error.
+			a.Flags |= perf.FlagPinned
+		}
 		if k, ok := seen[a]; ok {
-			p.copyOf[i] = k
-			continue
+			return k, nil
 		}
 		// Singletons, not a group with the clock: the kernel refuses (ECHILD) group
 		// reads of inherited groups while any child task's copy of the group differs
 		// from the parent's, which under load lasted longer than any retry here.
 		e, err := perf.Open(a, cfg.Pid, cfg.CPU, nil)
 		if err != nil {
-			return nil, fmt.Errorf("open always-on copy of %s: %w", d.Name, err)
+			return 0, fmt.Errorf("open always-on copy of %s: %w", name, err)
 		}
-		e.Name = d.Name
+		e.Name = name
 		seen[a] = len(p.copies)
-		p.copyOf[i] = len(p.copies)
 		p.copies = append(p.copies, e)
+		return len(p.copies) - 1, nil
+	}
+	var parts [][]perf.Attr
+	if cfg.Truth {
+		parts = truthParts(cfg.Events)
+	}
+	for i, d := range cfg.Events {
+		p.copyOf[i] = -1
+		p.derived[i] = derivable(d.Attr)
+		if p.derived[i] {
+			k, err := open(d.Attr, d.Name)
+			if err != nil {
+				return nil, err
+			}
+			p.copyOf[i] = k
+			if cfg.Truth {
+				p.truthOf[i] = []int{k}
+			}
+			continue
+		}
+		if !cfg.Truth {
+			continue
+		}
+		for _, a := range parts[i] {
+			k, err := open(a, d.Name)
+			if err != nil {
+				return nil, err
+			}
+			p.truthOf[i] = append(p.truthOf[i], k)
+		}
 	}
 	for vi, v := range cfg.Views {
 		var evs []*perf.Event
@@ -531,15 +564,21 @@ func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 		clock = c.Enabled
 		p.gen++
 		for i := range p.cfg.Events {
-			if k := p.copyOf[i]; k >= 0 {
-				if p.readAt[k] != p.gen {
-					tc, err := p.readOne(p.copies[k])
-					if err != nil {
-						return Step{}, err
-					}
-					p.copyVals[k], p.readAt[k] = tc.Value, p.gen
+			if ks := p.truthOf[i]; len(ks) > 0 || p.copyOf[i] >= 0 {
+				if len(ks) == 0 {
+					ks = []int{p.copyOf[i]}
 				}
-				p.truthVals[i] = p.copyVals[k]
+				p.truthVals[i] = 0
+				for _, k := range ks {
+					if p.readAt[k] != p.gen {
+						tc, err := p.readOne(p.copies[k])
+						if err != nil {
+							return Step{}, err
+						}
+						p.copyVals[k], p.readAt[k] = tc.Value, p.gen
+					}
+					p.truthVals[i] += p.copyVals[k]
+				}
 			}
 			for v := range p.views {
 				was, will := p.on[v][i], p.next[v][i]
@@ -705,14 +744,82 @@ func (p *PMU) TruthNow(i int) (uint64, error) {
 		}
 		return max(p.peekTwo[0].Value, p.prevTruth[i]), nil
 	}
-	if !p.cfg.Truth || p.bc != nil || i < 0 || i >= len(p.copyOf) || p.copyOf[i] < 0 {
+	if !p.cfg.Truth || p.bc != nil || i < 0 || i >= len(p.truthOf) || len(p.truthOf[i]) == 0 {
 		return 0, fmt.Errorf("read truth of event %d: no truth copy (Truth unset or out of range)", i)
 	}
-	c, err := p.readOne(p.copies[p.copyOf[i]])
-	if err != nil {
-		return 0, err
+	var v uint64
+	for _, k := range p.truthOf[i] {
+		c, err := p.readOne(p.copies[k])
+		if err != nil {
+			return 0, err
+		}
+		v += c.Value
 	}
-	return c.Value, nil
+	return v, nil
+}
+
+// truthParts returns, per event, the attrs of the always-on copies whose counts add up
+// to its truth (nil for derivable events, which have one copy of their own). A hardware
+// event's truth copies are pinned so that the kernel never multiplexes them, and each
+// takes a counter: where events differ only in the privilege levels they count
+// (instructions, instructions:u, instructions:k), one copy per level, user and kernel,
+// gives every one of them its truth exactly (instructions = the user copy + the kernel
+// copy), in two counters instead of three. The hypervisor level is taken as empty, as
+// relation.BindUniverse takes it; otherwise each distinct attr is its own copy.
+func truthParts(events []perf.EventDesc) [][]perf.Attr {
+	const priv = perf.FlagExcludeUser | perf.FlagExcludeKern | perf.FlagExcludeHV
+	family := func(a perf.Attr) perf.Attr {
+		a.Flags &^= priv | perf.FlagDisabled | perf.FlagEnableOnExec | perf.FlagPinned | perf.FlagExclusive
+		return a
+	}
+	// levels: bit 0 user, bit 1 kernel.
+	levels := func(a perf.Attr) int {
+		l := 0
+		if a.Flags&perf.FlagExcludeUser == 0 {
+			l |= 1
+		}
+		if a.Flags&perf.FlagExcludeKern == 0 {
+			l |= 2
+		}
+		return l
+	}
+	split := map[perf.Attr]bool{} // families whose events count different levels
+	first := map[perf.Attr]int{}
+	for _, d := range events {
+		if derivable(d.Attr) {
+			continue
+		}
+		f := family(d.Attr)
+		if l, ok := first[f]; ok && l != levels(d.Attr) {
+			split[f] = true
+		}
+		if _, ok := first[f]; !ok {
+			first[f] = levels(d.Attr)
+		}
+	}
+	out := make([][]perf.Attr, len(events))
+	for i, d := range events {
+		if derivable(d.Attr) {
+			continue
+		}
+		f := family(d.Attr)
+		l := levels(d.Attr)
+		if !split[f] || l == 0 {
+			out[i] = []perf.Attr{d.Attr}
+			continue
+		}
+		if l&1 != 0 {
+			u := f
+			u.Flags |= perf.FlagExcludeKern | perf.FlagExcludeHV
+			out[i] = append(out[i], u)
+		}
+		if l&2 != 0 {
+			k := f
+			k.Flags |= perf.FlagExcludeUser | perf.FlagExcludeHV
+			out[i] = append(out[i], k)
+		}
+	}
+	return out
 }
 
 // readOne reads one non-group event without allocating.

@@ -1,0 +1,50 @@
+package vpmu
+
+import (
+	"testing"
+
+	"github.com/bayesperf/bayesperf/internal/perf"
+)
+
+// TestTruthParts: a hardware event's truth is its own pinned copy unless other events of
+// the run split its privilege levels; then every event of that family is the sum of one
+// user and one kernel copy, shared, so that three events take two counters.
+func TestTruthParts(t *testing.T) {
+	evs, err := perf.ParseEvents("instructions:u,instructions:k,instructions,cycles,cycles,task-clock,cycles:k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := truthParts(evs)
+	user := func(a perf.Attr) bool { return a.Flags&perf.FlagExcludeUser == 0 }
+	kern := func(a perf.Attr) bool { return a.Flags&perf.FlagExcludeKern == 0 }
+	want := []string{"u", "k", "uk", "uk", "uk", "", "k"}
+	for i, w := range want {
+		got := ""
+		for _, a := range parts[i] {
+			switch {
+			case user(a) && !kern(a):
+				got += "u"
+			case kern(a) && !user(a):
+				got += "k"
+			default:
+				t.Errorf("%s: a truth part counts user %v kernel %v, want one level", evs[i].Name, user(a), kern(a))
+			}
+			if a.Config != evs[i].Attr.Config || a.Type != evs[i].Attr.Type {
+				t.Errorf("%s: a truth part is %d:%#x", evs[i].Name, a.Type, a.Config)
+			}
+		}
+		if got != w {
+			t.Errorf("%s: truth parts %q, want %q", evs[i].Name, got, w)
+		}
+	}
+	// Without a split, a hardware event is its own truth, modifiers and all.
+	evs, err = perf.ParseEvents("instructions:u,cycles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range truthParts(evs) {
+		if len(p) != 1 || p[0] != evs[i].Attr {
+			t.Errorf("%s: truth parts %+v, want its own attr", evs[i].Name, p)
+		}
+	}
+}
