@@ -33,6 +33,7 @@ const evalUsage = `usage:
                  [--online] [--json] [--plot FILE] -- CMD ARGS...
   bayesperf eval --trace FILE.csv --counters N [--fixed EVENTS] [--window K]
                  [--relations FILE] [--time-column NAME] [--online] [--json] [--plot FILE]
+  bayesperf eval --reads FILE.csv [--json] [--plot FILE]
 
 Live mode runs CMD with every event opened for it and multiplexes them on a virtual PMU
 of N counters (plus the --fixed events, which always count), exactly as the kernel
@@ -43,6 +44,11 @@ table and --json say which (--collector forces one).
 Replay mode reads a CSV of exact per-slice counts and simulates the kernel's round robin.
 Every estimator (linux, fixed, linear, bayesperf-rr, and bayesperf on its own schedule
 when available) sees the same observations and is scored against the truth.
+Reads mode scores a drop-in run on a real PMU from the rows 'bayesperf run --truth
+FILE.csv' wrote, one per read of a hardware event by the tool: per interval (an event's
+reads), linux is what perf stat -I prints from the kernel's values and bayesperf-rr what
+it prints from the values it was served (the kernel's own multiplexing corrected, with
+--correct bayesperf), against the exact count of pinned copies.
 
 EVENTS use perf's syntax: task-clock,page-faults,{a,b},sched:sched_switch,syscalls:*...
 
@@ -70,10 +76,26 @@ func runEval(args []string) int {
 	asJSON := fs.Bool("json", false, "print exactly one JSON object instead of the table")
 	saveTrace := fs.String("save-trace", "", "live: also write the run's exact per-slice counts as a trace CSV (replay it with --trace FILE --time-column time_ns)")
 	plotFile := fs.String("plot", "", "draw truth and estimates of the worst events and the errors to FILE.png or FILE.svg")
+	reads := fs.String("reads", "", "score the reads of a drop-in run written by 'bayesperf run --truth FILE.csv'")
 	if code, stop := parseCmdLine("eval", flagHelp(fs, evalUsage), fs, args); stop {
 		return code
 	}
 	fail := func(err error) int { return exitWith("eval", err) }
+	if *reads != "" {
+		if len(events) > 0 || fs.NArg() > 0 || *trace != "" {
+			return fail(usageErr("--reads scores a file: do not give -e, --trace or a command"))
+		}
+		f, err := os.Open(*reads)
+		if err != nil {
+			return fail(usageError{err})
+		}
+		res, err := eval.ScoreReads(f)
+		f.Close()
+		if err != nil {
+			return fail(usageError{fmt.Errorf("%s: %w", *reads, err)})
+		}
+		return writeResult(res, "reads "+*reads+" (bayesperf run --truth; the kernel multiplexes)", *asJSON, *plotFile, fail)
+	}
 	if *counters < 1 {
 		return fail(usageErr("--counters %d: a PMU has at least 1 counter", *counters))
 	}
@@ -200,16 +222,21 @@ func runEval(args []string) int {
 		return fail(err)
 	}
 	res.Collector = collectorUsed
+	return writeResult(res, title, *asJSON, *plotFile, fail)
+}
+
+// writeResult prints res as the table (or JSON) and draws the plot when asked.
+func writeResult(res *eval.Result, title string, asJSON bool, plotFile string, fail func(error) int) int {
 	var out io.Writer = os.Stdout
-	if *asJSON {
+	if asJSON {
 		if err := res.WriteJSON(out); err != nil {
 			return fail(err)
 		}
 	} else {
 		res.WriteTable(out, title)
 	}
-	if *plotFile != "" {
-		if err := eval.Plot(res, *plotFile); err != nil {
+	if plotFile != "" {
+		if err := eval.Plot(res, plotFile); err != nil {
 			return fail(err)
 		}
 	}

@@ -32,6 +32,7 @@ SYNOPSIS
                   [--virtual-counters N [--fixed-counters EVENTS]
                    [--schedule kernel|bayesperf] [--collector auto|read|bpf]
                    [--report FILE.json]]
+                  [--truth FILE.csv]
                   -- CMD [ARGS...]
 
 DESCRIPTION
@@ -154,6 +155,20 @@ OPTIONS
                     "tool" is the value it printed). Every read is then a
                     round trip to the sidecar, as with --correct bayesperf.
 
+    --truth FILE.csv
+                    Without --virtual-counters, on a CPU whose PMU the kernel
+                    multiplexes: score what CMD reads against the exact counts.
+                    For each hardware event CMD opens, the sidecar opens hidden
+                    copies on the same target, pinned (the kernel never
+                    multiplexes them; each takes a counter from CMD's events),
+                    one per privilege level counted and shared between events,
+                    and every read of the event becomes a round trip that
+                    writes one row: time_ns, client, handle, event, the
+                    kernel's raw_value, raw_enabled, raw_running, the value,
+                    enabled, running CMD was given, and the truth. Counts from
+                    CMD's exec on, like perf stat's. The linux estimate of a
+                    row is raw_value * raw_enabled / raw_running.
+
 ENVIRONMENT
     BAYESPERF_SHIM        default for --shim.
     BAYESPERF_TIMEOUT_MS  how long the shim waits for a sidecar reply before
@@ -184,6 +199,7 @@ func runMain(args []string) int {
 	reportFile := fs.String("report", "", "")
 	inferFrom := fs.String("infer-from", "", "")
 	collector := fs.String("collector", "auto", "")
+	truthFile := fs.String("truth", "", "")
 	if code, stop := parseCmdLine("run", runHelp, fs, args); stop {
 		return code
 	}
@@ -208,6 +224,9 @@ func runMain(args []string) int {
 	default:
 		return exitWith("run", usageErr("--collector %s: want auto, read or bpf", *collector))
 	}
+	if *truthFile != "" && *vcounters != 0 {
+		return exitWith("run", usageErr("--truth with --virtual-counters: the virtual PMU keeps its own truth (--report, --stats)"))
+	}
 	if *reportFile != "" && *vcounters == 0 {
 		return exitWith("run", usageErr("--report needs --virtual-counters N (its truth and intervals come from the virtual PMU)"))
 	}
@@ -229,6 +248,14 @@ func runMain(args []string) int {
 	sock := filepath.Join(dir, "sock")
 
 	extra := []string{"--correct", correct, "--infer-from", from}
+	if *truthFile != "" {
+		abs, err := filepath.Abs(*truthFile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bayesperf run: --truth %s: %v\n", *truthFile, err)
+			return 2
+		}
+		extra = append(extra, "--truth", abs)
+	}
 	if *vcounters != 0 {
 		extra = append(extra, "--virtual-counters", strconv.Itoa(*vcounters), "--fixed-counters", *fixed,
 			"--schedule", *sched, "--collector", *collector)

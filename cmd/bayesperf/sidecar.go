@@ -18,6 +18,7 @@ import (
 	"github.com/bayesperf/bayesperf/bpf"
 	"github.com/bayesperf/bayesperf/internal/collect"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
+	"github.com/bayesperf/bayesperf/internal/truth"
 	"github.com/bayesperf/bayesperf/internal/vpmu/vstage"
 )
 
@@ -30,7 +31,7 @@ const sidecarHelp = `usage: bayesperf sidecar --socket PATH [--stats FILE] [--pe
                           [--schedule kernel|bayesperf] [--collector auto|read|bpf]
                           [--report FILE]]
                          [--correct none|bayesperf] [--infer-from slices|values]
-                         [--allow-uid USERS] [-v]
+                         [--truth FILE.csv] [--allow-uid USERS] [-v]
 
 Serves libbayesperf.so clients on the Unix socket PATH, whose directory must be
 mode 0700. Prints "ready" on stdout once listening. Stops on SIGTERM or SIGINT,
@@ -51,7 +52,8 @@ or --report sets the stale bound's default to 1ns: every read asks for values at
 the instant it reads (the report's intervals are the tool's rounds of reads).
 The correction from values (without --virtual-counters, or --infer-from values)
 needs no such bound: the events it corrects are refreshed at every read, the
-others keep the default. --collector is run's too: how each virtual PMU reads its
+others keep the default. --truth FILE.csv (without --virtual-counters) is run's:
+pinned hidden copies of the clients' hardware events, a row per read. --collector is run's too: how each virtual PMU reads its
 copies (bpf: in-kernel snapshots at every slice; read: read(2); auto, the
 default: bpf when it can be loaded). -v logs each client's ("collector bpf", or
 "collector read (why)"), and --stats FILE has it as "collector".
@@ -84,6 +86,7 @@ func sidecarMain(args []string) int {
 	collector := fs.String("collector", collect.Auto, "")
 	allowUIDs := fs.String("allow-uid", "", "")
 	inferFrom := fs.String("infer-from", "", "")
+	truthFile := fs.String("truth", "", "")
 	if code, stop := parseCmdLine("sidecar", sidecarHelp, fs, args); stop {
 		return code
 	}
@@ -94,6 +97,8 @@ func sidecarMain(args []string) int {
 		return fail(usageErr("--socket PATH is required; 'bayesperf run' starts a sidecar for you"))
 	case *vcounters < 0:
 		return fail(usageErr("--virtual-counters %d: want a positive number of counters", *vcounters))
+	case *truthFile != "" && *vcounters > 0:
+		return fail(usageErr("--truth with --virtual-counters: the virtual PMU keeps its own truth (--report, --stats)"))
 	case *allowUIDs != "" && *vcounters > 0:
 		return fail(usageErr("--allow-uid with --virtual-counters: the virtual PMU opens events with the sidecar's rights, so other users could count processes they may not; run one sidecar per user for the virtual PMU"))
 	}
@@ -145,6 +150,19 @@ func sidecarMain(args []string) int {
 		vst = st
 	}
 	cfg.Stage = withKernelMux(cfg.Stage, correct, from, cfg.Logf)
+	if *truthFile != "" {
+		f, err := os.Create(*truthFile)
+		if err != nil {
+			return fail(fmt.Errorf("--truth: %w", err))
+		}
+		ts := truth.New(cfg.Stage, f, cfg.Logf)
+		defer func() {
+			if err := ts.Close(); err != nil {
+				fmt.Fprintf(os.Stderr, "bayesperf sidecar: --truth %s: %s\n", *truthFile, oneLine(err.Error()))
+			}
+		}()
+		cfg.Stage = ts
+	}
 	srv, err := sidecar.New(cfg)
 	if err != nil {
 		return fail(fmt.Errorf("%w; give --socket a path in a directory of your own with mode 0700 (mkdir -m 700 DIR), or let 'bayesperf run' start the sidecar", err))

@@ -58,8 +58,13 @@ func (r *Result) WriteTable(w io.Writer, title string) {
 			models = append(models, n)
 		}
 	}
-	fmt.Fprintf(w, "\n Counter estimates for %s\n (%d events on %d counters, %d slices, %d reporting intervals; err = |estimate - truth| / truth over the run)\n\n",
-		title, r.Events, r.Counters, r.Slices, r.Intervals)
+	if r.Slices > 0 {
+		fmt.Fprintf(w, "\n Counter estimates for %s\n (%d events on %d counters, %d slices, %d reporting intervals; err = |estimate - truth| / truth over the run)\n\n",
+			title, r.Events, r.Counters, r.Slices, r.Intervals)
+	} else { // scored from a tool's reads: the kernel's slices are not seen
+		fmt.Fprintf(w, "\n Counter estimates for %s\n (%d events, %d reporting intervals; err = |estimate - truth| / truth over the run)\n\n",
+			title, r.Events, r.Intervals)
+	}
 	fmt.Fprintf(w, "%16s  %16s %7s", "truth", "linux", "err")
 	for _, m := range models {
 		fmt.Fprintf(w, "  %16s %-12s %7s", m, "± 95%", "err")

@@ -138,3 +138,18 @@ func PrivilegeSuffix(a Attr) string {
 	}
 	return ":" + string(lv)
 }
+
+// LevelParts returns attrs that count the privilege levels a counts one level each, user
+// then kernel, and are otherwise a (their counts add up to a's, the hypervisor level
+// taken as empty: see relation.BindUniverse); just a when it counts one level or none.
+func LevelParts(a Attr) []Attr {
+	const priv = FlagExcludeUser | FlagExcludeKern | FlagExcludeHV
+	user, kern := a.Flags&FlagExcludeUser == 0, a.Flags&FlagExcludeKern == 0
+	if !user || !kern {
+		return []Attr{a}
+	}
+	u, k := a, a
+	u.Flags = a.Flags&^priv | FlagExcludeKern | FlagExcludeHV
+	k.Flags = a.Flags&^priv | FlagExcludeUser | FlagExcludeHV
+	return []Attr{u, k}
+}

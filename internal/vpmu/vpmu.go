@@ -808,16 +808,18 @@ func truthParts(events []perf.EventDesc) [][]perf.Attr {
 			out[i] = []perf.Attr{d.Attr}
 			continue
 		}
-		if l&1 != 0 {
-			u := f
-			u.Flags |= perf.FlagExcludeKern | perf.FlagExcludeHV
-			out[i] = append(out[i], u)
+		// Spelled from the family so that :u (which also excludes the hypervisor) and
+		// the user part of an unmodified event are one copy.
+		if l == 3 {
+			out[i] = perf.LevelParts(f)
+			continue
 		}
-		if l&2 != 0 {
-			k := f
-			k.Flags |= perf.FlagExcludeUser | perf.FlagExcludeHV
-			out[i] = append(out[i], k)
+		a := f
+		a.Flags |= perf.FlagExcludeHV | perf.FlagExcludeKern
+		if l == 2 {
+			a.Flags ^= perf.FlagExcludeKern | perf.FlagExcludeUser
 		}
+		out[i] = []perf.Attr{a}
 	}
 	return out
 }

@@ -1,8 +1,10 @@
 package pmu
 
 import (
+	"encoding/json"
 	"errors"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -137,4 +139,68 @@ func intervalEvents(out string) []string {
 		ev = append(ev, s)
 	}
 	return ev
+}
+
+// evalJSON is the part of `bayesperf eval --json` the tests read.
+type evalJSON struct {
+	Estimators map[string]struct {
+		WAPE       float64  `json:"wape"`
+		TotalError float64  `json:"total_error"`
+		WorstRatio *float64 `json:"worst_ratio"`
+		WorstEvent *string  `json:"worst_event"`
+		Harmed     *int     `json:"harmed"`
+	} `json:"estimators"`
+	ErrorReduction map[string]float64 `json:"error_reduction"`
+	Intervals      int                `json:"intervals"`
+}
+
+// figures is one estimator's scores against linux's, as report.json holds them.
+func figures(t *testing.T, ev evalJSON, name string) map[string]any {
+	t.Helper()
+	lin, ok := ev.Estimators["linux"]
+	x, ok2 := ev.Estimators[name]
+	if !ok || !ok2 {
+		t.Fatalf("eval --json lacks linux or %s: %+v", name, ev.Estimators)
+	}
+	f := map[string]any{"error_reduction": ev.ErrorReduction[name], "wape_linux": lin.WAPE, "wape_bayesperf": x.WAPE,
+		"total_error_linux": lin.TotalError, "total_error_bayesperf": x.TotalError, "intervals": ev.Intervals}
+	if x.WorstRatio != nil {
+		f["worst_ratio"], f["worst_event"] = *x.WorstRatio, *x.WorstEvent
+	}
+	return f
+}
+
+func decodeEval(t *testing.T, out string) evalJSON {
+	t.Helper()
+	var ev evalJSON
+	if err := json.Unmarshal([]byte(out), &ev); err != nil {
+		t.Fatalf("eval --json: %v\n%s", err, out)
+	}
+	return ev
+}
+
+// TestPMUKstage corrects the kernel's own multiplexing of 12 hardware events (perf stat
+// -I 100 through `bayesperf run --correct bayesperf`) and scores it, and the kernel's
+// scaling, against pinned truth copies in the same run (run --truth, eval --reads).
+func TestPMUKstage(t *testing.T) {
+	needPMU(t)
+	rows := filepath.Join(t.TempDir(), "reads.csv")
+	out, rc := run(t, bin(t, "bayesperf"), append([]string{"run", "--shim", bin(t, "libbayesperf.so"),
+		"--correct", "bayesperf", "--truth", rows, "--", "perf", "stat", "-I", "100", "-x,", "-e", strings.Join(hwEvents, ","), "--"},
+		phased(t, "1500ms")...)...)
+	if rc != 0 {
+		t.Fatalf("bayesperf run exited %d:\n%s", rc, out)
+	}
+	js, rc := run(t, bin(t, "bayesperf"), "eval", "--reads", rows, "--json")
+	if rc != 0 {
+		t.Fatalf("eval --reads exited %d:\n%s", rc, js)
+	}
+	table, _ := run(t, bin(t, "bayesperf"), "eval", "--reads", rows)
+	t.Logf("%s", table)
+	ev := decodeEval(t, js)
+	f := figures(t, ev, "bayesperf-rr")
+	record("kstage", f)
+	if ev.Intervals < 10 {
+		t.Errorf("%d intervals scored, want at least 10 (1.5 s at -I 100)", ev.Intervals)
+	}
 }

@@ -1,0 +1,244 @@
+package truth
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/sidecar"
+	"github.com/bayesperf/bayesperf/shim"
+)
+
+// Header is the first line of the CSV the stage writes.
+const Header = "time_ns,client,handle,event,raw_value,raw_enabled,raw_running,value,enabled,running,truth"
+
+// Stage wraps Inner (nil: the kernel's values unchanged) and writes the truth rows.
+type Stage struct {
+	Inner sidecar.Stage
+	Logf  func(format string, a ...any) // nil: silent
+
+	w      *bufio.Writer
+	closer io.Closer
+	names  perf.Namer
+	copies map[copyKey]*perf.Event
+	events map[eventKey]*watched
+}
+
+type copyKey struct {
+	client   int
+	pid, cpu int32
+	attr     perf.Attr
+}
+
+type eventKey struct {
+	client int
+	handle uint32
+}
+
+// watched is one event of a tool with truth copies.
+type watched struct {
+	name  string
+	parts []*perf.Event
+}
+
+// New returns a stage writing its rows to w (closed by Close when it is an io.Closer).
+func New(inner sidecar.Stage, w io.Writer, logf func(string, ...any)) *Stage {
+	s := &Stage{Inner: inner, Logf: logf, w: bufio.NewWriter(w),
+		copies: map[copyKey]*perf.Event{}, events: map[eventKey]*watched{}}
+	if c, ok := w.(io.Closer); ok {
+		s.closer = c
+	}
+	s.w.WriteString(Header + "\n")
+	return s
+}
+
+var (
+	_ sidecar.CallCorrector = (*Stage)(nil)
+	_ sidecar.Forgetter     = (*Stage)(nil)
+	_ sidecar.Unregisterer  = (*Stage)(nil)
+	_ sidecar.Syncer        = (*Stage)(nil)
+	_ sidecar.Pacer         = (*Stage)(nil)
+)
+
+// Name is the inner stage's, with "+truth".
+func (s *Stage) Name() string {
+	if s.Inner == nil {
+		return "truth"
+	}
+	return s.Inner.Name() + "+truth"
+}
+
+// Correct is CorrectCall for a call the server did not qualify: never a read.
+func (s *Stage) Correct(timeNs int64, events []sidecar.Event, values []shim.Values) {
+	s.CorrectCall(timeNs, sidecar.CallRound, events, values)
+}
+
+// CorrectCall opens the truth copies of newly registered events, runs the inner stage,
+// and for a tool's read writes a row.
+func (s *Stage) CorrectCall(timeNs int64, call sidecar.Call, events []sidecar.Event, values []shim.Values) {
+	if call == sidecar.CallRegister {
+		for _, e := range events {
+			s.watch(e)
+		}
+	}
+	var raw shim.Values
+	var rawValue uint64
+	if call == sidecar.CallRead && len(values) == 1 && len(values[0].Members) == 1 {
+		raw, rawValue = values[0], values[0].Members[0].Value
+	}
+	if s.Inner != nil {
+		if cc, ok := s.Inner.(sidecar.CallCorrector); ok {
+			cc.CorrectCall(timeNs, call, events, values)
+		} else {
+			s.Inner.Correct(timeNs, events, values)
+		}
+	}
+	if call != sidecar.CallRead || len(events) != 1 || len(values) != 1 || len(values[0].Members) != 1 {
+		return
+	}
+	e := events[0]
+	w := s.events[eventKey{e.Client, e.Handle}]
+	if w == nil {
+		return
+	}
+	var truth uint64
+	for _, p := range w.parts {
+		c, err := p.ReadCount()
+		if err != nil {
+			s.logf("truth: %s (client %d handle %d): %v", w.name, e.Client, e.Handle, err)
+			return
+		}
+		if c.Running != c.Enabled {
+			s.logf("truth: %s (client %d handle %d): a pinned copy ran %d of %d ns: no counter for it",
+				w.name, e.Client, e.Handle, c.Running, c.Enabled)
+			return
+		}
+		truth += c.Value
+	}
+	v := values[0]
+	row := []string{
+		strconv.FormatInt(timeNs, 10), strconv.Itoa(e.Client), strconv.FormatUint(uint64(e.Handle), 10), w.name,
+		strconv.FormatUint(rawValue, 10), strconv.FormatUint(raw.Enabled, 10), strconv.FormatUint(raw.Running, 10),
+		strconv.FormatUint(v.Members[0].Value, 10), strconv.FormatUint(v.Enabled, 10), strconv.FormatUint(v.Running, 10),
+		strconv.FormatUint(truth, 10),
+	}
+	for i, f := range row {
+		if i > 0 {
+			s.w.WriteByte(',')
+		}
+		s.w.WriteString(f)
+	}
+	s.w.WriteByte('\n')
+}
+
+// hardware says whether the kernel may multiplex events of a's type.
+func hardware(a shim.Attr) bool {
+	switch a.Type {
+	case perf.TypeSoftware, perf.TypeTracepoint, perf.TypeBreakpoint:
+		return false
+	}
+	return true
+}
+
+// watch opens (or shares) the truth copies of one registered event.
+func (s *Stage) watch(e sidecar.Event) {
+	if !hardware(e.Attr) || e.GroupHandle != 0 || e.Attr.ReadFormat&shim.FormatGroup != 0 {
+		return
+	}
+	keep := perf.FlagInherit | perf.FlagDisabled | perf.FlagEnableOnExec |
+		perf.FlagExcludeUser | perf.FlagExcludeKern | perf.FlagExcludeHV | perf.FlagExcludeIdle |
+		perf.FlagExcludeHost | perf.FlagExcludeGuest
+	a := perf.Attr{Type: e.Attr.Type, Size: perf.AttrSize, Config: e.Attr.Config, Flags: e.Attr.Bits & keep,
+		ReadFormat: perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning}
+	w := &watched{name: s.names.Names([]perf.Attr{a})[0]}
+	for _, p := range perf.LevelParts(a) {
+		p.Flags |= perf.FlagPinned
+		k := copyKey{e.Client, e.Pid, e.CPU, p}
+		c := s.copies[k]
+		if c == nil {
+			var err error
+			if c, err = perf.Open(p, int(e.Pid), int(e.CPU), nil); err != nil {
+				s.logf("truth: %s (client %d handle %d): open a pinned copy: %v", w.name, e.Client, e.Handle, err)
+				return
+			}
+			s.copies[k] = c
+		}
+		w.parts = append(w.parts, c)
+	}
+	s.events[eventKey{e.Client, e.Handle}] = w
+	s.logf("truth: %s (client %d handle %d): %d pinned copies", w.name, e.Client, e.Handle, len(w.parts))
+}
+
+// Sync makes every read of an event with truth copies a synchronous refresh: a row per
+// read.
+func (s *Stage) Sync(e sidecar.Event) bool {
+	if s.events[eventKey{e.Client, e.Handle}] != nil {
+		return true
+	}
+	if sy, ok := s.Inner.(sidecar.Syncer); ok {
+		return sy.Sync(e)
+	}
+	return false
+}
+
+// Pace is the inner stage's.
+func (s *Stage) Pace(client int) time.Duration {
+	if p, ok := s.Inner.(sidecar.Pacer); ok {
+		return p.Pace(client)
+	}
+	return 0
+}
+
+// Unregistered forgets the event (its copies stay open with the client's) and tells
+// the inner stage.
+func (s *Stage) Unregistered(e sidecar.Event) {
+	delete(s.events, eventKey{e.Client, e.Handle})
+	if u, ok := s.Inner.(sidecar.Unregisterer); ok {
+		u.Unregistered(e)
+	}
+}
+
+// Forget closes the client's copies and tells the inner stage.
+func (s *Stage) Forget(client int) {
+	for k, c := range s.copies {
+		if k.client == client {
+			c.Close()
+			delete(s.copies, k)
+		}
+	}
+	for k := range s.events {
+		if k.client == client {
+			delete(s.events, k)
+		}
+	}
+	if f, ok := s.Inner.(sidecar.Forgetter); ok {
+		f.Forget(client)
+	}
+}
+
+// Close flushes the rows, closes the writer and every copy.
+func (s *Stage) Close() error {
+	for k, c := range s.copies {
+		c.Close()
+		delete(s.copies, k)
+	}
+	err := s.w.Flush()
+	if s.closer != nil {
+		if cerr := s.closer.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("write truth rows: %w", err)
+	}
+	return nil
+}
+
+func (s *Stage) logf(format string, a ...any) {
+	if s.Logf != nil {
+		s.Logf(format, a...)
+	}
+}
