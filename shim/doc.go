@@ -14,13 +14,15 @@
 // libbayesperf.so interposes syscall() (only perf_event_open is handled; every other
 // number goes to the kernel untouched through a raw system call, with bookkeeping for
 // close/dup numbers), read, __read_chk, readv, pread, ioctl, fcntl, close, close_range,
-// dup*, mmap, munmap, poll, ppoll, epoll_wait, epoll_pwait and the wait family. Its
+// dup*, mmap, munmap, poll, ppoll, epoll_wait, epoll_pwait, the wait family, and
+// sigaction and signal for SIGCHLD (a child that ended counts as reaped from the moment
+// the tool's SIGCHLD handler runs: perf stat reads at once after it). Its
 // exported symbols are listed in libbayesperf.map. It opens every perf event itself, in
 // the caller, then registers the fd, the attr and the group with the sidecar:
 //
 //   - counting: read() of a registered fd is served from the event's mirror page in the
 //     exact read_format layout. A page older than the sidecar's staleness bound, any perf
-//     ioctl or a reaped child since the last refresh, and every read of an event that
+//     ioctl or a child that ended since the last refresh, and every read of an event that
 //     counts the reader itself (pid 0, own pid or thread, or -1) first ask the sidecar for
 //     a synchronous refresh, so values are never older than the reader can notice.
 //   - sampling: mmap() of a registered fd that does not count the reader returns a mirror

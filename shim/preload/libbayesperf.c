@@ -1726,3 +1726,90 @@ EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
 		child_reaped();
 	return r;
 }
+
+/* A tool may learn that its workload ended from SIGCHLD alone and read its counters
+ * before it reaps the child: perf stat's handler sets child_pid to -1, and perf then
+ * skips wait4 altogether when `true` exits before perf gets there, and reads at once.
+ * Only wait* told the shim so far, so such a read was served from the page the sidecar
+ * published when the event was registered, before the exec: running 0, and perf printed
+ * <not counted> (3 of 20 runs of perf stat -- true). So a SIGCHLD handler the tool
+ * installs runs behind a trampoline that first marks every mirror as behind (sync_gen,
+ * one atomic add: async-signal-safe), then calls the tool's handler with the same
+ * arguments. sigaction reports the tool's own handler back, never the trampoline. */
+struct chld_handler {
+	void *fn;
+	int siginfo; /* SA_SIGINFO: fn takes (int, siginfo_t *, void *) */
+};
+static struct chld_handler chld_slots[2];
+static int chld_slot; /* the slot in use; the other is written before a switch */
+
+REAL_DECL(int, sigaction, (int, const struct sigaction *, struct sigaction *))
+REAL_DECL(sighandler_t, signal, (int, sighandler_t))
+
+static void chld_trampoline(int sig, siginfo_t *si, void *uc)
+{
+	__atomic_add_fetch(&sync_gen, 1, __ATOMIC_RELEASE);
+	struct chld_handler *h = &chld_slots[__atomic_load_n(&chld_slot, __ATOMIC_ACQUIRE)];
+	if (h->siginfo)
+		((void (*)(int, siginfo_t *, void *))h->fn)(sig, si, uc);
+	else
+		((void (*)(int))h->fn)(sig);
+}
+
+static pthread_mutex_t chld_lock = PTHREAD_MUTEX_INITIALIZER;
+
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (sig != SIGCHLD || guard)
+		return real_sigaction()(sig, act, old);
+	/* Serialise changes of the SIGCHLD handler (threads may race): the slot written is
+	 * never the one a delivery may be reading. */
+	pthread_mutex_lock(&chld_lock);
+	int cur = __atomic_load_n(&chld_slot, __ATOMIC_RELAXED);
+	struct chld_handler prev = chld_slots[cur];
+	struct sigaction mine;
+	const struct sigaction *use = act;
+	int wrapped = act != NULL && act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
+	if (wrapped) {
+		chld_slots[!cur] = (struct chld_handler){
+			.fn = (act->sa_flags & SA_SIGINFO) ? (void *)act->sa_sigaction : (void *)act->sa_handler,
+			.siginfo = (act->sa_flags & SA_SIGINFO) != 0,
+		};
+		__atomic_store_n(&chld_slot, !cur, __ATOMIC_RELEASE);
+		mine = *act;
+		mine.sa_sigaction = chld_trampoline;
+		mine.sa_flags |= SA_SIGINFO;
+		use = &mine;
+	}
+	int r = real_sigaction()(sig, use, old);
+	if (r != 0 && wrapped)
+		__atomic_store_n(&chld_slot, cur, __ATOMIC_RELEASE); /* nothing changed */
+	if (r == 0 && old != NULL && old->sa_sigaction == chld_trampoline) {
+		if (prev.siginfo) {
+			old->sa_sigaction = (void (*)(int, siginfo_t *, void *))prev.fn;
+		} else {
+			old->sa_handler = (sighandler_t)prev.fn;
+			old->sa_flags &= ~SA_SIGINFO;
+		}
+	}
+	pthread_mutex_unlock(&chld_lock);
+	return r;
+}
+
+/* glibc's signal() installs its handler with its own internal sigaction, which the
+ * interposer above does not see: for SIGCHLD, do what it does (BSD semantics: the
+ * signal blocked in its handler, SA_RESTART) through the interposer. */
+EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+	if (sig != SIGCHLD || guard)
+		return real_signal()(sig, handler);
+	struct sigaction act, old;
+	memset(&act, 0, sizeof act);
+	act.sa_handler = handler;
+	sigemptyset(&act.sa_mask);
+	sigaddset(&act.sa_mask, sig);
+	act.sa_flags = SA_RESTART;
+	if (sigaction(sig, &act, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
