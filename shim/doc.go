@@ -14,8 +14,9 @@
 // libbayesperf.so interposes syscall() (only perf_event_open is handled; every other
 // number goes to the kernel untouched through a raw system call, with bookkeeping for
 // close/dup numbers), read, __read_chk, readv, pread, ioctl, fcntl, close, close_range,
-// dup*, mmap, munmap, poll, ppoll, epoll_wait, epoll_pwait, the wait family, and
-// sigaction and signal for SIGCHLD (a child that ended counts as reaped from the moment
+// dup*, mmap, munmap, poll, ppoll, epoll_wait, epoll_pwait, the wait family, fork, the
+// exec family and posix_spawn (see the measured program below), and sigaction and
+// signal for SIGCHLD (a child that ended counts as reaped from the moment
 // the tool's SIGCHLD handler runs: perf stat reads at once after it). Its
 // exported symbols are listed in libbayesperf.map. It opens every perf event itself, in
 // the caller, then registers the fd, the attr and the group with the sidecar:
@@ -32,6 +33,18 @@
 //     after a perf ioctl and after a reaped child, the mirrors are flushed synchronously
 //     so the tool never wakes to an empty mirror. Backward (write_backward) rings and
 //     events that count the reader use the kernel's ring.
+//   - the measured program: an exec whose new program a perf event opened through the
+//     shim will count (the event targets the exec'ing process, as perf stat -- CMD's
+//     events target its forked child; or counts its parent's descendants: pid -1, or
+//     inherit on the parent itself; or is the process's own event on itself and not
+//     close-on-exec) drops libbayesperf.so from LD_PRELOAD (the user's other preloads
+//     stay) and BAYESPERF_SOCKET and BAYESPERF_VERBOSE from the new program's
+//     environment (execve, execv, execvp, execvpe, execl*, fexecve; posix_spawn* when the
+//     caller's events count its children), and no fd of the shim survives an exec (all
+//     O_CLOEXEC). The workload therefore runs, and counts, exactly as without bayesperf.
+//     perf opens the events after forking the child, which execs after; the child learns
+//     of them through a MAP_SHARED page mapped before the first fork. Any other exec
+//     keeps the shim: the shell of `sh -c 'perf stat ...'`, a tool started by a tool.
 //   - degradation: without a sidecar, or when it dies or does not answer within
 //     $BAYESPERF_TIMEOUT_MS (2000), the process passes everything to the kernel from then
 //     on and prints one warning line. The real fds were in the caller all along, and the

@@ -11,7 +11,7 @@ import (
 
 // TestDropinShortWorkloadCounted: 20 runs of `perf stat -e page-faults -- true` through
 // bayesperf run all print a count, whose median equals the median of 20 native
-// runs (with the shim preloaded, no sidecar) within their spread. perf learns that
+// runs within their spread. perf learns that
 // `true` ended from SIGCHLD and, when that comes before perf reaches wait4, reads at once
 // without reaping it: the shim used to serve the page published at registration, before
 // the exec (running 0: <not counted>, 3 of 20 runs).
@@ -19,7 +19,7 @@ func TestDropinShortWorkloadCounted(t *testing.T) {
 	argv := []string{"perf", "stat", "-x,", "-e", "page-faults", "--", "true"}
 	var nat, bp []float64
 	for range 20 {
-		nr := run(t, noSidecarEnv(t), argv...) // the workload pays the preload's cost here too
+		nr := run(t, nil, argv...)
 		nat = append(nat, byEvent(parseStatCSV(t, nr.stderr, false))["page-faults"].num(t))
 		gr, _ := bayesperfRun(t, argv...)
 		l := byEvent(parseStatCSV(t, gr.stderr, false))["page-faults"]

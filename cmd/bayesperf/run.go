@@ -42,7 +42,10 @@ DESCRIPTION
     read()s of it are served from a shared-memory mirror that the sidecar keeps
     fresh (republished at least every millisecond, refreshed on demand, exact
     after the measured program exits). Processes CMD starts inherit the preload
-    but are left alone until they open a perf event themselves.
+    but are left alone until they open a perf event themselves, and the program
+    a perf client runs as its workload (perf stat -- ./app) starts without it:
+    no library, environment variable or fd of bayesperf, so it runs and counts
+    exactly as natively.
 
     The sidecar runs as a separate child process (its pid is in --pidfile): if
     it dies, CMD keeps running, its perf events fall back to the kernel with one
