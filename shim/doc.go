@@ -49,7 +49,11 @@
 //     $BAYESPERF_TIMEOUT_MS (2000), the process passes everything to the kernel from then
 //     on and prints one warning line. The real fds were in the caller all along, and the
 //     shim keeps a mapping of each kernel ring behind a mirror ring and pumps it itself,
-//     so no value and no record is lost.
+//     so no value and no record is lost. Values stay monotonic across the fallback: an
+//     event read from the kernel after a mirror served it is served max(kernel + offset,
+//     largest served), the offset fixed at that first kernel read as what the mirror had
+//     served (or last published) above the kernel's count, so a corrected total that was
+//     above the kernel's is continued with the kernel's increments, never taken back.
 //
 // # Errors and concurrency
 //

@@ -209,6 +209,16 @@ struct bp_event {
 	int self;                             /* the event counts the reading process itself */
 	int backward;                         /* attr.write_backward */
 	int member;                           /* opened into a group (group_fd >= 0) */
+	uint32_t leader;                      /* the group leader's handle (0: none, or itself) */
+	uint64_t rfmt;                        /* attr.read_format */
+	/* Monotonic reads (see "Monotonic after a fallback"): once a read of this event went
+	 * to the kernel after the mirror had served it, all its reads do (onkernel), each
+	 * value slot k served as max(kernel + off[k], last[k]). Slots: 0 enabled, 1 running,
+	 * 2 + i the value of member i. mono holds last[nslots] then off[nslots]. */
+	int onkernel;
+	int offs_set;                         /* off[] was computed (under tab_lock) */
+	uint32_t nslots;
+	uint64_t mono[];
 };
 
 #define BP_MAX_FD 65536
@@ -703,7 +713,8 @@ static void register_event(int fd, const struct perf_event_attr *attr, long pid,
 	}
 	void *p = real_mmap()(NULL, BP_PAGE_SIZE, PROT_READ, MAP_SHARED, mfd, 0);
 	real_close()(mfd);
-	struct bp_event *ev = calloc(1, sizeof *ev);
+	uint32_t nslots = 2 + ((attr->read_format & PERF_FORMAT_GROUP) ? BP_MIRROR_MAX_VALUES : 1);
+	struct bp_event *ev = calloc(1, sizeof *ev + 2 * nslots * sizeof(uint64_t));
 	if (p == MAP_FAILED || ev == NULL) {
 		/* The sidecar keeps a registration we cannot use; it goes away with close(). */
 		if (p != MAP_FAILED)
@@ -719,6 +730,9 @@ static void register_event(int fd, const struct perf_event_attr *attr, long pid,
 	ev->self = counts_self(pid);
 	ev->backward = attr->write_backward;
 	ev->member = group_fd >= 0;
+	ev->leader = reg.group_handle;
+	ev->rfmt = attr->read_format;
+	ev->nslots = nslots;
 	pthread_mutex_lock(&tab_lock);
 	if (fdtab[fd] != NULL) /* cannot happen: the kernel just gave us this number */
 		release_locked(fdtab[fd]);
@@ -1853,6 +1867,184 @@ static inline __attribute__((always_inline)) ssize_t do_read(int fd, void *buf, 
 	return do_read_slow(ev, fd, buf, count, real);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* Monotonic after a fallback.                                                        */
+
+/* A corrected value (a virtual PMU's estimate, a correction of the kernel's
+ * multiplexing) may be above the kernel's count of the same event. When the shim falls
+ * back to the kernel (the sidecar died, or declined an event it had served), a tool that
+ * computes deltas (perf stat -I) would see its running total go backwards, and perf's
+ * unsigned delta wrapped to 18446744073709551616 for an interval. The rule, per event
+ * and per value slot (time_enabled, time_running, each member's value):
+ *
+ *   - every value a mirror read serves is remembered as last[k] (the largest served);
+ *   - at the first read the kernel serves after that, off[k] = max(0, floor[k] - K[k]),
+ *     where K is that read's kernel value and floor[k] the larger of last[k] and the
+ *     value in the mirror page (the sidecar publishes monotonically, so the page is at
+ *     least what any fast-path read served; each field is read on its own, so a page a
+ *     killed sidecar left mid-publish still gives a floor);
+ *   - from then on every read of the event goes to the kernel and serves
+ *     max(K[k] + off[k], last[k]).
+ *
+ * So no value a tool has seen is taken back, the jump at the fallback is at most the
+ * correction's own error (the corrected value is continued, not the kernel's), and the
+ * increments after it are the kernel's exact ones. A PERF_EVENT_IOC_RESET clears the
+ * value slots (not the times, which RESET leaves). A forked child's reads of inherited
+ * fds are the kernel's, unchanged (another epoch). */
+
+/* value_slot returns the u64 index in a read buffer of n bytes in read_format fmt that
+ * holds slot k, or -1. */
+static long value_slot(uint64_t fmt, const uint64_t *b, size_t n, uint32_t k)
+{
+	size_t words = n / 8, i = 0;
+	int group = (fmt & PERF_FORMAT_GROUP) != 0;
+	uint64_t nr = 1;
+	if (group) {
+		if (words < 1)
+			return -1;
+		memcpy(&nr, &b[0], 8);
+		i = 1;
+	} else {
+		if (k == 2)
+			return 0;
+		i = 1;
+	}
+	long en = -1, run = -1;
+	if (fmt & PERF_FORMAT_TOTAL_TIME_ENABLED)
+		en = (long)i++;
+	if (fmt & PERF_FORMAT_TOTAL_TIME_RUNNING)
+		run = (long)i++;
+	long at = -1;
+	if (k == 0)
+		at = en;
+	else if (k == 1)
+		at = run;
+	else if (group && k - 2 < nr) {
+		size_t per = 1 + !!(fmt & PERF_FORMAT_ID) + !!(fmt & PERF_FORMAT_LOST);
+		at = (long)(i + (k - 2) * per);
+	}
+	return at >= 0 && (size_t)at < words ? at : -1;
+}
+
+static void max_store(uint64_t *p, uint64_t v)
+{
+	uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+	while (cur < v && !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+/* note_served remembers the values a mirror read put in buf. */
+static void note_served(struct bp_event *ev, const void *buf, size_t n)
+{
+	uint64_t *last = ev->mono;
+	for (uint32_t k = 0; k < ev->nslots; k++) {
+		long at = value_slot(ev->rfmt, buf, n, k);
+		if (at < 0) {
+			if (k >= 2)
+				break;
+			continue;
+		}
+		uint64_t v;
+		memcpy(&v, (const char *)buf + at * 8, 8);
+		max_store(&last[k], v);
+	}
+}
+
+/* page_slot reads slot k of the mirror page field by field, without the seqlock. */
+static int page_slot(const struct bp_mirror_page *pg, uint32_t k, uint64_t *v)
+{
+	if (pg == NULL || LOAD(pg->hdr.state) != BP_MIRROR_OK)
+		return 0;
+	if (k == 0)
+		*v = LOAD(pg->hdr.enabled);
+	else if (k == 1)
+		*v = LOAD(pg->hdr.running);
+	else if (k - 2 < LOAD(pg->hdr.nr) && k - 2 < BP_MIRROR_MAX_VALUES)
+		*v = LOAD(pg->values[k - 2].value);
+	else
+		return 0;
+	return 1;
+}
+
+/* kernel_read serves a read of ev from the kernel under the rule above. */
+static ssize_t kernel_read(struct bp_event *ev, int fd, void *buf, size_t count, ssize_t (*real)(int, void *, size_t))
+{
+	if (!__atomic_load_n(&ev->onkernel, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&ev->onkernel, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&ev->synced_gen, UINT64_MAX, __ATOMIC_RELAXED); /* never the fast path again */
+	}
+	ssize_t r = real(fd, buf, count);
+	if (r <= 0 || ev->epoch != conn_epoch)
+		return r;
+	int saved = errno;
+	uint64_t *last = ev->mono, *off = ev->mono + ev->nslots;
+	if (!__atomic_load_n(&ev->offs_set, __ATOMIC_ACQUIRE)) {
+		guard++;
+		pthread_mutex_lock(&tab_lock);
+		if (!ev->offs_set) {
+			for (uint32_t k = 0; k < ev->nslots; k++) {
+				long at = value_slot(ev->rfmt, buf, (size_t)r, k);
+				if (at < 0)
+					continue;
+				uint64_t kv, floor = __atomic_load_n(&last[k], __ATOMIC_RELAXED), pv;
+				memcpy(&kv, (char *)buf + at * 8, 8);
+				if (page_slot(ev->page, k, &pv) && pv > floor)
+					floor = pv;
+				off[k] = floor > kv ? floor - kv : 0;
+			}
+			__atomic_store_n(&ev->offs_set, 1, __ATOMIC_RELEASE);
+		}
+		pthread_mutex_unlock(&tab_lock);
+		guard--;
+	}
+	for (uint32_t k = 0; k < ev->nslots; k++) {
+		long at = value_slot(ev->rfmt, buf, (size_t)r, k);
+		if (at < 0) {
+			if (k >= 2)
+				break;
+			continue;
+		}
+		uint64_t v;
+		memcpy(&v, (char *)buf + at * 8, 8);
+		v += __atomic_load_n(&off[k], __ATOMIC_RELAXED);
+		uint64_t l = __atomic_load_n(&last[k], __ATOMIC_RELAXED);
+		if (v < l)
+			v = l;
+		else
+			max_store(&last[k], v);
+		memcpy((char *)buf + at * 8, &v, 8);
+	}
+	errno = saved;
+	return r;
+}
+
+/* reset_values clears the value slots of ev after PERF_EVENT_IOC_RESET: the kernel's
+ * count restarts from 0, and so does what the tool expects. */
+static void reset_values(struct bp_event *ev)
+{
+	uint64_t *last = ev->mono, *off = ev->mono + ev->nslots;
+	for (uint32_t k = 2; k < ev->nslots; k++) {
+		__atomic_store_n(&last[k], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&off[k], 0, __ATOMIC_RELAXED);
+	}
+}
+
+static void reset_group_values(struct bp_event *ev, int group)
+{
+	reset_values(ev);
+	if (!group || __atomic_load_n(&nperf, __ATOMIC_RELAXED) == 0)
+		return;
+	guard++;
+	pthread_mutex_lock(&tab_lock);
+	for (int fd = 0; fd < BP_MAX_FD; fd++) {
+		struct bp_event *m = fdtab[fd];
+		if (m != NULL && m != ev && m->leader == ev->handle && m->epoch == ev->epoch)
+			reset_values(m);
+	}
+	pthread_mutex_unlock(&tab_lock);
+	guard--;
+}
+
 static ssize_t do_read_slow(struct bp_event *ev, int fd, void *buf, size_t count, ssize_t (*real)(int, void *, size_t))
 {
 	if (ev->self && kernel_exact && ev->epoch == conn_epoch) {
@@ -1865,13 +2057,18 @@ static ssize_t do_read_slow(struct bp_event *ev, int fd, void *buf, size_t count
 		return real(fd, buf, count);
 	}
 	ssize_t r;
-	guard++;
-	int served = mirror_read(ev, buf, count, &r);
-	guard--;
-	if (served)
-		return r;
+	if (!__atomic_load_n(&ev->onkernel, __ATOMIC_ACQUIRE)) {
+		guard++;
+		int served = mirror_read(ev, buf, count, &r);
+		guard--;
+		if (served) {
+			if (r > 0)
+				note_served(ev, buf, (size_t)r);
+			return r;
+		}
+	}
 	COUNT(passthrough_reads);
-	return real(fd, buf, count);
+	return kernel_read(ev, fd, buf, count, real);
 }
 
 static ssize_t call_real_read(int fd, void *buf, size_t count) { return real_read()(fd, buf, count); }
@@ -1946,6 +2143,8 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 	 * REFRESH, PERIOD, group-wide via PERF_IOC_FLAG_GROUP): every mirror must be
 	 * refreshed before it is served again. */
 	struct bp_event *ev = lookup(fd);
+	if (ev != NULL && req == PERF_EVENT_IOC_RESET && r == 0)
+		reset_group_values(ev, ((unsigned long)arg & PERF_IOC_FLAG_GROUP) != 0);
 	if (ev != NULL && req != PERF_EVENT_IOC_ID) {
 		bump_sync_gen();
 		/* After PAUSE_OUTPUT(1) the kernel leaves the ring alone: the moment to copy a
