@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"debug/elf"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -46,6 +47,10 @@ DESCRIPTION
     a perf client runs as its workload (perf stat -- ./app) starts without it:
     no library, environment variable or fd of bayesperf, so it runs and counts
     exactly as natively.
+
+    A static binary never loads the shim (LD_PRELOAD works through the dynamic
+    loader): when CMD is one, bayesperf run says so in one line and runs it
+    uncorrected; measure such a program with bayesperf attach -p PID.
 
     The sidecar runs as a separate child process (its pid is in --pidfile): if
     it dies, CMD keeps running, its perf events fall back to the kernel with one
@@ -215,8 +220,13 @@ func runMain(args []string) int {
 		return exitWith("run", usageErr("--report needs --virtual-counters N (its truth and intervals come from the virtual PMU)"))
 	}
 	// Find the command before starting anything: a typo gets one line and 127.
-	if _, err = lookCommand(cmdArgs); err != nil {
+	found, err := lookCommand(cmdArgs)
+	if err != nil {
 		return exitWith("run", err)
+	}
+	if staticELF(found.Path) {
+		// Still run it (drop-in first), but say once that nothing will be corrected.
+		fmt.Fprintf(os.Stderr, "bayesperf run: %s is a static binary, out of LD_PRELOAD's reach: its perf events are not seen or corrected; run it alone and measure it with 'bayesperf attach -p PID'\n", cmdArgs[0])
 	}
 	lib, err := findShim(*shimPath)
 	if err != nil {
@@ -305,6 +315,23 @@ func runMain(args []string) int {
 		return 128 + int(sig)
 	}
 	return ee.ExitCode()
+}
+
+// staticELF reports whether path is an ELF executable without a program interpreter
+// (static, or static-pie): the dynamic loader never runs in it, so LD_PRELOAD is
+// ignored. Scripts and anything unreadable are not (their interpreter may be reached).
+func staticELF(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false
+		}
+	}
+	return f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN
 }
 
 // findShim locates libbayesperf.so.
