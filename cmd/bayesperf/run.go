@@ -82,7 +82,10 @@ OPTIONS
                     counters: the sidecar multiplexes them as the kernel rotates
                     flexible groups, so tools show multiplexed values even on
                     events the kernel never multiplexes (software events,
-                    tracepoints). Without it, values are the kernel's (with
+                    tracepoints). A {group} of more than N events can never be
+                    counted: it shows <not counted>, as on a real PMU, and the
+                    other events stay on the virtual PMU. Without it, values
+                    are the kernel's (with
                     --correct bayesperf, corrected where the kernel multiplexed
                     them).
     --fixed-counters EVENTS
