@@ -777,6 +777,7 @@ static int nepmarks; /* (tentative: see the epoll section) */
 static void fd_closing(int fd);
 static void fd_range_closing(unsigned int first, unsigned int last, int flags);
 static void fd_copied(int oldfd, int newfd);
+static void self_fd_copied(int oldfd, int newfd);
 
 /* fd_bookkeeping keeps the fd table right when a program closes or duplicates fds with
  * syscall() instead of the libc functions: the call itself still goes to the kernel
@@ -948,6 +949,33 @@ static void add_mark(int32_t pid, uint32_t kind)
 	__atomic_store_n(&m->m[i].pid, pid, __ATOMIC_RELEASE);
 }
 
+static void self_fd_add(int fd)
+{
+	pthread_mutex_lock(&selffd_lock);
+	int slot = -1;
+	for (int i = 0; i < nselffd && slot < 0; i++)
+		if (selffd[i] < 0)
+			slot = i;
+	if (slot < 0 && nselffd < BP_SELF_FDS)
+		slot = nselffd++;
+	if (slot >= 0)
+		__atomic_store_n(&selffd[slot], fd, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&selffd_lock);
+}
+
+/* self_fd_copied tracks a duplicate of a self-counting event's fd (dup clears
+ * close-on-exec: the copy alone keeps the event alive across an exec). */
+static void self_fd_copied(int oldfd, int newfd)
+{
+	if (LIKELY(__atomic_load_n(&nselffd, __ATOMIC_RELAXED) == 0) || newfd < 0 || newfd == oldfd)
+		return;
+	for (int i = 0; i < __atomic_load_n(&nselffd, __ATOMIC_RELAXED); i++)
+		if (__atomic_load_n(&selffd[i], __ATOMIC_RELAXED) == oldfd) {
+			self_fd_add(newfd);
+			return;
+		}
+}
+
 /* mark_counted records whom the event just opened as fd counts; see above. */
 static void mark_counted(int fd, const struct perf_event_attr *attr, int pid)
 {
@@ -961,16 +989,7 @@ static void mark_counted(int fd, const struct perf_event_attr *attr, int pid)
 	}
 	if (pid == -1 || attr->inherit)
 		add_mark(me, MARK_DESCENDANTS);
-	pthread_mutex_lock(&selffd_lock);
-	int slot = -1;
-	for (int i = 0; i < nselffd && slot < 0; i++)
-		if (selffd[i] < 0)
-			slot = i;
-	if (slot < 0 && nselffd < BP_SELF_FDS)
-		slot = nselffd++;
-	if (slot >= 0)
-		__atomic_store_n(&selffd[slot], fd, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&selffd_lock);
+	self_fd_add(fd);
 }
 
 /* self_fd_closing forgets fd as one of this process's self-counting events. */
@@ -1059,8 +1078,10 @@ static int exec_env(char *const envp[], int spawn, exec_fn fn, void *ctx)
 		return fn(ctx, envp);
 	size_t n = 0, ldlen = 0;
 	for (; envp[n] != NULL; n++)
-		if (env_is(envp[n], "LD_PRELOAD"))
+		if (env_is(envp[n], "LD_PRELOAD") && ldlen == 0)
 			ldlen = strlen(envp[n]);
+	if (n > 65536 || ldlen > 65536)
+		return fn(ctx, envp); /* too big for this stack frame: exec as before */
 	char *out[n + 1];
 	char ld[ldlen + 1];
 	int ld_done = 0; /* ld.so reads the first LD_PRELOAD entry: later ones stay as they are */
@@ -2240,6 +2261,7 @@ static void fd_copied(int oldfd, int newfd)
 	if (lookup(oldfd) != NULL)
 		alias(oldfd, newfd);
 	ep_alias(oldfd, newfd);
+	self_fd_copied(oldfd, newfd);
 }
 
 EXPORT int close(int fd)
@@ -2362,7 +2384,11 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 	if (sig != SIGCHLD || guard)
 		return real_sigaction()(sig, act, old);
 	/* Serialise changes of the SIGCHLD handler (threads may race): the slot written is
-	 * never the one a delivery may be reading. */
+	 * never the one a delivery may be reading. Signals are blocked meanwhile, so that a
+	 * handler calling sigaction (async-signal-safe) cannot wait for its own thread. */
+	sigset_t all, saved_mask;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &saved_mask);
 	pthread_mutex_lock(&chld_lock);
 	int cur = __atomic_load_n(&chld_slot, __ATOMIC_RELAXED);
 	struct chld_handler prev = chld_slots[cur];
@@ -2392,6 +2418,9 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 		}
 	}
 	pthread_mutex_unlock(&chld_lock);
+	int saved = errno;
+	pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
+	errno = saved;
 	return r;
 }
 
