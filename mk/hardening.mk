@@ -13,6 +13,7 @@ TEST_PREREQS += $(BIN)/libbayesperf.so
 
 FAULT_TRIALS ?= 200
 RECORD_FAULT_TRIALS ?= 50
+MONO_FAULT_TRIALS ?= 50
 FAULT_SEED ?= 1
 LEAK_CYCLES ?= 10000
 RELIABILITY_TRIALS ?= 50
@@ -25,12 +26,13 @@ SOAK_DURATION ?= 10m
 .PHONY: faults leaks reliability soak
 
 # faults: FAULT_TRIALS seeded SIGKILLs of the sidecar during perf stat -I 50,
-# RECORD_FAULT_TRIALS during perf record, and the SIGSTOP test; `make faults
-# FAULT_SEED=7` draws other moments.
+# RECORD_FAULT_TRIALS during perf record, MONO_FAULT_TRIALS during perf stat -I 100
+# under --virtual-counters 2 (no value may go backwards), and the SIGSTOP test; `make
+# faults FAULT_SEED=7` draws other moments.
 faults: deps
 	BAYESPERF_FAULT_TRIALS=$(FAULT_TRIALS) BAYESPERF_RECORD_FAULT_TRIALS=$(RECORD_FAULT_TRIALS) \
-		BAYESPERF_FAULT_SEED=$(FAULT_SEED) \
-		$(GO) test -count=1 -v -timeout 60m -run '^TestHardening(Record)?Sidecar(Killed|Stopped)$$' ./test
+		BAYESPERF_MONO_TRIALS=$(MONO_FAULT_TRIALS) BAYESPERF_FAULT_SEED=$(FAULT_SEED) \
+		$(GO) test -count=1 -v -timeout 60m -run '^TestHardening((Record)?Sidecar(Killed|Stopped)|VirtualSidecarKilledMonotonic)$$' ./test
 
 # leaks: the open/close cycle leak test with LEAK_CYCLES cycles per batch.
 leaks: deps

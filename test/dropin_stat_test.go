@@ -16,13 +16,13 @@ import (
 // Tolerances of the perf stat comparisons, and why.
 //
 // Page faults: natively, two runs of the same program differ by up to ~3 faults (ASLR
-// moves the loader's and libc's pages), so counts must agree within 3 + 1%. Against a
-// plain native run, the workload under `bayesperf run` also maps libbayesperf.so (it
-// inherits LD_PRELOAD), which costs it about 5 page faults; the tests therefore compare
-// with a native run that has the same library preloaded but no sidecar (the shim then
-// only passes through), and separately bound the preload's own cost by 15 faults: one
-// native run against one preloaded run, it was 6-10 in 12 runs on the Xeon VM of
-// 2026-11-26 and 13 in a clean-clone make test (native runs alone vary by 3).
+// moves the loader's and libc's pages), so counts must agree within 3 + 1%. The workload
+// of a tool run through `bayesperf run` starts without the shim (the tool drops it from
+// the workload's environment), so it pays nothing for it; the tests also compare with a
+// native run that has the shim preloaded in the tool but no sidecar (the shim then only
+// passes through), which must equal the plain native run within the same tolerance.
+// (Before the shim left the workload, loading it cost `true` 5 page faults, 8 syscalls
+// and 3 mmaps.)
 //
 // Context switches: the workload sleeps 1 ms ten times (ten voluntary switches); the rest
 // are preemptions by whatever else runs on the machine, which on a shared 2-CPU VM swing
@@ -35,7 +35,6 @@ import (
 // varies by tens of percent, so medians of three runs must agree within 2 ms + 40%.
 const (
 	faultsAbs, faultsRel = 3, 0.01
-	preloadFaultCost     = 15
 	clockAbs, clockRel   = 2, 0.4
 )
 
@@ -44,7 +43,8 @@ func workload(t testing.TB, args ...string) []string {
 }
 
 // noSidecarEnv preloads the shim with a socket nobody listens on: everything passes
-// through, and the process pays the preload's cost as under `bayesperf run`.
+// through, and the tool pays the preload's cost as under `bayesperf run` (its workload
+// does not: the shim leaves it out).
 func noSidecarEnv(t testing.TB) []string {
 	return []string{
 		"LD_PRELOAD=" + filepath.Join(dropinBins(t), "libbayesperf.so"),
@@ -92,8 +92,8 @@ func TestDropinPerfStatSoftwareEvents(t *testing.T) {
 		if !within(gv, pv, faultsAbs, faultsRel) {
 			t.Errorf("%s: %v through bayesperf, %v natively with the shim preloaded (tolerance %d + %v%%)", ev, gv, pv, faultsAbs, faultsRel*100)
 		}
-		if pv-nv > preloadFaultCost || nv-pv > faultsAbs {
-			t.Errorf("%s: preloading the shim changed the workload's faults from %v to %v", ev, nv, pv)
+		if !within(pv, nv, faultsAbs, faultsRel) {
+			t.Errorf("%s: preloading the shim in perf changed the workload's faults from %v to %v", ev, nv, pv)
 		}
 		t.Logf("%s: native %v, native+preload %v, bayesperf %v", ev, nv, pv, gv)
 	}

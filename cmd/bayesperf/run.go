@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"debug/elf"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -43,7 +44,14 @@ DESCRIPTION
     read()s of it are served from a shared-memory mirror that the sidecar keeps
     fresh (republished at least every millisecond, refreshed on demand, exact
     after the measured program exits). Processes CMD starts inherit the preload
-    but are left alone until they open a perf event themselves.
+    but are left alone until they open a perf event themselves, and the program
+    a perf client runs as its workload (perf stat -- ./app) starts without it:
+    no library, environment variable or fd of bayesperf, so it runs and counts
+    exactly as natively.
+
+    A static binary never loads the shim (LD_PRELOAD works through the dynamic
+    loader): when CMD is one, bayesperf run says so in one line and runs it
+    uncorrected; measure such a program with bayesperf attach -p PID.
 
     The sidecar runs as a separate child process (its pid is in --pidfile): if
     it dies, CMD keeps running, its perf events fall back to the kernel with one
@@ -75,7 +83,10 @@ OPTIONS
                     counters: the sidecar multiplexes them as the kernel rotates
                     flexible groups, so tools show multiplexed values even on
                     events the kernel never multiplexes (software events,
-                    tracepoints). Without it, values are the kernel's (with
+                    tracepoints). A {group} of more than N events can never be
+                    counted: it shows <not counted>, as on a real PMU, and the
+                    other events stay on the virtual PMU. Without it, values
+                    are the kernel's (with
                     --correct bayesperf, corrected where the kernel multiplexed
                     them).
     --fixed-counters EVENTS
@@ -231,8 +242,13 @@ func runMain(args []string) int {
 		return exitWith("run", usageErr("--report needs --virtual-counters N (its truth and intervals come from the virtual PMU)"))
 	}
 	// Find the command before starting anything: a typo gets one line and 127.
-	if _, err = lookCommand(cmdArgs); err != nil {
+	found, err := lookCommand(cmdArgs)
+	if err != nil {
 		return exitWith("run", err)
+	}
+	if staticELF(found.Path) {
+		// Still run it (drop-in first), but say once that nothing will be corrected.
+		fmt.Fprintf(os.Stderr, "bayesperf run: %s is a static binary, out of LD_PRELOAD's reach: its perf events are not seen or corrected; run it alone and measure it with 'bayesperf attach -p PID'\n", cmdArgs[0])
 	}
 	lib, err := findShim(*shimPath)
 	if err != nil {
@@ -329,6 +345,23 @@ func runMain(args []string) int {
 		return 128 + int(sig)
 	}
 	return ee.ExitCode()
+}
+
+// staticELF reports whether path is an ELF executable without a program interpreter
+// (static, or static-pie): the dynamic loader never runs in it, so LD_PRELOAD is
+// ignored. Scripts and anything unreadable are not (their interpreter may be reached).
+func staticELF(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false
+		}
+	}
+	return f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN
 }
 
 // findShim locates libbayesperf.so.

@@ -9,6 +9,8 @@ package schedule
 // that failure group_can_go_on refuses every further hardware group in the slice, even
 // one that would fit. Groups whose members all sit on fixed counters always fit and use
 // no programmable counter; they still take their turn in the rotation, as on a real CPU.
+// A group that can never fit (kept with Spec.KeepUnfit) takes its turn too, and fails it:
+// in the slice where it comes first nothing is counted, as on a real CPU.
 //
 // The cycle has one configuration per group (rotation t and t+len(groups) are the same
 // list); configurations may repeat within it, exactly as the kernel repeats them.

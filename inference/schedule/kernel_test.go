@@ -148,3 +148,38 @@ func TestSpecErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepUnfit: {0,1,2} on 2 counters beside singleton 3 and fixed 4. Without KeepUnfit
+// the spec is an error; with it the group is never counted and the kernel's round robin
+// tries it in its turn and stops there, as Linux does (merge_sched_in: after a group that
+// fails, no further group goes on), so a slice in which it comes before 3 counts only the
+// fixed event: of the three rotations (the group, 3, and fixed 4 each lead once), only
+// the one led by 3 counts 3.
+// The overlap schedule leaves it out and counts 3 alone.
+func TestKeepUnfit(t *testing.T) {
+	sp := Spec{Events: 5, Counters: 2, Fixed: ids(4), Groups: [][]EventID{ids(0, 1, 2)}}
+	if _, err := Kernel(sp); err == nil {
+		t.Fatal("unfit group accepted without KeepUnfit")
+	}
+	sp.KeepUnfit = true
+	k, err := Kernel(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Len() != 3 || len(k.At(0)) != 0 || !slices.Equal(k.At(1), ids(3)) || len(k.At(2)) != 0 {
+		t.Errorf("kernel: %v, want C0=[] (the group fails first) C1=[3] C2=[] (4 is fixed, then the group fails)", k)
+	}
+	if got := k.Never(5); !slices.Equal(got, ids(0, 1, 2)) {
+		t.Errorf("kernel: never counted %v, want [0 1 2]", got)
+	}
+	o, err := Overlap(sp, nil, OverlapOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.Never(5); !slices.Equal(got, ids(0, 1, 2)) {
+		t.Errorf("overlap %v: never counted %v, want [0 1 2]", o, got)
+	}
+	if sh := o.Share(5); sh[3] != 1 || sh[4] != 1 {
+		t.Errorf("overlap %v: shares %v, want 3 and 4 always counted", o, sh)
+	}
+}

@@ -87,7 +87,7 @@ func Overlap(sp Spec, g *graph.Graph, opt OverlapOptions) (*Schedule, error) {
 	carry := max(opt.Carry, 0)
 	var units []group
 	for _, gr := range gs {
-		if !gr.fixed {
+		if !gr.fixed && !gr.unfit {
 			units = append(units, gr)
 		}
 	}

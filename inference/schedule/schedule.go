@@ -33,6 +33,37 @@ type Spec struct {
 	// be programmed, e.g. by trying it on the kernel. It must be consistent: asking twice
 	// about the same set gives the same answer.
 	Valid func(config []EventID) bool
+	// KeepUnfit keeps a group that can never be counted (more programmable members than
+	// Counters, or no valid assignment) instead of failing: it is never counted, as on a
+	// real PMU, where the kernel tries it in its turn, fails, and schedules no further
+	// group in that slice (Kernel reproduces that); the overlap schedule leaves it out.
+	// Such groups' events appear in no configuration (see Never).
+	KeepUnfit bool
+}
+
+// Never returns the events that are neither fixed nor in any configuration of the
+// schedule: counted in no slice (with Spec.KeepUnfit, the members of unfit groups).
+func (s *Schedule) Never(events int) []EventID {
+	seen := make([]bool, events)
+	for _, e := range s.Fixed {
+		if int(e) >= 0 && int(e) < events {
+			seen[e] = true
+		}
+	}
+	for _, c := range s.Configs {
+		for _, e := range c {
+			if int(e) >= 0 && int(e) < events {
+				seen[e] = true
+			}
+		}
+	}
+	var out []EventID
+	for e, ok := range seen {
+		if !ok {
+			out = append(out, EventID(e))
+		}
+	}
+	return out
 }
 
 // Schedule is a cyclic list of configurations.
@@ -103,6 +134,7 @@ type group struct {
 	leader  EventID
 	members []EventID // programmable members, in order
 	fixed   bool      // every member is fixed: the group always counts
+	unfit   bool      // can never be counted (kept with Spec.KeepUnfit)
 }
 
 // groups validates the spec and returns its flexible groups ordered by leader.
@@ -157,13 +189,17 @@ func (sp *Spec) groups() ([]group, error) {
 		gs[i].fixed = len(gs[i].members) == 0
 	}
 	slices.SortStableFunc(gs, func(a, b group) int { return int(a.leader) - int(b.leader) })
-	for _, g := range gs {
+	for i, g := range gs {
+		var err error
 		if len(g.members) > sp.Counters {
-			return nil, fmt.Errorf("check spec: group led by event %d needs %d counters, only %d exist", g.leader, len(g.members), sp.Counters)
+			err = fmt.Errorf("check spec: group led by event %d needs %d counters, only %d exist", g.leader, len(g.members), sp.Counters)
+		} else if !sp.fits(nil, g.members) {
+			err = fmt.Errorf("check spec: group led by event %d %v can never be counted: no valid counter assignment", g.leader, g.members)
 		}
-		if !sp.fits(nil, g.members) {
-			return nil, fmt.Errorf("check spec: group led by event %d %v can never be counted: no valid counter assignment", g.leader, g.members)
+		if err != nil && !sp.KeepUnfit {
+			return nil, err
 		}
+		gs[i].unfit = err != nil
 	}
 	return gs, nil
 }

@@ -11,7 +11,12 @@
  *
  * Rules this file keeps:
  *  - Nothing happens until the process itself opens a perf event: a workload that merely
- *    inherits LD_PRELOAD is never disturbed (no constructor, no connection, no thread).
+ *    inherits LD_PRELOAD is never disturbed (no constructor, no connection, no thread;
+ *    fork maps one shared page, see "Exec").
+ *  - The measured program carries nothing of bayesperf: an exec whose new program a
+ *    perf event opened through the shim will count (perf's workload) drops our
+ *    LD_PRELOAD entry and our variables from the new program's environment, and every
+ *    fd of ours is O_CLOEXEC (see "Exec").
  *  - Every non-perf fd and every syscall number other than perf_event_open goes straight
  *    to the real function: one table lookup, no locks.
  *  - Any failure of the sidecar (absent, refused, dead, too slow) switches the process to
@@ -35,6 +40,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -157,6 +163,14 @@ REAL_DECL(pid_t, waitpid, (pid_t, int *, int))
 REAL_DECL(pid_t, wait3, (int *, int, struct rusage *))
 REAL_DECL(pid_t, wait4, (pid_t, int *, int, struct rusage *))
 REAL_DECL(int, waitid, (idtype_t, id_t, siginfo_t *, int))
+REAL_DECL(pid_t, fork, (void))
+REAL_DECL(int, execve, (const char *, char *const[], char *const[]))
+REAL_DECL(int, execvpe, (const char *, char *const[], char *const[]))
+REAL_DECL(int, fexecve, (int, char *const[], char *const[]))
+REAL_DECL(int, posix_spawn, (pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+			     char *const[], char *const[]))
+REAL_DECL(int, posix_spawnp, (pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+			      char *const[], char *const[]))
 
 /* ---------------------------------------------------------------------------------- */
 /* State.                                                                             */
@@ -195,6 +209,16 @@ struct bp_event {
 	int self;                             /* the event counts the reading process itself */
 	int backward;                         /* attr.write_backward */
 	int member;                           /* opened into a group (group_fd >= 0) */
+	uint32_t leader;                      /* the group leader's handle (0: none, or itself) */
+	uint64_t rfmt;                        /* attr.read_format */
+	/* Monotonic reads (see "Monotonic after a fallback"): once a read of this event went
+	 * to the kernel after the mirror had served it, all its reads do (onkernel), each
+	 * value slot k served as max(kernel + off[k], last[k]). Slots: 0 enabled, 1 running,
+	 * 2 + i the value of member i. mono holds last[nslots] then off[nslots]. */
+	int onkernel;
+	int offs_set;                         /* off[] was computed (under tab_lock) */
+	uint32_t nslots;
+	uint64_t mono[];
 };
 
 #define BP_MAX_FD 65536
@@ -689,7 +713,8 @@ static void register_event(int fd, const struct perf_event_attr *attr, long pid,
 	}
 	void *p = real_mmap()(NULL, BP_PAGE_SIZE, PROT_READ, MAP_SHARED, mfd, 0);
 	real_close()(mfd);
-	struct bp_event *ev = calloc(1, sizeof *ev);
+	uint32_t nslots = 2 + ((attr->read_format & PERF_FORMAT_GROUP) ? BP_MIRROR_MAX_VALUES : 1);
+	struct bp_event *ev = calloc(1, sizeof *ev + 2 * nslots * sizeof(uint64_t));
 	if (p == MAP_FAILED || ev == NULL) {
 		/* The sidecar keeps a registration we cannot use; it goes away with close(). */
 		if (p != MAP_FAILED)
@@ -705,6 +730,9 @@ static void register_event(int fd, const struct perf_event_attr *attr, long pid,
 	ev->self = counts_self(pid);
 	ev->backward = attr->write_backward;
 	ev->member = group_fd >= 0;
+	ev->leader = reg.group_handle;
+	ev->rfmt = attr->read_format;
+	ev->nslots = nslots;
 	pthread_mutex_lock(&tab_lock);
 	if (fdtab[fd] != NULL) /* cannot happen: the kernel just gave us this number */
 		release_locked(fdtab[fd]);
@@ -714,6 +742,8 @@ static void register_event(int fd, const struct perf_event_attr *attr, long pid,
 	      attr->type, (unsigned long long)attr->config, (unsigned long long)attr->read_format);
 }
 
+static void mark_counted(int fd, const struct perf_event_attr *attr, int pid);
+
 static long bp_perf_event_open(struct perf_event_attr *attr, long pid, long cpu, long group_fd,
 			       unsigned long flags)
 {
@@ -722,6 +752,8 @@ static long bp_perf_event_open(struct perf_event_attr *attr, long pid, long cpu,
 		return raw_result(fd);
 	int saved = errno;
 	guard++;
+	/* Before the open returns: perf lets its workload exec only after every open. */
+	mark_counted((int)fd, attr, (int)pid);
 	/* pid, cpu and group_fd are ints in the kernel's ABI; a caller passing them through
 	 * syscall()'s varargs leaves the upper halves of the registers undefined. */
 	if (__atomic_load_n(&conn_state, __ATOMIC_ACQUIRE) != CONN_DOWN)
@@ -745,6 +777,7 @@ static int nepmarks; /* (tentative: see the epoll section) */
 static void fd_closing(int fd);
 static void fd_range_closing(unsigned int first, unsigned int last, int flags);
 static void fd_copied(int oldfd, int newfd);
+static void self_fd_copied(int oldfd, int newfd);
 
 /* fd_bookkeeping keeps the fd table right when a program closes or duplicates fds with
  * syscall() instead of the libc functions: the call itself still goes to the kernel
@@ -798,6 +831,8 @@ EXPORT long syscall(long nr, ...)
 	va_end(ap);
 	if (guard == 0) {
 		switch (nr) {
+		case SYS_execve:
+			return execve((const char *)a1, (char *const *)a2, (char *const *)a3);
 		case SYS_perf_event_open:
 			return bp_perf_event_open((struct perf_event_attr *)a1, a2, a3, a4, (unsigned long)a5);
 		case SYS_close:
@@ -813,6 +848,400 @@ EXPORT long syscall(long nr, ...)
 		}
 	}
 	return raw_result(raw_syscall6(nr, a1, a2, a3, a4, a5, a6));
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Exec: the measured program runs without us.                                        */
+
+/* A tool such as perf stat forks its workload before it opens any event, the child
+ * blocks on a pipe while the parent opens the counters with enable_on_exec, and then it
+ * execs (evlist__prepare_workload). The child inherited LD_PRELOAD and
+ * BAYESPERF_SOCKET: left alone, it would load this library after the exec, and its
+ * loading (an openat, a read, mmaps, page faults) would be counted by the very events
+ * the tool opened for it. So such an exec leaves our preload entry and our variables
+ * out of the new program's environment; the new program then runs exactly as without
+ * bayesperf (and has no fd of ours: all of them are O_CLOEXEC).
+ *
+ * Which exec is the measured program's: one that a perf event opened through the shim
+ * will count, because the event targets the exec'ing process (perf stat -- CMD opens
+ * them on its forked child's pid, with enable_on_exec), or counts the descendants of its
+ * parent (an event on every task of a CPU, pid -1, as perf stat -a opens; an inherited
+ * event on the parent itself), or counts the process itself and outlives the exec (its
+ * own event on itself whose fd is not close-on-exec). perf opens the events after the
+ * fork, so the child learns of them through memory the two share: the marks page, a
+ * MAP_SHARED anonymous page mapped before the first fork (fork is interposed for that)
+ * or at the first perf event, whichever comes first, that fork children share with their
+ * parent. Every process that opens a perf event writes there which pids its events
+ * count. Any other exec keeps the shim: the shell of `bayesperf run -- sh -c 'perf stat
+ * ...'`, and a tool started by another tool that does not count it, are served. (Simply
+ * stripping every exec of a perf client's children would cut off tools that start
+ * tools.) Marks are never removed: a pid reused within one tool's lifetime, or more
+ * than BP_MARKS_MAX marks, can only err towards one of the two sides of this rule.
+ *
+ * What is removed: BAYESPERF_SOCKET and BAYESPERF_VERBOSE (which `bayesperf run` sets),
+ * and this library's entry in LD_PRELOAD (the variable goes when nothing else is left
+ * in it); the user's other preloads and variables stay verbatim and in order. The
+ * exec'ing child of a multithreaded parent may only do async-signal-safe work, so the
+ * new environment is built on the stack, and everything that needs dlsym or dladdr is
+ * resolved before the fork (prepare_exec). */
+
+enum { MARK_TARGET = 1, MARK_DESCENDANTS = 2 };
+#define BP_MARKS_MAX 511
+struct bp_marks {
+	uint32_t n;   /* slots taken (may exceed BP_MARKS_MAX: those marks are lost, and the
+	                 programs they would have named keep the shim, as before marks) */
+	uint32_t pad;
+	struct {
+		int32_t pid;  /* written last (release): 0 while the slot is being filled */
+		uint32_t kind; /* MARK_TARGET: events count pid; MARK_DESCENDANTS: its children */
+	} m[BP_MARKS_MAX];
+};
+static struct bp_marks *marks; /* shared with fork children; NULL until needed */
+static char shim_path[PATH_MAX]; /* this library as named in LD_PRELOAD ("" unknown) */
+
+/* The fds of this process's own events that count itself (pid 0, its pid or a thread,
+ * or -1), kept while open: one that is not close-on-exec at an exec counts the new
+ * program. Beyond BP_SELF_FDS the rest are not tracked (their exec keeps the shim). */
+#define BP_SELF_FDS 64
+static int selffd[BP_SELF_FDS];
+static int nselffd; /* entries in use (each >= 0, or -1 when freed) */
+static pthread_mutex_t selffd_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* prepare_exec maps the marks page, finds our own path and resolves the functions the
+ * exec interposers call, in a state where dlsym and mmap are safe (not in a fork child). */
+static void prepare_exec(void)
+{
+	if (__atomic_load_n(&marks, __ATOMIC_ACQUIRE) != NULL)
+		return;
+	Dl_info info;
+	if (shim_path[0] == '\0' && dladdr((void *)prepare_exec, &info) != 0 && info.dli_fname != NULL &&
+	    strlen(info.dli_fname) < sizeof shim_path)
+		strcpy(shim_path, info.dli_fname);
+	(void)real_execve(), (void)real_execvpe(), (void)real_fexecve(), (void)real_fork();
+	void *p = real_mmap()(NULL, sizeof(struct bp_marks), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return; /* no marks: children of this process keep the preload, as before */
+	struct bp_marks *none = NULL;
+	if (!__atomic_compare_exchange_n(&marks, &none, (struct bp_marks *)p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		real_munmap()(p, sizeof(struct bp_marks));
+}
+
+static int marked(struct bp_marks *m, int32_t pid, uint32_t kind)
+{
+	uint32_t n = __atomic_load_n(&m->n, __ATOMIC_ACQUIRE);
+	if (n > BP_MARKS_MAX)
+		n = BP_MARKS_MAX;
+	for (uint32_t i = 0; i < n; i++)
+		if (__atomic_load_n(&m->m[i].pid, __ATOMIC_ACQUIRE) == pid && m->m[i].kind == kind)
+			return 1;
+	return 0;
+}
+
+static void add_mark(int32_t pid, uint32_t kind)
+{
+	struct bp_marks *m = __atomic_load_n(&marks, __ATOMIC_ACQUIRE);
+	if (m == NULL || marked(m, pid, kind))
+		return;
+	uint32_t i = __atomic_fetch_add(&m->n, 1, __ATOMIC_RELAXED);
+	if (i >= BP_MARKS_MAX)
+		return;
+	m->m[i].kind = kind;
+	__atomic_store_n(&m->m[i].pid, pid, __ATOMIC_RELEASE);
+}
+
+static void self_fd_add(int fd)
+{
+	pthread_mutex_lock(&selffd_lock);
+	int slot = -1;
+	for (int i = 0; i < nselffd && slot < 0; i++)
+		if (selffd[i] < 0)
+			slot = i;
+	if (slot < 0 && nselffd < BP_SELF_FDS)
+		slot = nselffd++;
+	if (slot >= 0)
+		__atomic_store_n(&selffd[slot], fd, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&selffd_lock);
+}
+
+/* self_fd_copied tracks a duplicate of a self-counting event's fd (dup clears
+ * close-on-exec: the copy alone keeps the event alive across an exec). */
+static void self_fd_copied(int oldfd, int newfd)
+{
+	if (LIKELY(__atomic_load_n(&nselffd, __ATOMIC_RELAXED) == 0) || newfd < 0 || newfd == oldfd)
+		return;
+	for (int i = 0; i < __atomic_load_n(&nselffd, __ATOMIC_RELAXED); i++)
+		if (__atomic_load_n(&selffd[i], __ATOMIC_RELAXED) == oldfd) {
+			self_fd_add(newfd);
+			return;
+		}
+}
+
+/* mark_counted records whom the event just opened as fd counts; see above. */
+static void mark_counted(int fd, const struct perf_event_attr *attr, int pid)
+{
+	prepare_exec();
+	int32_t me = (int32_t)raw_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	if (pid > 0 && !counts_self(pid)) {
+		add_mark(pid, MARK_TARGET);
+		if (attr->inherit)
+			add_mark(pid, MARK_DESCENDANTS);
+		return;
+	}
+	if (pid == -1 || attr->inherit)
+		add_mark(me, MARK_DESCENDANTS);
+	self_fd_add(fd);
+}
+
+/* self_fd_closing forgets fd as one of this process's self-counting events. */
+static inline void self_fd_closing(int fd)
+{
+	if (LIKELY(__atomic_load_n(&nselffd, __ATOMIC_RELAXED) == 0))
+		return;
+	for (int i = 0; i < __atomic_load_n(&nselffd, __ATOMIC_RELAXED); i++)
+		if (__atomic_load_n(&selffd[i], __ATOMIC_RELAXED) == fd)
+			__atomic_store_n(&selffd[i], -1, __ATOMIC_RELAXED);
+}
+
+/* exec_counted reports whether a program this process execs now (or, with spawn, a
+ * child it starts) will be counted by a perf event opened through the shim. */
+static int exec_counted(int spawn)
+{
+	struct bp_marks *m = __atomic_load_n(&marks, __ATOMIC_ACQUIRE);
+	int32_t me = (int32_t)raw_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	if (spawn)
+		return m != NULL && marked(m, me, MARK_DESCENDANTS);
+	if (m != NULL) {
+		int32_t parent = (int32_t)raw_syscall6(SYS_getppid, 0, 0, 0, 0, 0, 0);
+		if (marked(m, me, MARK_TARGET) || marked(m, parent, MARK_DESCENDANTS))
+			return 1;
+	}
+	for (int i = 0; i < __atomic_load_n(&nselffd, __ATOMIC_RELAXED); i++) {
+		int fd = __atomic_load_n(&selffd[i], __ATOMIC_RELAXED);
+		if (fd < 0)
+			continue;
+		long fl = raw_syscall6(SYS_fcntl, fd, F_GETFD, 0, 0, 0, 0);
+		if (fl >= 0 && !(fl & FD_CLOEXEC))
+			return 1; /* the event survives the exec and counts the new program */
+	}
+	return 0;
+}
+
+static int env_is(const char *kv, const char *name)
+{
+	size_t n = strlen(name);
+	return strncmp(kv, name, n) == 0 && kv[n] == '=';
+}
+
+/* drop_preload writes into out the value of LD_PRELOAD (val) without our entry and one
+ * separator next to it, the rest verbatim. Returns 0 when val has no entry of ours (keep
+ * the variable as is), 1 when out holds the new value ("" : drop the variable). */
+static int drop_preload(const char *val, char *out)
+{
+	size_t plen = strlen(shim_path);
+	if (plen == 0)
+		return 0;
+	for (const char *t = val; *t != '\0';) {
+		while (*t == ':' || *t == ' ')
+			t++;
+		const char *e = t;
+		while (*e != '\0' && *e != ':' && *e != ' ')
+			e++;
+		if ((size_t)(e - t) == plen && memcmp(t, shim_path, plen) == 0) {
+			/* Remove [t, e) and the separator after it, or before it when it is last. */
+			const char *from = t, *to = e;
+			if (*to != '\0')
+				to++;
+			else if (from > val)
+				from--;
+			size_t head = (size_t)(from - val);
+			memcpy(out, val, head);
+			strcpy(out + head, to);
+			for (const char *c = out; *c != '\0'; c++)
+				if (*c != ':' && *c != ' ')
+					return 1;
+			out[0] = '\0';
+			return 1;
+		}
+		t = e;
+	}
+	return 0;
+}
+
+typedef int (*exec_fn)(void *ctx, char *const env[]);
+
+/* exec_env calls fn with envp, or with envp less what is ours when the new program will
+ * be counted (exec_counted). The new environment lives on this stack frame (no allocation: this
+ * may run in a fork child of a multithreaded tool, or in a vfork child). */
+static int exec_env(char *const envp[], int spawn, exec_fn fn, void *ctx)
+{
+	if (envp == NULL || !exec_counted(spawn))
+		return fn(ctx, envp);
+	size_t n = 0, ldlen = 0;
+	for (; envp[n] != NULL; n++)
+		if (env_is(envp[n], "LD_PRELOAD") && ldlen == 0)
+			ldlen = strlen(envp[n]);
+	if (n > 65536 || ldlen > 65536)
+		return fn(ctx, envp); /* too big for this stack frame: exec as before */
+	char *out[n + 1];
+	char ld[ldlen + 1];
+	int ld_done = 0; /* ld.so reads the first LD_PRELOAD entry: later ones stay as they are */
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *kv = envp[i];
+		if (env_is(kv, BP_ENV_SOCKET) || env_is(kv, BP_ENV_VERBOSE))
+			continue;
+		if (env_is(kv, "LD_PRELOAD") && !ld_done) {
+			ld_done = 1;
+			memcpy(ld, "LD_PRELOAD=", 11);
+			if (drop_preload(kv + 11, ld + 11)) {
+				if (ld[11] != '\0')
+					out[k++] = ld;
+				continue;
+			}
+		}
+		out[k++] = (char *)kv;
+	}
+	out[k] = NULL;
+	return fn(ctx, out);
+}
+
+struct exec_args {
+	const char *path;
+	char *const *argv;
+	int fd;
+};
+
+static int do_execve(void *c, char *const env[])
+{
+	struct exec_args *a = c;
+	return real_execve()(a->path, a->argv, env);
+}
+
+static int do_execvpe(void *c, char *const env[])
+{
+	struct exec_args *a = c;
+	return real_execvpe()(a->path, a->argv, env);
+}
+
+static int do_fexecve(void *c, char *const env[])
+{
+	struct exec_args *a = c;
+	return real_fexecve()(a->fd, a->argv, env);
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	struct exec_args a = {.path = path, .argv = argv};
+	return exec_env(envp, 0, do_execve, &a);
+}
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+	return execve(path, argv, environ);
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	struct exec_args a = {.path = file, .argv = argv};
+	return exec_env(envp, 0, do_execvpe, &a);
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+	return execvpe(file, argv, environ);
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	struct exec_args a = {.fd = fd, .argv = argv};
+	return exec_env(envp, 0, do_fexecve, &a);
+}
+
+/* The execl family collects its NULL-terminated arguments (execle: then envp) as libc
+ * does, and goes through the functions above. */
+#define EXECL_ARGV(arg0, last, argv, extra)                        \
+	va_list ap;                                                \
+	va_start(ap, last);                                        \
+	size_t argc = 1;                                           \
+	{                                                          \
+		va_list cp;                                        \
+		va_copy(cp, ap);                                   \
+		while (va_arg(cp, char *) != NULL)                 \
+			argc++;                                    \
+		va_end(cp);                                        \
+	}                                                          \
+	char *argv[argc + 1];                                      \
+	argv[0] = (char *)(arg0);                                  \
+	for (size_t i = 1; i <= argc; i++)                         \
+		argv[i] = va_arg(ap, char *); /* argv[argc] = NULL */ \
+	extra;                                                     \
+	va_end(ap)
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+	EXECL_ARGV(arg, arg, argv, (void)0);
+	return execve(path, argv, environ);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	EXECL_ARGV(arg, arg, argv, (void)0);
+	return execvpe(file, argv, environ);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+	char *const *envp;
+	EXECL_ARGV(arg, arg, argv, envp = va_arg(ap, char *const *));
+	return execve(path, argv, envp);
+}
+
+struct spawn_args {
+	pid_t *pid;
+	const char *path;
+	const posix_spawn_file_actions_t *fa;
+	const posix_spawnattr_t *attr;
+	char *const *argv;
+};
+
+static int do_posix_spawn(void *c, char *const env[])
+{
+	struct spawn_args *a = c;
+	return real_posix_spawn()(a->pid, a->path, a->fa, a->attr, a->argv, env);
+}
+
+static int do_posix_spawnp(void *c, char *const env[])
+{
+	struct spawn_args *a = c;
+	return real_posix_spawnp()(a->pid, a->path, a->fa, a->attr, a->argv, env);
+}
+
+/* posix_spawn execs in a child that never runs our code: a perf client whose events
+ * count its children passes the stripped environment itself. */
+EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	struct spawn_args a = {pid, path, fa, attr, argv};
+	return exec_env(envp, 1, do_posix_spawn, &a);
+}
+
+EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	struct spawn_args a = {pid, file, fa, attr, argv};
+	return exec_env(envp, 1, do_posix_spawnp, &a);
+}
+
+/* fork maps the marks page first, so that the child shares it with its parent and sees
+ * the parent's first perf event even when it comes after the fork (perf's order). */
+EXPORT pid_t fork(void)
+{
+	if (!guard) {
+		int saved = errno;
+		prepare_exec();
+		errno = saved;
+	}
+	return real_fork()();
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -1459,6 +1888,184 @@ static inline __attribute__((always_inline)) ssize_t do_read(int fd, void *buf, 
 	return do_read_slow(ev, fd, buf, count, real);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* Monotonic after a fallback.                                                        */
+
+/* A corrected value (a virtual PMU's estimate, a correction of the kernel's
+ * multiplexing) may be above the kernel's count of the same event. When the shim falls
+ * back to the kernel (the sidecar died, or declined an event it had served), a tool that
+ * computes deltas (perf stat -I) would see its running total go backwards, and perf's
+ * unsigned delta wrapped to 18446744073709551616 for an interval. The rule, per event
+ * and per value slot (time_enabled, time_running, each member's value):
+ *
+ *   - every value a mirror read serves is remembered as last[k] (the largest served);
+ *   - at the first read the kernel serves after that, off[k] = max(0, floor[k] - K[k]),
+ *     where K is that read's kernel value and floor[k] the larger of last[k] and the
+ *     value in the mirror page (the sidecar publishes monotonically, so the page is at
+ *     least what any fast-path read served; each field is read on its own, so a page a
+ *     killed sidecar left mid-publish still gives a floor);
+ *   - from then on every read of the event goes to the kernel and serves
+ *     max(K[k] + off[k], last[k]).
+ *
+ * So no value a tool has seen is taken back, the jump at the fallback is at most the
+ * correction's own error (the corrected value is continued, not the kernel's), and the
+ * increments after it are the kernel's exact ones. A PERF_EVENT_IOC_RESET clears the
+ * value slots (not the times, which RESET leaves). A forked child's reads of inherited
+ * fds are the kernel's, unchanged (another epoch). */
+
+/* value_slot returns the u64 index in a read buffer of n bytes in read_format fmt that
+ * holds slot k, or -1. */
+static long value_slot(uint64_t fmt, const uint64_t *b, size_t n, uint32_t k)
+{
+	size_t words = n / 8, i = 0;
+	int group = (fmt & PERF_FORMAT_GROUP) != 0;
+	uint64_t nr = 1;
+	if (group) {
+		if (words < 1)
+			return -1;
+		memcpy(&nr, &b[0], 8);
+		i = 1;
+	} else {
+		if (k == 2)
+			return 0;
+		i = 1;
+	}
+	long en = -1, run = -1;
+	if (fmt & PERF_FORMAT_TOTAL_TIME_ENABLED)
+		en = (long)i++;
+	if (fmt & PERF_FORMAT_TOTAL_TIME_RUNNING)
+		run = (long)i++;
+	long at = -1;
+	if (k == 0)
+		at = en;
+	else if (k == 1)
+		at = run;
+	else if (group && k - 2 < nr) {
+		size_t per = 1 + !!(fmt & PERF_FORMAT_ID) + !!(fmt & PERF_FORMAT_LOST);
+		at = (long)(i + (k - 2) * per);
+	}
+	return at >= 0 && (size_t)at < words ? at : -1;
+}
+
+static void max_store(uint64_t *p, uint64_t v)
+{
+	uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+	while (cur < v && !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+/* note_served remembers the values a mirror read put in buf. */
+static void note_served(struct bp_event *ev, const void *buf, size_t n)
+{
+	uint64_t *last = ev->mono;
+	for (uint32_t k = 0; k < ev->nslots; k++) {
+		long at = value_slot(ev->rfmt, buf, n, k);
+		if (at < 0) {
+			if (k >= 2)
+				break;
+			continue;
+		}
+		uint64_t v;
+		memcpy(&v, (const char *)buf + at * 8, 8);
+		max_store(&last[k], v);
+	}
+}
+
+/* page_slot reads slot k of the mirror page field by field, without the seqlock. */
+static int page_slot(const struct bp_mirror_page *pg, uint32_t k, uint64_t *v)
+{
+	if (pg == NULL || LOAD(pg->hdr.state) != BP_MIRROR_OK)
+		return 0;
+	if (k == 0)
+		*v = LOAD(pg->hdr.enabled);
+	else if (k == 1)
+		*v = LOAD(pg->hdr.running);
+	else if (k - 2 < LOAD(pg->hdr.nr) && k - 2 < BP_MIRROR_MAX_VALUES)
+		*v = LOAD(pg->values[k - 2].value);
+	else
+		return 0;
+	return 1;
+}
+
+/* kernel_read serves a read of ev from the kernel under the rule above. */
+static ssize_t kernel_read(struct bp_event *ev, int fd, void *buf, size_t count, ssize_t (*real)(int, void *, size_t))
+{
+	if (!__atomic_load_n(&ev->onkernel, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&ev->onkernel, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&ev->synced_gen, UINT64_MAX, __ATOMIC_RELAXED); /* never the fast path again */
+	}
+	ssize_t r = real(fd, buf, count);
+	if (r <= 0 || ev->epoch != conn_epoch)
+		return r;
+	int saved = errno;
+	uint64_t *last = ev->mono, *off = ev->mono + ev->nslots;
+	if (!__atomic_load_n(&ev->offs_set, __ATOMIC_ACQUIRE)) {
+		guard++;
+		pthread_mutex_lock(&tab_lock);
+		if (!ev->offs_set) {
+			for (uint32_t k = 0; k < ev->nslots; k++) {
+				long at = value_slot(ev->rfmt, buf, (size_t)r, k);
+				if (at < 0)
+					continue;
+				uint64_t kv, floor = __atomic_load_n(&last[k], __ATOMIC_RELAXED), pv;
+				memcpy(&kv, (char *)buf + at * 8, 8);
+				if (page_slot(ev->page, k, &pv) && pv > floor)
+					floor = pv;
+				off[k] = floor > kv ? floor - kv : 0;
+			}
+			__atomic_store_n(&ev->offs_set, 1, __ATOMIC_RELEASE);
+		}
+		pthread_mutex_unlock(&tab_lock);
+		guard--;
+	}
+	for (uint32_t k = 0; k < ev->nslots; k++) {
+		long at = value_slot(ev->rfmt, buf, (size_t)r, k);
+		if (at < 0) {
+			if (k >= 2)
+				break;
+			continue;
+		}
+		uint64_t v;
+		memcpy(&v, (char *)buf + at * 8, 8);
+		v += __atomic_load_n(&off[k], __ATOMIC_RELAXED);
+		uint64_t l = __atomic_load_n(&last[k], __ATOMIC_RELAXED);
+		if (v < l)
+			v = l;
+		else
+			max_store(&last[k], v);
+		memcpy((char *)buf + at * 8, &v, 8);
+	}
+	errno = saved;
+	return r;
+}
+
+/* reset_values clears the value slots of ev after PERF_EVENT_IOC_RESET: the kernel's
+ * count restarts from 0, and so does what the tool expects. */
+static void reset_values(struct bp_event *ev)
+{
+	uint64_t *last = ev->mono, *off = ev->mono + ev->nslots;
+	for (uint32_t k = 2; k < ev->nslots; k++) {
+		__atomic_store_n(&last[k], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&off[k], 0, __ATOMIC_RELAXED);
+	}
+}
+
+static void reset_group_values(struct bp_event *ev, int group)
+{
+	reset_values(ev);
+	if (!group || __atomic_load_n(&nperf, __ATOMIC_RELAXED) == 0)
+		return;
+	guard++;
+	pthread_mutex_lock(&tab_lock);
+	for (int fd = 0; fd < BP_MAX_FD; fd++) {
+		struct bp_event *m = fdtab[fd];
+		if (m != NULL && m != ev && m->leader == ev->handle && m->epoch == ev->epoch)
+			reset_values(m);
+	}
+	pthread_mutex_unlock(&tab_lock);
+	guard--;
+}
+
 static ssize_t do_read_slow(struct bp_event *ev, int fd, void *buf, size_t count, ssize_t (*real)(int, void *, size_t))
 {
 	if (ev->self && kernel_exact && ev->epoch == conn_epoch) {
@@ -1471,13 +2078,18 @@ static ssize_t do_read_slow(struct bp_event *ev, int fd, void *buf, size_t count
 		return real(fd, buf, count);
 	}
 	ssize_t r;
-	guard++;
-	int served = mirror_read(ev, buf, count, &r);
-	guard--;
-	if (served)
-		return r;
+	if (!__atomic_load_n(&ev->onkernel, __ATOMIC_ACQUIRE)) {
+		guard++;
+		int served = mirror_read(ev, buf, count, &r);
+		guard--;
+		if (served) {
+			if (r > 0)
+				note_served(ev, buf, (size_t)r);
+			return r;
+		}
+	}
 	COUNT(passthrough_reads);
-	return real(fd, buf, count);
+	return kernel_read(ev, fd, buf, count, real);
 }
 
 static ssize_t call_real_read(int fd, void *buf, size_t count) { return real_read()(fd, buf, count); }
@@ -1552,6 +2164,8 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 	 * REFRESH, PERIOD, group-wide via PERF_IOC_FLAG_GROUP): every mirror must be
 	 * refreshed before it is served again. */
 	struct bp_event *ev = lookup(fd);
+	if (ev != NULL && req == PERF_EVENT_IOC_RESET && r == 0)
+		reset_group_values(ev, ((unsigned long)arg & PERF_IOC_FLAG_GROUP) != 0);
 	if (ev != NULL && req != PERF_EVENT_IOC_ID) {
 		bump_sync_gen();
 		/* After PAUSE_OUTPUT(1) the kernel leaves the ring alone: the moment to copy a
@@ -1616,6 +2230,7 @@ static void protect_conn(int fd)
 static void fd_closing(int fd)
 {
 	forget(fd);
+	self_fd_closing(fd);
 	protect_conn(fd);
 	ep_forget(fd);
 }
@@ -1631,6 +2246,11 @@ static void fd_range_closing(unsigned int first, unsigned int last, int flags)
 	if (__atomic_load_n(&nepmarks, __ATOMIC_RELAXED) > 0)
 		for (unsigned int fd = first; fd <= last && fd < BP_MAX_FD; fd++)
 			ep_forget((int)fd);
+	for (int i = 0; i < __atomic_load_n(&nselffd, __ATOMIC_RELAXED); i++) {
+		int fd = __atomic_load_n(&selffd[i], __ATOMIC_RELAXED);
+		if (fd >= 0 && (unsigned)fd >= first && (unsigned)fd <= last)
+			__atomic_store_n(&selffd[i], -1, __ATOMIC_RELAXED);
+	}
 	if (conn_fd >= 0 && (unsigned)conn_fd >= first && (unsigned)conn_fd <= last)
 		protect_conn(conn_fd);
 }
@@ -1641,6 +2261,7 @@ static void fd_copied(int oldfd, int newfd)
 	if (lookup(oldfd) != NULL)
 		alias(oldfd, newfd);
 	ep_alias(oldfd, newfd);
+	self_fd_copied(oldfd, newfd);
 }
 
 EXPORT int close(int fd)
@@ -1725,4 +2346,98 @@ EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
 	if (r == 0 && info != NULL && info->si_pid != 0)
 		child_reaped();
 	return r;
+}
+
+/* A tool may learn that its workload ended from SIGCHLD alone and read its counters
+ * before it reaps the child: perf stat's handler sets child_pid to -1, and perf then
+ * skips wait4 altogether when `true` exits before perf gets there, and reads at once.
+ * Only wait* told the shim so far, so such a read was served from the page the sidecar
+ * published when the event was registered, before the exec: running 0, and perf printed
+ * <not counted> (3 of 20 runs of perf stat -- true). So a SIGCHLD handler the tool
+ * installs runs behind a trampoline that first marks every mirror as behind (sync_gen,
+ * one atomic add: async-signal-safe), then calls the tool's handler with the same
+ * arguments. sigaction reports the tool's own handler back, never the trampoline. */
+struct chld_handler {
+	void *fn;
+	int siginfo; /* SA_SIGINFO: fn takes (int, siginfo_t *, void *) */
+};
+static struct chld_handler chld_slots[2];
+static int chld_slot; /* the slot in use; the other is written before a switch */
+
+REAL_DECL(int, sigaction, (int, const struct sigaction *, struct sigaction *))
+REAL_DECL(sighandler_t, signal, (int, sighandler_t))
+
+static void chld_trampoline(int sig, siginfo_t *si, void *uc)
+{
+	__atomic_add_fetch(&sync_gen, 1, __ATOMIC_RELEASE);
+	struct chld_handler *h = &chld_slots[__atomic_load_n(&chld_slot, __ATOMIC_ACQUIRE)];
+	if (h->siginfo)
+		((void (*)(int, siginfo_t *, void *))h->fn)(sig, si, uc);
+	else
+		((void (*)(int))h->fn)(sig);
+}
+
+static pthread_mutex_t chld_lock = PTHREAD_MUTEX_INITIALIZER;
+
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (sig != SIGCHLD || guard)
+		return real_sigaction()(sig, act, old);
+	/* Serialise changes of the SIGCHLD handler (threads may race): the slot written is
+	 * never the one a delivery may be reading. Signals are blocked meanwhile, so that a
+	 * handler calling sigaction (async-signal-safe) cannot wait for its own thread. */
+	sigset_t all, saved_mask;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &saved_mask);
+	pthread_mutex_lock(&chld_lock);
+	int cur = __atomic_load_n(&chld_slot, __ATOMIC_RELAXED);
+	struct chld_handler prev = chld_slots[cur];
+	struct sigaction mine;
+	const struct sigaction *use = act;
+	int wrapped = act != NULL && act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
+	if (wrapped) {
+		chld_slots[!cur] = (struct chld_handler){
+			.fn = (act->sa_flags & SA_SIGINFO) ? (void *)act->sa_sigaction : (void *)act->sa_handler,
+			.siginfo = (act->sa_flags & SA_SIGINFO) != 0,
+		};
+		__atomic_store_n(&chld_slot, !cur, __ATOMIC_RELEASE);
+		mine = *act;
+		mine.sa_sigaction = chld_trampoline;
+		mine.sa_flags |= SA_SIGINFO;
+		use = &mine;
+	}
+	int r = real_sigaction()(sig, use, old);
+	if (r != 0 && wrapped)
+		__atomic_store_n(&chld_slot, cur, __ATOMIC_RELEASE); /* nothing changed */
+	if (r == 0 && old != NULL && old->sa_sigaction == chld_trampoline) {
+		if (prev.siginfo) {
+			old->sa_sigaction = (void (*)(int, siginfo_t *, void *))prev.fn;
+		} else {
+			old->sa_handler = (sighandler_t)prev.fn;
+			old->sa_flags &= ~SA_SIGINFO;
+		}
+	}
+	pthread_mutex_unlock(&chld_lock);
+	int saved = errno;
+	pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
+	errno = saved;
+	return r;
+}
+
+/* glibc's signal() installs its handler with its own internal sigaction, which the
+ * interposer above does not see: for SIGCHLD, do what it does (BSD semantics: the
+ * signal blocked in its handler, SA_RESTART) through the interposer. */
+EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+	if (sig != SIGCHLD || guard)
+		return real_signal()(sig, handler);
+	struct sigaction act, old;
+	memset(&act, 0, sizeof act);
+	act.sa_handler = handler;
+	sigemptyset(&act.sa_mask);
+	sigaddset(&act.sa_mask, sig);
+	act.sa_flags = SA_RESTART;
+	if (sigaction(sig, &act, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
 }

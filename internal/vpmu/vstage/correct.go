@@ -43,6 +43,7 @@ type correction struct {
 	enabled  uint64              // virtual enabled ns up to the last slice given
 	truthAt  []uint64            // truth totals up to the last slice given
 	finished bool
+	never    []bool // per event: in a group that never fits, so never counted (not inferred)
 
 	est      []inference.Estimate // running totals at the current round's boundary
 	estEn    uint64
@@ -169,6 +170,13 @@ func (k *correction) snapshot() {
 	k.est = nil
 	if k.md != nil && k.slices > 0 {
 		k.est = k.md.Estimate(0, k.slices)
+		// A real PMU reports such a group <not counted>; so does the model, rather than
+		// an inference from relations that the tool could not get from the hardware.
+		for j := range k.est {
+			if j < len(k.never) && k.never[j] {
+				k.est[j] = inference.Estimate{Status: inference.StatusNotCounted}
+			}
+		}
 	}
 }
 

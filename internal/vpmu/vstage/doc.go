@@ -3,7 +3,10 @@
 // the events the client opened on N virtual counters exactly as the kernel rotates
 // flexible groups, and replaces the values a client reads by what it would read on such a
 // PMU: the count while scheduled, time_enabled, and a time_running below it. A tool such
-// as perf stat then prints its own multiplexing output (percentages, scaled values).
+// as perf stat then prints its own multiplexing output (percentages, scaled values). A
+// group of more events than N is never counted, as on a real PMU (time_running 0: perf
+// prints <not counted>; schedule.Spec.KeepUnfit), corrected or not, and the other events
+// stay on the virtual PMU.
 //
 // For each client the stage opens its own copies of the client's events on the same
 // target (package vpmu), the first time it sees them and again whenever the client's set

@@ -71,6 +71,7 @@ type client struct {
 	corr   *correction  // per-PMU correction and report state
 	final  []perf.Count // once finished: the virtual values at the end (the PMU is closed)
 	logged string       // the last collector line logged for the client
+	never  int          // events never counted (unfit groups) when last logged
 }
 
 var (
@@ -301,6 +302,9 @@ func (s *Stage) rebuild(id int, c *client) {
 	}
 	// Members of a group follow their leader (handle order), as the schedule needs.
 	sp := vpmu.Spec(descs, s.Counters, fixed)
+	// A group with more events than counters is never counted, as on a real PMU (perf
+	// prints <not counted>); the events beside it stay virtualised.
+	sp.KeepUnfit = true
 	var own *schedule.Schedule
 	var err error
 	if s.Schedule == "bayesperf" {
@@ -321,11 +325,20 @@ func (s *Stage) rebuild(id int, c *client) {
 			views = append(views, vpmu.View{Name: "kernel", Schedule: ks})
 		}
 	}
+	never := views[0].Schedule.Never(len(descs))
+	if len(never) != c.never {
+		c.never = len(never)
+		s.logf("vstage: client %d: %d events in groups larger than the %d virtual counters are never counted, as on a real PMU", id, len(never), s.Counters)
+	}
 	corr, err := s.newCorrection(descs, names, rels, target)
 	if err != nil {
 		s.logf("vstage: correction for client %d: %v; publishing the virtual PMU's values", id, err)
 	}
 	if corr != nil {
+		corr.never = make([]bool, len(descs))
+		for _, e := range never {
+			corr.never[e] = true
+		}
 		corr.sched = views[0].Name
 		if len(views) > 1 {
 			corr.lxKernel = baseline.New(baseline.Linux, len(descs))
