@@ -153,3 +153,13 @@ func LevelParts(a Attr) []Attr {
 	k.Flags = a.Flags&^priv | FlagExcludeUser | FlagExcludeHV
 	return []Attr{u, k}
 }
+
+// CountKey is the part of a that decides what a counting copy of it counts: the event, its
+// PMU's config words, the privilege levels and exclude_idle. Sampling, the read format,
+// the inherit, enable and pinned bits and the guest bits do not (guest time is taken as
+// absent: perf sets exclude_guest on some variants of an event and not on others).
+func CountKey(a Attr) Attr {
+	const keep = FlagExcludeUser | FlagExcludeKern | FlagExcludeHV | FlagExcludeIdle
+	return Attr{Type: a.Type, Size: AttrSize, Config: a.Config, Config1: a.Config1, Config2: a.Config2,
+		Config3: a.Config3, BPType: a.BPType, Flags: a.Flags & keep}
+}

@@ -148,19 +148,22 @@ func (s *Stage) watch(e sidecar.Event) {
 	if !hardware(e.Attr) || e.GroupHandle != 0 || e.Attr.ReadFormat&shim.FormatGroup != 0 {
 		return
 	}
-	keep := perf.FlagInherit | perf.FlagDisabled | perf.FlagEnableOnExec |
-		perf.FlagExcludeUser | perf.FlagExcludeKern | perf.FlagExcludeHV | perf.FlagExcludeIdle |
-		perf.FlagExcludeHost | perf.FlagExcludeGuest
-	a := perf.Attr{Type: e.Attr.Type, Size: perf.AttrSize, Config: e.Attr.Config, Flags: e.Attr.Bits & keep,
-		ReadFormat: perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning}
+	// The copies count what the tool's event counts (perf.CountKey: guest time taken
+	// as absent, so that perf's variants of one event share them), from when it does.
+	a := perf.CountKey(perf.Attr{Type: e.Attr.Type, Config: e.Attr.Config, Flags: e.Attr.Bits})
 	w := &watched{name: s.names.Names([]perf.Attr{a})[0]}
 	for _, p := range perf.LevelParts(a) {
-		p.Flags |= perf.FlagPinned
 		k := copyKey{e.Client, e.Pid, e.CPU, p}
 		c := s.copies[k]
 		if c == nil {
+			o := p
+			o.Flags |= perf.FlagPinned | e.Attr.Bits&perf.FlagInherit
+			if e.Attr.Bits&perf.FlagEnableOnExec != 0 {
+				o.Flags |= perf.FlagDisabled | perf.FlagEnableOnExec
+			}
+			o.ReadFormat = perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning
 			var err error
-			if c, err = perf.Open(p, int(e.Pid), int(e.CPU), nil); err != nil {
+			if c, err = perf.Open(o, int(e.Pid), int(e.CPU), nil); err != nil {
 				s.logf("truth: %s (client %d handle %d): open a pinned copy: %v", w.name, e.Client, e.Handle, err)
 				return
 			}

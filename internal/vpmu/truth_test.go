@@ -42,9 +42,29 @@ func TestTruthParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const priv = perf.FlagExcludeUser | perf.FlagExcludeKern | perf.FlagExcludeHV
 	for i, p := range truthParts(evs) {
-		if len(p) != 1 || p[0] != evs[i].Attr {
-			t.Errorf("%s: truth parts %+v, want its own attr", evs[i].Name, p)
+		a := evs[i].Attr
+		if len(p) != 1 || p[0].Type != a.Type || p[0].Config != a.Config || p[0].Flags&priv != a.Flags&priv {
+			t.Errorf("%s: truth parts %+v, want its own event and levels", evs[i].Name, p)
 		}
+	}
+	// Bits that do not change the count (exclude_guest, which perf sets on some
+	// variants only; sampling and read format) do not split a family.
+	evs, err = perf.ParseEvents("cycles:u,cycles:k,cycles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs[0].Attr.Flags |= perf.FlagExcludeGuest
+	evs[1].Attr.ReadFormat = perf.FormatTotalTimeEnabled
+	evs[2].Attr.SamplePeriod = 1000
+	distinct := map[perf.Attr]bool{}
+	for _, p := range truthParts(evs) {
+		for _, a := range p {
+			distinct[a] = true
+		}
+	}
+	if len(distinct) != 2 {
+		t.Errorf("cycles:u (exclude_guest), cycles:k and cycles take %d copies, want 2", len(distinct))
 	}
 }

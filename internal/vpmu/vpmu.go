@@ -337,7 +337,11 @@ func Open(cfg Config) (*PMU, error) {
 				continue
 			}
 			a := d.Attr
-			a.Flags = a.Flags&^(perf.FlagEnableOnExec|perf.FlagPinned|perf.FlagExclusive) | flags | perf.FlagDisabled
+			// Pinned: the kernel schedules pinned events before flexible ones, so the
+			// view's copies get the counters they are switched on for even while the
+			// client's own events (which it opened, and which the virtual PMU serves
+			// instead) sit in the same context and would otherwise be rotated with them.
+			a.Flags = a.Flags&^(perf.FlagEnableOnExec|perf.FlagExclusive) | flags | perf.FlagDisabled | perf.FlagPinned
 			if first[vi][i] {
 				a.Flags |= onExec
 			}
@@ -380,6 +384,20 @@ func derivable(a perf.Attr) bool {
 // viewCopies makes every event keep view copies of its own, as hardware events do: tests
 // set it to exercise that path on machines without hardware events.
 var viewCopies = false
+
+// Pins reports whether the PMU holds pinned copies (hardware events: views and truth).
+// They take real counters from the moment they are enabled until closed, so a PMU
+// replaced by another must be closed before its successor starts, or the two together
+// may want more counters than the PMU has and the kernel puts a copy in error state for
+// good.
+func (p *PMU) Pins() bool {
+	for _, d := range p.derived {
+		if !d {
+			return true
+		}
+	}
+	return false
+}
 
 // Events is the number of client events.
 func (p *PMU) Events() int { return len(p.cfg.Events) }
@@ -605,12 +623,19 @@ func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 					}
 					p.viewVals[v][i] = vc
 				}
-				if !was && will {
+				p.on[v][i] = will
+			}
+		}
+		// Entering copies are enabled once every leaving one is off: a view's copies are
+		// pinned, and a pinned copy enabled while the counters are all taken would go
+		// into error state instead of counting.
+		for v := range p.views {
+			for i := range p.cfg.Events {
+				if !p.derived[i] && !p.wasOn[v][i] && p.on[v][i] {
 					if err := p.toggle(v, i, true); err != nil {
 						return Step{}, err
 					}
 				}
-				p.on[v][i] = will
 			}
 		}
 		copy(p.prevCopy, p.copyVals)
@@ -765,12 +790,20 @@ func (p *PMU) TruthNow(i int) (uint64, error) {
 // (instructions, instructions:u, instructions:k), one copy per level, user and kernel,
 // gives every one of them its truth exactly (instructions = the user copy + the kernel
 // copy), in two counters instead of three. The hypervisor level is taken as empty, as
-// relation.BindUniverse takes it; otherwise each distinct attr is its own copy.
+// relation.BindUniverse takes it, and so is guest time: perf sets exclude_guest on
+// some of one event's variants and not on others (instructions:k but not :u, here),
+// and copies that differ in it alone would take counters of their own for the same
+// count. A family's copies carry the guest bits of its first event.
 func truthParts(events []perf.EventDesc) [][]perf.Attr {
-	const priv = perf.FlagExcludeUser | perf.FlagExcludeKern | perf.FlagExcludeHV
+	const (
+		priv  = perf.FlagExcludeUser | perf.FlagExcludeKern | perf.FlagExcludeHV
+		guest = perf.FlagExcludeGuest | perf.FlagExcludeHost
+	)
+	// family is what decides the count (perf.CountKey) but for the privilege levels.
 	family := func(a perf.Attr) perf.Attr {
-		a.Flags &^= priv | perf.FlagDisabled | perf.FlagEnableOnExec | perf.FlagPinned | perf.FlagExclusive
-		return a
+		f := perf.CountKey(a)
+		f.Flags &^= priv
+		return f
 	}
 	// levels: bit 0 user, bit 1 kernel.
 	levels := func(a perf.Attr) int {
@@ -783,29 +816,33 @@ func truthParts(events []perf.EventDesc) [][]perf.Attr {
 		}
 		return l
 	}
-	split := map[perf.Attr]bool{} // families whose events count different levels
-	first := map[perf.Attr]int{}
+	split := map[perf.Attr]bool{}    // families whose events count different levels
+	first := map[perf.Attr]int{}     // family → levels of its first event
+	guests := map[perf.Attr]uint64{} // family → guest bits of its first event
 	for _, d := range events {
 		if derivable(d.Attr) {
 			continue
 		}
 		f := family(d.Attr)
-		if l, ok := first[f]; ok && l != levels(d.Attr) {
-			split[f] = true
+		if l, ok := first[f]; ok {
+			split[f] = split[f] || l != levels(d.Attr)
+			continue
 		}
-		if _, ok := first[f]; !ok {
-			first[f] = levels(d.Attr)
-		}
+		first[f], guests[f] = levels(d.Attr), d.Attr.Flags&guest
 	}
 	out := make([][]perf.Attr, len(events))
 	for i, d := range events {
 		if derivable(d.Attr) {
 			continue
 		}
-		f := family(d.Attr)
+		key := family(d.Attr)
+		f := key
+		f.Flags |= guests[key]
 		l := levels(d.Attr)
-		if !split[f] || l == 0 {
-			out[i] = []perf.Attr{d.Attr}
+		if !split[key] || l == 0 {
+			a := f
+			a.Flags |= d.Attr.Flags & priv
+			out[i] = []perf.Attr{a}
 			continue
 		}
 		// Spelled from the family so that :u (which also excludes the hypervisor) and

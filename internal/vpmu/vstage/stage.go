@@ -202,9 +202,15 @@ func (c *client) virtual(i int) (perf.Count, error) {
 	return c.runner.Virtual(0, i)
 }
 
-// closeLater closes p in the background (Close waits for it).
+// closeLater closes p in the background (Close waits for it), or at once when it holds
+// pinned copies of hardware events (vpmu.PMU.Pins), which its successor needs the
+// counters of.
 func (s *Stage) closeLater(p *vpmu.PMU) {
 	if p == nil {
+		return
+	}
+	if p.Pins() {
+		p.Close()
 		return
 	}
 	s.closing.Add(1)
