@@ -356,6 +356,18 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 			// taught a walk a thousand times too wide.
 			x = math.Max(x, 0.5*(math.Abs(mu)+math.Abs(pmu)))
 		}
+		if md.inSum[i] && !l.actUsed[i] {
+			// A constant level is only re-estimated between readings (buildQ takes
+			// the previous deviation against the new estimate too): its moving is
+			// no step of the walk. Counted as one, the level's slow decay after a
+			// start-up burst gave a term of a sum that read zero ever after a walk
+			// of hundreds a slice, and a reading of the sum during a burst of its
+			// siblings went to it (cg-perl ILmr). Only for terms of sums, where the
+			// walk's variance decides how a sum's reading is shared: applied to
+			// every rate it cost the sparse syscalls of the kernel traces, whose
+			// walks this inflated variance let follow their bursts.
+			pmu = mu
+		}
 		u := ((o.y - mu) - (prev - pmu)) / relScale(x, l.level[i], d)
 		if L > 1 {
 			// Across a gap of L slices an AR(1) deviation changes by 2σ²(1 − a^L) in

@@ -138,6 +138,9 @@ type Model struct {
 	// byDependence lists the events single rates first, then the sums exact identities
 	// make of them: Estimate widens a sum's interval from its terms'.
 	byDependence []int
+	// inSum marks the state components that are terms of a sum exact identities make:
+	// a reading of the sum is split over them by their walks' variances.
+	inSum []bool
 	// idEvents are the events in exact identities, and identities those identities
 	// Σ c·x = 0 as given (before reduce), each term's index into idEvents: the reported
 	// values are reconciled to them (reconcile).
@@ -348,6 +351,14 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 		for j, v := range row {
 			if j != e && v != 0 {
 				md.rows[e] = append(md.rows[e], entry{zOf[j], -v})
+			}
+		}
+	}
+	md.inSum = make([]bool, md.k)
+	for e := range events {
+		if len(md.rows[e]) > 1 {
+			for _, a := range md.rows[e] {
+				md.inSum[a.i] = true
 			}
 		}
 	}
