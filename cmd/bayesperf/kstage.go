@@ -22,10 +22,11 @@ func resolveInferFrom(v string, vcounters int) (string, error) {
 }
 
 // resolveCorrect gives --correct's default: bayesperf with --virtual-counters, none
-// without. Correcting the kernel's own round robin from the values alone (kstage) was
-// measured about as accurate as the kernel's scaling, not better (an error reduction of
-// 0.8-1.0x over it, test/dropin_kstage_test.go), while it turns every read of a multiplexed
-// event into a round trip: it is there for those who ask for it, not yet the default.
+// without. Correcting the kernel's own round robin from the values alone (kstage) is not
+// better than the kernel's scaling on every workload (0.8-1.0x on the emulated round
+// robin, test/dropin_kstage_test.go; 0.21-2.14x on the arm64 guest's real PMU,
+// docs/pmu.md), while it turns every read of a multiplexed event into a round trip: it
+// is there for those who ask for it, not yet the default.
 func resolveCorrect(v string, vcounters int) (string, error) {
 	switch {
 	case v == "" && vcounters > 0:

@@ -107,9 +107,11 @@ OPTIONS
                     without a PMU, all of them) keep the kernel's values bit
                     for bit, and so do reads of events that count the reader
                     itself (perf stat -a, self-monitoring). Not the default
-                    yet: on the kernel's round robin (emulated with
-                    --virtual-counters N --infer-from values) it was measured
-                    about as accurate as the kernel's own scaling, not better.
+                    yet: measured against the kernel's own scaling it was
+                    better on some workloads and worse on others (0.21-2.14x
+                    on a real kernel multiplexing an emulated arm64 PMU,
+                    docs/pmu.md; 0.8-1.0x on the round robin emulated with
+                    --virtual-counters N --infer-from values).
                     With --virtual-counters: what CMD reads. bayesperf (the
                     default): the posterior mean of each event's running total
                     as inferred by bayesperf's model from the multiplexed

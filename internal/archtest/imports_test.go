@@ -28,6 +28,8 @@ var rules = []rule{
 	{"internal/sidecar", []string{"internal/sidecar", "shim", "ringbuf", "internal/perf", "golang.org/x/sys"}},
 	// The virtual PMU over real events and schedules; vstage plugs it into the sidecar.
 	{"internal/vpmu", []string{"internal/vpmu", "internal/sidecar", "shim", "internal/perf", "inference", "golang.org/x/sys"}},
+	// The truth of a drop-in run: a stage around the correcting one.
+	{"internal/truth", []string{"internal/truth", "internal/sidecar", "shim", "internal/perf", "golang.org/x/sys"}},
 	// End-to-end tests use the binaries, as a user would.
 	{"test", []string{"test", "golang.org/x/sys", "github.com/stretchr/testify"}},
 	// The choice of collector for the virtual PMU: above both, so neither imports the other.
