@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/internal/kstage"
+	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
 )
 
@@ -24,19 +25,40 @@ func resolveInferFrom(v string, vcounters int) (string, error) {
 // resolveCorrect gives --correct's default: bayesperf with --virtual-counters, none
 // without. Correcting the kernel's own round robin from the values alone (kstage) is not
 // better than the kernel's scaling on every workload (0.8-1.0x on the emulated round
-// robin, test/dropin_kstage_test.go; 0.21-2.14x on the arm64 guest's real PMU,
+// robin, test/dropin_kstage_test.go; 0.21-3.0x on the arm64 guest's real PMU,
 // docs/pmu.md), while it turns every read of a multiplexed event into a round trip: it
 // is there for those who ask for it, not yet the default.
+//
+// Without --virtual-counters the default is auto: on a CPU whose PMU counts, a client
+// asking for more hardware events than the counters hold has them scheduled by the
+// sidecar itself (vstage.Stage.Auto), which measured better than the kernel's scaling
+// on the arm64 testbed (docs/pmu.md); elsewhere, and for clients whose events fit, the
+// kernel's values, as none.
 func resolveCorrect(v string, vcounters int) (string, error) {
 	switch {
 	case v == "" && vcounters > 0:
 		return "bayesperf", nil
 	case v == "":
-		return "none", nil
-	case v != "none" && v != "bayesperf":
-		return "", usageErr("--correct %s: want none or bayesperf", v)
+		return "auto", nil
+	case v == "auto" && vcounters > 0:
+		return "", usageErr("--correct auto is for the kernel's PMU; with --virtual-counters N use bayesperf or none")
+	case v != "none" && v != "bayesperf" && v != "auto":
+		return "", usageErr("--correct %s: want auto, none or bayesperf", v)
 	}
 	return v, nil
+}
+
+// countsHardware says whether this machine's PMU counts a hardware event for this
+// process (instructions): where it does not (a VM without a PMU), auto is none.
+func countsHardware() bool {
+	a := perf.Attr{Type: perf.TypeHardware, Size: perf.AttrSize, Config: perf.HWInstructions,
+		Flags: perf.FlagExcludeKern | perf.FlagExcludeHV, ReadFormat: perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning}
+	e, err := perf.Open(a, perf.ThisPid, perf.AnyCPU, nil)
+	if err != nil {
+		return false
+	}
+	e.Close()
+	return true
 }
 
 // vstageCorrect is the --correct the virtual PMU gets: none when the values it

@@ -3,7 +3,7 @@ package main
 import "testing"
 
 // TestResolveCorrectAndInferFrom: the defaults the help promises (--correct bayesperf
-// with --virtual-counters, none without; --infer-from slices with it, values without),
+// with --virtual-counters, auto without; --infer-from slices with it, values without),
 // the combinations refused, and which correction the virtual PMU itself then makes.
 func TestResolveCorrectAndInferFrom(t *testing.T) {
 	for _, c := range []struct {
@@ -12,7 +12,8 @@ func TestResolveCorrectAndInferFrom(t *testing.T) {
 		wantC, wantF  string
 		wantVstage    string
 	}{
-		{"", "", 0, "none", "values", "none"},
+		{"", "", 0, "auto", "values", "none"},
+		{"none", "", 0, "none", "values", "none"},
 		{"", "", 4, "bayesperf", "slices", "bayesperf"},
 		{"bayesperf", "", 0, "bayesperf", "values", "none"},
 		{"", "values", 4, "bayesperf", "values", "none"},
@@ -32,6 +33,9 @@ func TestResolveCorrectAndInferFrom(t *testing.T) {
 	}
 	if _, err := resolveCorrect("linear", 4); err == nil {
 		t.Errorf("--correct linear accepted")
+	}
+	if _, err := resolveCorrect("auto", 4); err == nil {
+		t.Errorf("--correct auto with --virtual-counters accepted")
 	}
 	if _, err := resolveInferFrom("slices", 0); err == nil {
 		t.Errorf("--infer-from slices without --virtual-counters accepted")

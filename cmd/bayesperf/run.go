@@ -29,7 +29,7 @@ const runHelp = `NAME
 
 SYNOPSIS
     bayesperf run [--stats FILE] [--pidfile FILE] [-v] [--shim PATH]
-                  [--correct none|bayesperf] [--infer-from slices|values]
+                  [--correct auto|none|bayesperf] [--infer-from slices|values]
                   [--virtual-counters N [--fixed-counters EVENTS]
                    [--schedule kernel|bayesperf] [--collector auto|read|bpf]
                    [--report FILE.json]]
@@ -70,9 +70,11 @@ OPTIONS
                     from mirrors; passthrough_reads: read()s of registered events
                     that went to the kernel; sync_refreshes: mirror reads that
                     first asked the sidecar for fresh values. With
-                    --virtual-counters also "truth": {"EVENT": n, ...}, the
+                    --virtual-counters (or hardware events scheduled by
+                    --correct auto) also "truth": {"EVENT": n, ...}, the
                     count of a hidden copy of each event that always counts
-                    (summed over the tool's processes that opened it), and
+                    (summed over the tool's processes that opened it; pinned,
+                    for hardware events, so it takes counters), and
                     "collector": "bpf" or "read" (see --collector).
     --pidfile FILE  Write the sidecar's pid to FILE once it is ready.
     -v              Log the sidecar's and the shim's decisions on stderr.
@@ -85,16 +87,24 @@ OPTIONS
                     events the kernel never multiplexes (software events,
                     tracepoints). A {group} of more than N events can never be
                     counted: it shows <not counted>, as on a real PMU, and the
-                    other events stay on the virtual PMU. Without it, values
-                    are the kernel's (with
-                    --correct bayesperf, corrected where the kernel multiplexed
-                    them).
+                    other events stay on the virtual PMU. Without it, see
+                    --correct auto.
     --fixed-counters EVENTS
                     With --virtual-counters: events (perf syntax, comma
                     separated) that sit on fixed counters and always count.
-    --correct none|bayesperf
-                    Without --virtual-counters: none (the default) serves the
-                    kernel's values unchanged; bayesperf corrects the kernel's
+    --correct auto|none|bayesperf
+                    Without --virtual-counters: auto (the default) leaves the
+                    kernel's values unchanged unless CMD asks for more hardware
+                    events than the PMU can count at once; then the sidecar
+                    schedules those events itself, BayesPerf's overlap schedule
+                    on the counters it measured free (pinned copies switched
+                    every multiplexing interval, so the kernel never
+                    multiplexes them), and serves bayesperf's corrected values
+                    with time_running equal to time_enabled (-v says so, with
+                    the counters). Software events and tracepoints always
+                    count. On a machine without a hardware PMU auto is none.
+                    none serves the kernel's values unchanged; bayesperf
+                    corrects the kernel's
                     own multiplexing (more hardware events asked for than the
                     CPU has counters): every round the sidecar reads each
                     event's count, time_enabled and time_running, and their
@@ -108,7 +118,7 @@ OPTIONS
                     for bit, and so do reads of events that count the reader
                     itself (perf stat -a, self-monitoring). Not the default
                     yet: measured against the kernel's own scaling it was
-                    better on some workloads and worse on others (0.21-2.14x
+                    better on some workloads and worse on others (0.21-3.0x
                     on a real kernel multiplexing an emulated arm64 PMU,
                     docs/pmu.md; 0.8-1.0x on the round robin emulated with
                     --virtual-counters N --infer-from values).
@@ -180,7 +190,10 @@ OPTIONS
                     kernel's raw_value, raw_enabled, raw_running, the value,
                     enabled, running CMD was given, and the truth. Counts from
                     CMD's exec on, like perf stat's. The linux estimate of a
-                    row is raw_value * raw_enabled / raw_running.
+                    row is raw_value * raw_enabled / raw_running. Scores the
+                    kernel's values or --correct bayesperf's: it turns
+                    --correct auto into none ('bayesperf eval --reads FILE'
+                    prints the scores).
 
 ENVIRONMENT
     BAYESPERF_SHIM        default for --shim.

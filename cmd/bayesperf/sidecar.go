@@ -30,7 +30,7 @@ const sidecarHelp = `usage: bayesperf sidecar --socket PATH [--stats FILE] [--pe
                          [--virtual-counters N [--fixed-counters EVENTS]
                           [--schedule kernel|bayesperf] [--collector auto|read|bpf]
                           [--report FILE]]
-                         [--correct none|bayesperf] [--infer-from slices|values]
+                         [--correct auto|none|bayesperf] [--infer-from slices|values]
                          [--truth FILE.csv] [--allow-uid USERS] [-v]
 
 Serves libbayesperf.so clients on the Unix socket PATH, whose directory must be
@@ -38,8 +38,11 @@ mode 0700. Prints "ready" on stdout once listening. Stops on SIGTERM or SIGINT,
 or when stdin reaches EOF (bayesperf run holds the other end), and then writes
 its counters as JSON to --stats FILE. 'bayesperf run' starts it for you.
 
-Without --virtual-counters, --correct none (the default) publishes the kernel's
-values unchanged; --correct bayesperf corrects the kernel's own multiplexing (a
+Without --virtual-counters, --correct auto (the default) publishes the kernel's
+values unchanged unless a client asks for more hardware events than the PMU can
+count at once: the sidecar then schedules those itself on the counters it
+measured free, and serves corrected values (run's --correct auto); none always
+publishes the kernel's values; --correct bayesperf corrects the kernel's own multiplexing (a
 CPU with more events asked for than counters) from the values read every round,
 and events the kernel never multiplexed keep its values bit for bit.
 --virtual-counters N presents each client's counting events through a virtual
@@ -110,6 +113,12 @@ func sidecarMain(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
+	if correct == "auto" && (*allowUIDs != "" || *truthFile != "") {
+		// The virtual PMU opens events with the sidecar's rights: not for other users.
+		// --truth scores the kernel's values (or kstage's): its pinned copies would take
+		// counters the virtual PMU's budget does not know of.
+		correct = "none"
+	}
 	if *allowUIDs != "" && correct == "bayesperf" {
 		// One lock serialises every client's publishing, and a corrected target's
 		// smoothing runs under it (tens of ms for 64 events): another user's tool must
@@ -145,6 +154,21 @@ func sidecarMain(args []string) int {
 		go st.Preload()
 		cfg.Stage = st
 		if (st.Infer || *reportFile != "") && !staleSet {
+			cfg.StaleBound = time.Nanosecond
+		}
+		vst = st
+	}
+	if correct == "auto" && countsHardware() {
+		// The kernel's PMU counts: clients with more hardware events than counters get
+		// the virtual PMU's own schedule of them, the others the kernel's values.
+		st, err := correctionStage(0, nil, "bayesperf", "bayesperf", *statsFile != "", false, cfg.Logf)
+		if err != nil {
+			return fail(err)
+		}
+		st.Auto = true
+		defer st.Close()
+		cfg.Stage = st
+		if !staleSet {
 			cfg.StaleBound = time.Nanosecond
 		}
 		vst = st

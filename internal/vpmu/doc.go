@@ -19,7 +19,14 @@
 //     that estimators using different schedules are scored on the same run;
 //   - for any other event (hardware events, which the kernel would itself multiplex if
 //     they were all enabled on a real CPU), per view one copy, opened disabled and
-//     switched by ioctl, and an always-on copy only with Truth.
+//     switched by ioctl, and with Truth always-on copies. All of them are pinned: the
+//     kernel schedules pinned events before flexible ones (such as the client's own
+//     events, which sit in the same context), never multiplexes them, and puts one that
+//     finds no counter in error state, which fails the next read instead of scaling
+//     silently. Truth copies are shared between events that differ only in the
+//     privilege levels they count (one per level: instructions, instructions:u and
+//     instructions:k take two counters), so a view gets the counters the truth leaves;
+//     Budget measures how many that is.
 //
 // Start enables the first configuration of every view. Step, called once per
 // multiplexing interval (MuxInterval: the kernel's perf_event_mux_interval_ms, 4 ms
@@ -58,9 +65,9 @@
 // waits for a snapshot without its lock, so a server's reads go on while the target
 // sleeps (the sidecar's `--collector bpf`).
 //
-// Limits: events are opened per task (inherit optional) or per CPU by this package; on a
-// real CPU the truth copies of hardware events would themselves be multiplexed, so Truth
-// is meant for software events and tracepoints. The always-on copies are read one after
+// Limits: events are opened per task (inherit optional) or per CPU by this package. A
+// hardware event's truth takes the hypervisor level and guest time as empty (see
+// truthParts). The always-on copies are read one after
 // another, so an event's slice boundary is the instant of its own read, microseconds
 // apart from the next event's; views and truth share it, so a derived view counts
 // exactly the truth of its slices (TestEmulationNoise). View copies (hardware events)

@@ -68,3 +68,31 @@ func TestTruthParts(t *testing.T) {
 		t.Errorf("cycles:u (exclude_guest), cycles:k and cycles take %d copies, want 2", len(distinct))
 	}
 }
+
+// TestBudget: on a machine whose PMU does not count (these VMs) the budget is an error,
+// not a number; where it counts, some but not all of more pinned copies than any PMU
+// has fit. test/pmu checks the figure on the arm64 guest's PMU.
+func TestBudget(t *testing.T) {
+	evs, err := perf.ParseEvents("instructions:u,instructions:k,instructions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var attrs []perf.Attr
+	for range 20 {
+		for _, d := range evs {
+			attrs = append(attrs, d.Attr)
+		}
+	}
+	n, err := Budget(attrs, true)
+	probe, perr := perf.Open(perf.CountKey(evs[0].Attr), perf.ThisPid, perf.AnyCPU, nil)
+	if perr != nil {
+		if err == nil {
+			t.Errorf("no hardware PMU here (%v), yet a budget of %d counters", perr, n)
+		}
+		t.Skipf("no hardware PMU: %v (budget: %v)", perr, err)
+	}
+	probe.Close()
+	if err != nil || n < 1 || n >= len(attrs) {
+		t.Errorf("budget of %d copies after the truth of instructions: %d, %v", len(attrs), n, err)
+	}
+}

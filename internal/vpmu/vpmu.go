@@ -104,9 +104,9 @@ type Config struct {
 type PMU struct {
 	cfg   Config
 	clock *perf.Event // dummy, always on: virtual time_enabled
-	// copies are the always-on copies, one per distinct event: every derived event's
-	// (see derivable), and with Truth every other event's too. copyOf[i] is event i's
-	// copy (-1: none).
+	// copies are the always-on copies: one per distinct derived event (see derivable),
+	// and with Truth the pinned truth copies of the others (see truthParts). copyOf[i]
+	// is derived event i's copy (-1: none).
 	copies []*perf.Event
 	copyOf []int
 	// truthOf[i] are the copies whose counts add up to event i's truth: its own copy, or,
@@ -378,7 +378,13 @@ func Open(cfg Config) (*PMU, error) {
 // by ioctl, so that a view of at most as many events as there are counters is counted
 // exactly, as before.
 func derivable(a perf.Attr) bool {
-	return !viewCopies && (a.Type == perf.TypeSoftware || a.Type == perf.TypeTracepoint)
+	return !viewCopies && Derivable(a)
+}
+
+// Derivable says whether the kernel never multiplexes events of a's type (software
+// events and tracepoints), so that one always-on copy can stand for every view of it.
+func Derivable(a perf.Attr) bool {
+	return a.Type == perf.TypeSoftware || a.Type == perf.TypeTracepoint
 }
 
 // viewCopies makes every event keep view copies of its own, as hardware events do: tests

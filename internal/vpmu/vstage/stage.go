@@ -19,7 +19,13 @@ import (
 
 // Stage is a sidecar.Stage backed by one virtual PMU per client.
 type Stage struct {
-	Counters int           // programmable counters of the virtual PMU
+	Counters int // programmable counters of the virtual PMU
+	// Auto (with Counters 0) schedules only a client's hardware events, and only when
+	// they are more than the PMU's counters can hold at once: the budget is measured per
+	// client (vpmu.Budget), the truth copies' counters taken from it; software events
+	// and tracepoints always count, and a client whose hardware events all fit keeps the
+	// kernel's values.
+	Auto     bool
 	Interval time.Duration // multiplexing interval; 0 means the kernel's
 	// Fixed lists events that sit on fixed counters and always count (as cycles and
 	// instructions do on real CPUs): a client event with the same type and config as
@@ -72,6 +78,7 @@ type client struct {
 	final  []perf.Count // once finished: the virtual values at the end (the PMU is closed)
 	logged string       // the last collector line logged for the client
 	never  int          // events never counted (unfit groups) when last logged
+	budget [2]int       // with Auto: the hardware events and counters when last logged
 }
 
 var (
@@ -286,7 +293,37 @@ func (s *Stage) rebuild(id int, c *client) {
 		c.order = append(c.order, h)
 		descs = append(descs, perf.EventDesc{Name: fmt.Sprintf("client%d/%d", id, h), Attr: a, Group: group, Grouped: grouped})
 	}
+	counters := s.Counters
 	var fixed []int
+	if s.Auto {
+		var hw []perf.Attr
+		for i, d := range descs {
+			if vpmu.Derivable(d.Attr) {
+				fixed = append(fixed, i)
+			} else {
+				hw = append(hw, d.Attr)
+			}
+		}
+		if len(hw) == 0 {
+			return // the kernel never multiplexes software events and tracepoints
+		}
+		n, err := vpmu.Budget(hw, s.Truth)
+		switch {
+		case err != nil:
+			s.logf("vstage: client %d: counter budget: %v; the kernel's values", id, err)
+			return
+		case n >= len(hw):
+			return // they all fit: the kernel will not multiplex them
+		case n < 1:
+			s.logf("vstage: client %d: no counter left for %d hardware events (truth copies take the rest); the kernel's values", id, len(hw))
+			return
+		}
+		if b := [2]int{len(hw), n}; b != c.budget {
+			s.logf("vstage: client %d: %d hardware events, %d counters free: scheduling them itself", id, len(hw), n)
+			c.budget = b
+		}
+		counters = n
+	}
 	for i, d := range descs {
 		for _, f := range s.Fixed {
 			if d.Attr.Type == f.Type && d.Attr.Config == f.Config && !d.Grouped {
@@ -307,7 +344,7 @@ func (s *Stage) rebuild(id int, c *client) {
 		rels = relation.BindUniverse(s.Relations, names, s.names.Universe())
 	}
 	// Members of a group follow their leader (handle order), as the schedule needs.
-	sp := vpmu.Spec(descs, s.Counters, fixed)
+	sp := vpmu.Spec(descs, counters, fixed)
 	// A group with more events than counters is never counted, as on a real PMU (perf
 	// prints <not counted>); the events beside it stay virtualised.
 	sp.KeepUnfit = true
