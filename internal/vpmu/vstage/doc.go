@@ -8,6 +8,12 @@
 // prints <not counted>; schedule.Spec.KeepUnfit), corrected or not, and the other events
 // stay on the virtual PMU.
 //
+// With Auto (`bayesperf run`'s default --correct auto on a CPU whose PMU counts) the
+// budget is not N but what the PMU can count at once of the client's hardware events
+// (vpmu.Budget), measured each time the client's events grow; only hardware events are
+// scheduled (software events and tracepoints always count), and only when they do not
+// all fit: otherwise the client keeps the kernel's values.
+//
 // For each client the stage opens its own copies of the client's events on the same
 // target (package vpmu), the first time it sees them and again whenever the client's set
 // of events grows; the kernel's own events of the client keep counting untouched. Copies
