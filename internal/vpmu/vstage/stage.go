@@ -131,7 +131,9 @@ func (s *Stage) correct(call sidecar.Call, events []sidecar.Event, values []shim
 	for id := range grown {
 		t0 := time.Now()
 		s.rebuild(id, s.clients[id])
-		s.logf("vstage: client %d: virtual PMU of %d events built in %v", id, len(s.clients[id].index), time.Since(t0).Round(time.Microsecond))
+		if c := s.clients[id]; c.runner != nil {
+			s.logf("vstage: client %d: virtual PMU of %d events built in %v", id, len(c.index), time.Since(t0).Round(time.Microsecond))
+		}
 	}
 	// A synchronous refresh passes only the event being read: a read by the tool, the
 	// instant its values must refer to. A periodic round passes every live event (the
