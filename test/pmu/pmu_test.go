@@ -342,3 +342,40 @@ func ownScheduleDropin(t *testing.T, flags []string, logLine string) float64 {
 	}
 	return worst
 }
+
+// TestPMURecordBesideCounting: perf record of a hardware sampling event beside a
+// sampling-read group, natively and through `bayesperf run` (no flag): a fixed amount of
+// user-mode work under -icount gives the same number of samples, run to run, so through
+// bayesperf it must be native's exactly.
+func TestPMURecordBesideCounting(t *testing.T) {
+	needPMU(t)
+	dir := t.TempDir()
+	samples := func(how string, pre ...string) int {
+		data := filepath.Join(dir, how+".data")
+		args := append(pre, "perf", "record", "-q", "-o", data, "-e", "cycles:u", "-c", "100000",
+			"-e", "{instructions:u,instructions:k}:S", "--", "sh", "-c", "ls -R /usr/share >/dev/null")
+		if out, rc := run(t, args[0], args[1:]...); rc != 0 {
+			t.Fatalf("%s: perf record exited %d:\n%s", how, rc, out)
+		}
+		out, rc := run(t, "perf", "report", "-i", data, "--stats")
+		if rc != 0 {
+			t.Fatalf("%s: perf report --stats exited %d:\n%s", how, rc, out)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) >= 3 && f[0] == "SAMPLE" && f[1] == "events:" {
+				n, err := strconv.Atoi(f[2])
+				if err == nil {
+					return n
+				}
+			}
+		}
+		t.Fatalf("%s: no SAMPLE events line in perf report --stats:\n%s", how, out)
+		return 0
+	}
+	native := samples("native")
+	through := samples("bayesperf", bin(t, "bayesperf"), "run", "--shim", bin(t, "libbayesperf.so"), "--")
+	record("record_samples", map[string]int{"native": native, "bayesperf": through})
+	if native == 0 || through != native {
+		t.Errorf("perf record: %d samples through bayesperf, %d natively", through, native)
+	}
+}
