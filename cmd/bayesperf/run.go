@@ -166,11 +166,13 @@ OPTIONS
                     ("collector bpf" or "collector read (why)"); --stats and
                     --report say it as "collector".
     --report FILE.json
-                    With --virtual-counters: at exit, write per event the
-                    corrected value with its 95% interval ("lo", "hi"), the
-                    kernel's scaled value ("linux": with --schedule bayesperf,
-                    of a second copy of the events multiplexed by the kernel's
-                    round robin in the same run), the truth of a hidden
+                    With --virtual-counters, or --correct auto scheduling
+                    hardware events: at exit, write per event the corrected
+                    value with its 95% interval ("lo", "hi"), the kernel's
+                    scaled value ("linux": with --schedule bayesperf, of a
+                    second copy of the events multiplexed by the kernel's
+                    round robin in the same run; with auto, of the virtual
+                    PMU's own view), the truth of a hidden
                     always-on copy and the status (exact, scaled, inferred,
                     not-counted), for the whole run ("totals") and for each
                     interval between two rounds of reads by the tool
@@ -253,8 +255,8 @@ func runMain(args []string) int {
 	if *truthFile != "" && *vcounters != 0 {
 		return exitWith("run", usageErr("--truth with --virtual-counters: the virtual PMU keeps its own truth (--report, --stats)"))
 	}
-	if *reportFile != "" && *vcounters == 0 {
-		return exitWith("run", usageErr("--report needs --virtual-counters N (its truth and intervals come from the virtual PMU)"))
+	if *reportFile != "" && *vcounters == 0 && (correct != "auto" || !countsHardware()) {
+		return exitWith("run", usageErr("--report needs the virtual PMU: --virtual-counters N, or --correct auto (the default) on a CPU whose PMU counts"))
 	}
 	// Find the command before starting anything: a typo gets one line and 127.
 	found, err := lookCommand(cmdArgs)
@@ -290,14 +292,14 @@ func runMain(args []string) int {
 	if *vcounters != 0 {
 		extra = append(extra, "--virtual-counters", strconv.Itoa(*vcounters), "--fixed-counters", *fixed,
 			"--schedule", *sched, "--collector", *collector)
-		if *reportFile != "" {
-			abs, err := filepath.Abs(*reportFile)
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "bayesperf run: --report %s: %v\n", *reportFile, err)
-				return 2
-			}
-			extra = append(extra, "--report", abs)
+	}
+	if *reportFile != "" {
+		abs, err := filepath.Abs(*reportFile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bayesperf run: --report %s: %v\n", *reportFile, err)
+			return 2
 		}
+		extra = append(extra, "--report", abs)
 	}
 	sc, err := startSidecar(sock, *statsFile, *verbose, extra)
 	if err != nil {

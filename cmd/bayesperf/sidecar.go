@@ -161,7 +161,9 @@ func sidecarMain(args []string) int {
 	if correct == "auto" && countsHardware() {
 		// The kernel's PMU counts: clients with more hardware events than counters get
 		// the virtual PMU's own schedule of them, the others the kernel's values.
-		st, err := correctionStage(0, nil, "bayesperf", "bayesperf", *statsFile != "", false, cfg.Logf)
+		// The report's linux values would need a second copy of the events on the kernel's
+		// round robin, taking counters from the schedule: with auto it has none.
+		st, err := correctionStage(0, nil, "bayesperf", "bayesperf", *statsFile != "" || *reportFile != "", false, cfg.Logf)
 		if err != nil {
 			return fail(err)
 		}

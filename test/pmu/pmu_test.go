@@ -379,3 +379,103 @@ func TestPMURecordBesideCounting(t *testing.T) {
 		t.Errorf("perf record: %d samples through bayesperf, %d natively", through, native)
 	}
 }
+
+// TestPMUOwnScheduleIntervals scores perf stat -I 100's intervals with 12 hardware
+// events, on 3 counters (4 hold the pinned truth), two ways on the same workload: the
+// kernel's own multiplexing and scaling (`bayesperf run --correct none --truth`, scored
+// by eval --reads), and bayesperf scheduling them itself by default (`bayesperf run
+// --report`, the tool's printed values against the truth of the same interval). Issue
+// 14's acceptance: error reduction >= 2x, mean WAPE and total error below linux's, no
+// event worse than 1.5x linux's WAPE.
+func TestPMUOwnScheduleIntervals(t *testing.T) {
+	needPMU(t)
+	dir := t.TempDir()
+	stat := append([]string{"perf", "stat", "-I", "100", "-x,", "-e", strings.Join(hwEvents, ","), "--"}, phased(t, "1500ms")...)
+	through := func(flags ...string) {
+		args := append(append([]string{"run", "--shim", bin(t, "libbayesperf.so")}, flags...), "--")
+		if out, rc := run(t, bin(t, "bayesperf"), append(args, stat...)...); rc != 0 {
+			t.Fatalf("bayesperf run %v exited %d:\n%s", flags, rc, out)
+		}
+	}
+	rows, report := filepath.Join(dir, "reads.csv"), filepath.Join(dir, "report.json")
+	through("--correct", "none", "--truth", rows)
+	through("--report", report)
+
+	js, rc := run(t, bin(t, "bayesperf"), "eval", "--reads", rows, "--json")
+	if rc != 0 {
+		t.Fatalf("eval --reads exited %d:\n%s", rc, js)
+	}
+	var lin struct {
+		PerEvent []struct {
+			Event string `json:"event"`
+			Linux struct {
+				WAPE       float64 `json:"wape"`
+				TotalError float64 `json:"total_error"`
+			} `json:"linux"`
+		} `json:"per_event"`
+	}
+	if err := json.Unmarshal([]byte(js), &lin); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Clients []struct {
+			Intervals []struct {
+				Events []struct {
+					Event string   `json:"event"`
+					Tool  *float64 `json:"tool"`
+					Truth *uint64  `json:"truth"`
+				} `json:"events"`
+			} `json:"intervals"`
+		} `json:"clients"`
+	}
+	b, err := os.ReadFile(report)
+	if err == nil {
+		err = json.Unmarshal(b, &rep)
+	}
+	if err != nil || len(rep.Clients) != 1 {
+		t.Fatalf("--report: %v, %d clients", err, len(rep.Clients))
+	}
+	// Per event, in the tool's order (both files follow it): the sums of |printed -
+	// truth| and of the truth over the intervals, and the printed and true totals.
+	n := len(hwEvents)
+	absErr, truth, printed := make([]float64, n), make([]float64, n), make([]float64, n)
+	intervals := 0
+	for _, iv := range rep.Clients[0].Intervals {
+		if len(iv.Events) != n {
+			continue // a round in which the tool did not read every event
+		}
+		intervals++
+		for e, ev := range iv.Events {
+			if ev.Tool == nil || ev.Truth == nil {
+				t.Fatalf("interval event %s without tool or truth", ev.Event)
+			}
+			absErr[e] += math.Abs(*ev.Tool - float64(*ev.Truth))
+			truth[e] += float64(*ev.Truth)
+			printed[e] += *ev.Tool
+		}
+	}
+	if len(lin.PerEvent) != n || intervals < 10 {
+		t.Fatalf("%d events scored for linux, %d full intervals in the report; want %d and at least 10", len(lin.PerEvent), intervals, n)
+	}
+	var logSum, wLin, wBP, tLin, tBP, worst float64
+	for e := range n {
+		w := absErr[e] / truth[e]
+		l := lin.PerEvent[e].Linux.WAPE
+		logSum += math.Log(max(1e-2, min(1e2, l/max(w, 1e-9))))
+		wLin, wBP = wLin+l/float64(n), wBP+w/float64(n)
+		tLin += lin.PerEvent[e].Linux.TotalError / float64(n)
+		tBP += math.Abs(printed[e]-truth[e]) / truth[e] / float64(n)
+		if l >= 0.01 {
+			worst = max(worst, w/l)
+		}
+		t.Logf("%-16s WAPE linux %6.1f%%  bayesperf %6.1f%%", hwEvents[e], 100*l, 100*w)
+	}
+	er := math.Exp(logSum / float64(n))
+	f := map[string]any{"error_reduction": er, "wape_linux": wLin, "wape_bayesperf": wBP,
+		"total_error_linux": tLin, "total_error_bayesperf": tBP, "worst_ratio": worst, "intervals": intervals}
+	record("own_schedule_intervals", f)
+	t.Logf("per interval: %v", f)
+	accept(t, er >= 2, "error reduction %.2fx, want >= 2x", er)
+	accept(t, wBP < wLin && tBP < tLin, "mean WAPE %.4f and total error %.4f, linux's %.4f and %.4f; want below", wBP, tBP, wLin, tLin)
+	accept(t, worst <= 1.5, "worst ratio %.2fx, want <= 1.5x", worst)
+}
