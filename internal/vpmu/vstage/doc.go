@@ -37,8 +37,14 @@
 // values are exact. Schedule "bayesperf" enforces the overlap schedule of
 // inference/schedule instead of the kernel's round robin (with Baseline, a second copy
 // follows the kernel's for the report). With Truth, hidden always-on copies give the
-// truth of every event (TruthTotals) and of every interval between the tool's rounds of
-// reads (Report).
+// truth of every event (TruthTotals) and, with Intervals, of every interval between the
+// tool's rounds of reads (Report).
+//
+// Memory: a client's model keeps the covariances of its last slices only (at most 1024,
+// or 16 MiB) and merges older slices into per-event sums between the rounds whose spans
+// Report will ask for (model.Options.Marked); the kernel's scaling is kept as running
+// sums. Without Intervals nothing grows with the client's lifetime; with it, one record
+// per round of reads.
 //
 // Collector: each client's virtual PMU reads its copies with read(2) (vpmu's own
 // backend: inherited events with enable_on_exec) or, with Stage.Snapshots set

@@ -120,13 +120,19 @@ func (s *Stage) clientReport(k *correction) ClientReport {
 	if s.Truth {
 		truth0 = make([]uint64, len(k.names))
 	}
-	cr.Totals = k.span(0, k.slices, truth0, k.truthAt)
-	prev := map[int]readPoint{}
+	lxEnd := k.lx.at()
+	var lxKEnd []float64
+	if k.lxKernel != nil {
+		lxKEnd = k.lxKernel.at()
+	}
+	cr.Totals = k.span(0, k.slices, nil, lxEnd, nil, lxKEnd, truth0, k.truthAt)
+	prev := make([]readPoint, len(k.names))
 	from := 0
+	var lxFrom, lxKFrom []float64
 	for i, r := range k.rounds {
 		ir := IntervalReport{Index: i, FromSlice: from, ToSlice: r.slice}
 		if k.infer {
-			ir.Events = k.span(from, r.slice, nil, nil)
+			ir.Events = k.span(from, r.slice, lxFrom, r.lx, lxKFrom, r.lxK, nil, nil)
 		} else {
 			ir.Events = make([]EventReport, len(k.names))
 			for j := range ir.Events {
@@ -135,11 +141,10 @@ func (s *Stage) clientReport(k *correction) ClientReport {
 		}
 		keep := ir.Events[:0]
 		for j, e := range ir.Events {
-			p, ok := r.reads[j]
-			if !ok {
+			if j >= len(r.reads) || !r.reads[j].has {
 				continue // the tool did not read this event in this round
 			}
-			q := prev[j]
+			p, q := r.reads[j], prev[j]
 			dv, de, dr := sub(p.value, q.value), sub(p.enabled, q.enabled), sub(p.running, q.running)
 			tool := 0.0
 			if dr > 0 {
@@ -168,30 +173,30 @@ func (s *Stage) clientReport(k *correction) ClientReport {
 		}
 		ir.Events = keep
 		cr.Intervals = append(cr.Intervals, ir)
-		from = r.slice
+		from, lxFrom, lxKFrom = r.slice, r.lx, r.lxK
 	}
 	return cr
 }
 
-// span reports every event over slices [from, to), with the truth t1-t0 when given.
-func (k *correction) span(from, to int, t0, t1 []uint64) []EventReport {
+// span reports every event over slices [from, to): bayesperf's estimate, the kernel's
+// scaling between the linuxSums a0 and a1 (on the kernel's round robin, k0 and k1, when
+// there is a second copy), and the truth t1−t0 when given.
+func (k *correction) span(from, to int, a0, a1, k0, k1 []float64, t0, t1 []uint64) []EventReport {
 	out := make([]EventReport, len(k.names))
-	var bp, lx []inference.Estimate
-	if to > from {
-		lx = k.lx.Estimate(from, to)
-		if k.lxKernel != nil {
-			lx = k.lxKernel.Estimate(from, to)
-		}
-		if k.md != nil {
-			bp = k.md.Estimate(from, to)
-		}
+	var bp []inference.Estimate
+	if to > from && k.md != nil {
+		bp = k.md.Estimate(from, to)
 	}
 	for i := range out {
 		e := EventReport{Event: k.names[i], Status: inference.StatusNotCounted.String()}
-		if i < len(lx) {
-			e.Linux = lx[i].Value
+		if to > from && a1 != nil {
+			lx := linuxBetween(a0, a1, i)
+			if k1 != nil {
+				lx = linuxBetween(k0, k1, i)
+			}
+			e.Linux = lx.Value
 			if k.md == nil {
-				e.Value, e.Status = lx[i].Value, lx[i].Status.String()
+				e.Value, e.Status = lx.Value, lx.Status.String()
 			}
 		}
 		if i < len(bp) {

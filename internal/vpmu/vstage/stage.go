@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bayesperf/bayesperf/inference/baseline"
 	"github.com/bayesperf/bayesperf/inference/graph"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/schedule"
@@ -40,6 +39,10 @@ type Stage struct {
 	// Truth keeps a hidden always-on copy of every event, reported by TruthTotals and
 	// Report.
 	Truth bool
+	// Intervals keeps, for Report, a record of every round of reads (`--report`: the
+	// report's intervals), about 50 bytes per event per round. Without it a client's
+	// memory does not grow with its lifetime, and Report has its totals only.
+	Intervals bool
 	// Baseline also enforces the kernel's round robin on a second copy of the events
 	// when the schedule is bayesperf's, so that the report's "linux" values are those
 	// Linux would give on a real CPU, measured in the same run (as eval does).
@@ -341,7 +344,8 @@ func (s *Stage) rebuild(id int, c *client) {
 		}
 		corr.sched = views[0].Name
 		if len(views) > 1 {
-			corr.lxKernel = baseline.New(baseline.Linux, len(descs))
+			l := newLinuxSums(len(descs))
+			corr.lxKernel = &l
 		}
 	}
 	cfg := vpmu.Config{Events: descs, Views: views, Pid: target, CPU: perf.AnyCPU,
