@@ -376,6 +376,27 @@ func (s *Stage) rebuild(id int, c *client) {
 	c.pmu, c.runner, c.corr = p, r, corr
 	if corr != nil {
 		corr.client = id
+		// The steps wait in the runner for the tool's next read, which may be hours
+		// away (perf stat without -I): the sidecar calls the stage only when a tool
+		// reads, so the runner says when they pile up.
+		r.NotifyBacklog(backlogSteps, func() { s.drainBacklog(c, r) })
+	}
+}
+
+// backlogSteps is how many of a client's steps may wait for a read before they are given
+// to its estimators anyway: about a second of the target running.
+const backlogSteps = 256
+
+// drainBacklog gives the estimators of client c the steps its runner r kept, unless r
+// is no longer the client's or its correction has finished.
+func (s *Stage) drainBacklog(c *client, r *vpmu.Runner) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.runner != r || c.corr == nil || c.corr.finished {
+		return
+	}
+	if err := c.corr.feed(r.Drain()); err != nil {
+		s.logf("vstage: client %d: %v", c.corr.client, err)
 	}
 }
 
