@@ -8,9 +8,14 @@
 // prints <not counted>; schedule.Spec.KeepUnfit), corrected or not, and the other events
 // stay on the virtual PMU.
 //
-// For each client the stage opens its own copies of the client's events on the same
-// target (package vpmu), the first time it sees them and again whenever the client's set
-// of events grows; the kernel's own events of the client keep counting untouched. Copies
+// For each client and target task the stage opens its own copies of the client's events
+// on that target (package vpmu), the first time it sees them and again whenever the
+// client's set of events on it grows; the kernel's own events of the client keep
+// counting untouched. A client counting several targets gets a virtual PMU per target:
+// perf stat --per-thread -p one per thread, perf stat -r one per repetition's child.
+// Once the tool has closed every event of a target (Unregistered), or is gone (Forget),
+// that PMU is finished and closed and its report kept, so reports and truth cover every
+// target and repetition. Copies
 // start at the target's next exec when the client's events have enable_on_exec and the
 // target has not exec'd yet (it still runs the client's binary, as perf stat's forked
 // child does until its exec); otherwise at once. An event registered after the target has

@@ -1,6 +1,8 @@
 package vstage
 
 import (
+	"sort"
+
 	"github.com/bayesperf/bayesperf/inference"
 )
 
@@ -61,14 +63,14 @@ type EventReport struct {
 }
 
 // retire finishes a client's PMU that is being discarded (rebuilt or closed) and keeps
-// its report.
-func (s *Stage) retire(c *client) {
+// its report; a PMU rebuilt (rebuilt) before its target ran has none.
+func (s *Stage) retire(c *client, rebuilt bool) {
 	if c.corr == nil {
 		c.runner.Stop()
 		return
 	}
 	s.finish(c)
-	if c.corr.slices > 0 {
+	if c.corr.slices > 0 || !rebuilt {
 		// A PMU rebuilt before its target ran (the tool was still opening events)
 		// has nothing to report, even if the tool read its events meanwhile (with the
 		// BPF collector a read round could land there, and the report listed an
@@ -83,7 +85,15 @@ func (s *Stage) Report() Report {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := Report{Clients: append([]ClientReport(nil), s.retired...)}
-	for _, c := range s.clients {
+	keys := make([]clientKey, 0, len(s.clients))
+	for k := range s.clients {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].id < keys[j].id || keys[i].id == keys[j].id && keys[i].pid < keys[j].pid
+	})
+	for _, k := range keys {
+		c := s.clients[k]
 		if c.corr == nil || c.runner == nil {
 			continue
 		}
