@@ -116,20 +116,21 @@ type slot struct {
 
 // Collector snapshots events through BPF. It implements perf.Collector.
 type Collector struct {
-	opts    Options
-	nr      int                  // events opened per thread (or CPU): len(kevents)
-	kevents []unix.PerfEventAttr // the events opened per thread
-	kidx    []int                // with SwitchAtSnapshots: opts.Events[i] is kevents[kidx[i]]
-	onExec  bool                 // start is opening the first threads: EnableOnExec applies
-	slice   time.Duration
-	coll    *ebpf.Collection
-	array   *ebpf.Map // the PERF_EVENT_ARRAY, owned here
-	thrMap  *ebpf.Map
-	heldMap *ebpf.Map
-	stats   *ebpf.Map
-	rd      *cringbuf.Reader
-	timers  []int
-	links   []link.Link
+	opts      Options
+	sweepWait time.Duration        // block's wait before the next sweep (guarded by mu)
+	nr        int                  // events opened per thread (or CPU): len(kevents)
+	kevents   []unix.PerfEventAttr // the events opened per thread
+	kidx      []int                // with SwitchAtSnapshots: opts.Events[i] is kevents[kidx[i]]
+	onExec    bool                 // start is opening the first threads: EnableOnExec applies
+	slice     time.Duration
+	coll      *ebpf.Collection
+	array     *ebpf.Map // the PERF_EVENT_ARRAY, owned here
+	thrMap    *ebpf.Map
+	heldMap   *ebpf.Map
+	stats     *ebpf.Map
+	rd        *cringbuf.Reader
+	timers    []int
+	links     []link.Link
 
 	togMu     sync.Mutex   // serialises SetEnabled calls
 	fdMu      sync.RWMutex // read-held while fds are used without mu; write-held to close them
@@ -703,12 +704,27 @@ func (c *Collector) Next() (perf.Snapshot, error) {
 // or until the next sweep of exited threads is due, which it then runs: the waiting step
 // of Next and Wait.
 func (c *Collector) block() {
+	c.mu.Lock()
+	wait := c.sweepWait
+	c.mu.Unlock()
+	if wait == 0 {
+		wait = sweepEvery
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
 	select {
 	case <-c.wake:
+		c.mu.Lock()
+		c.sweepWait = sweepEvery
+		c.mu.Unlock()
 	case <-c.quit:
-	case <-time.After(sweepEvery):
+	case <-t.C:
 		c.mu.Lock()
 		c.sweep()
+		// A target that sleeps sends no records for as long as it sleeps: back off, so
+		// that its silence costs the machine no periodic wake-ups (a lost exit is then
+		// noticed up to sweepMax late).
+		c.sweepWait = min(2*wait, sweepMax)
 		c.mu.Unlock()
 	}
 }
@@ -805,8 +821,12 @@ func (c *Collector) Peek(events []int, out []perf.Count) error {
 }
 
 // sweepEvery is how long Next waits for records before checking that the threads it
-// believes alive still are.
-const sweepEvery = 100 * time.Millisecond
+// believes alive still are; each check that finds no record since doubles the wait, up
+// to sweepMax.
+const (
+	sweepEvery = 100 * time.Millisecond
+	sweepMax   = 3200 * time.Millisecond
+)
 
 // sweep marks as exited the followed threads that are gone although no exit record said so
 // (a thread that changed tid by exec-ing from a non-leader thread, say), so that Next

@@ -14,9 +14,9 @@ import (
 
 // correctionStage is the sidecar's virtual PMU stage for --virtual-counters with
 // run's --correct and --schedule; truth keeps the hidden always-on copies (for --stats
-// and --report); baseline also multiplexes a copy as the kernel would, for the report's
-// linux values under --schedule bayesperf.
-func correctionStage(counters int, fixed []perf.Attr, correct, sched string, truth, baseline bool, logf func(string, ...any)) (*vstage.Stage, error) {
+// and --report); report (--report) also multiplexes a copy as the kernel would, for the
+// report's linux values under --schedule bayesperf, and keeps the report's intervals.
+func correctionStage(counters int, fixed []perf.Attr, correct, sched string, truth, report bool, logf func(string, ...any)) (*vstage.Stage, error) {
 	switch correct {
 	case "none", "bayesperf":
 	default:
@@ -28,7 +28,7 @@ func correctionStage(counters int, fixed []perf.Attr, correct, sched string, tru
 		return nil, usageErr("--schedule %s: want kernel or bayesperf", sched)
 	}
 	return &vstage.Stage{Counters: counters, Fixed: fixed, Logf: logf, Infer: correct == "bayesperf",
-		Schedule: sched, Relations: relation.Builtins(), Truth: truth, Baseline: baseline}, nil
+		Schedule: sched, Relations: relation.Builtins(), Truth: truth, Baseline: report, Intervals: report}, nil
 }
 
 // writeStageFiles writes the stats file (with "truth", per event, when the stage kept

@@ -42,8 +42,10 @@ DESCRIPTION
     CMD opens (perf stat, perf record, PAPI, any program calling perf_event_open)
     is opened by CMD itself as usual, then handed to the sidecar, and CMD's
     read()s of it are served from a shared-memory mirror that the sidecar keeps
-    fresh (republished at least every millisecond, refreshed on demand, exact
-    after the measured program exits). Processes CMD starts inherit the preload
+    fresh (at most 2 ms old: republished every millisecond while CMD reads at
+    least every 10 ms, otherwise refreshed at the read; exact after the
+    measured program exits). While CMD does not read and its targets sleep, the
+    sidecar sleeps too. Processes CMD starts inherit the preload
     but are left alone until they open a perf event themselves, and the program
     a perf client runs as its workload (perf stat -- ./app) starts without it:
     no library, environment variable or fd of bayesperf, so it runs and counts

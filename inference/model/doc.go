@@ -96,7 +96,9 @@
 // freezes); Estimate smooths back to the start of the asked interval, O(k³) per slice,
 // and caches the pass; Finish repeats the run's Observes once (the second pass).
 // Covariances are kept for a bounded number of recent slices (Options.History); older
-// slices keep per-event means and variances.
+// slices keep per-event sums of means, deviations and counts, one set per slice, or
+// with Options.Marked one per span between the boundaries a reader marks (Mark), so
+// that a live reader's model of a run of any length takes bounded memory.
 //
 // Errors: New reports malformed relations; Observe reports bad slices (a non-positive
 // duration, a reading for an unknown event) before touching the state, and numerical

@@ -62,6 +62,13 @@ type Options struct {
 	// raise it. 0 means as many as fit in 64 MiB (k² floats per slice for k
 	// free rates), at least 64.
 	History int
+	// Marked bounds the memory of a run of any length: Estimate will only be asked
+	// about spans whose ends are boundaries given to Mark, the start, the end, or
+	// slices whose covariances are still kept, so frozen slices are merged into
+	// per-event sums from one mark to the next instead of being kept one by one (a
+	// span end inside such a block is taken at the block's start). Without it the
+	// frozen slices cost 5 floats per event each, for ever.
+	Marked bool
 }
 
 func (o Options) withDefaults() Options {
@@ -437,6 +444,7 @@ func (md *Model) alloc() {
 		md.hist.limit = max(64, (64<<20)/(8*max(k*k, 1)))
 	}
 	md.hist.limit = max(md.hist.limit, 2)
+	md.hist.frozen.marked = opt.Marked
 	md.quantQ = tQuantile(0.5+opt.Level/2, 0)
 	md.truncAt = nonnegAt
 	md.nonnegAt = nonnegAt

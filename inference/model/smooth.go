@@ -2,31 +2,66 @@ package model
 
 import (
 	"math"
+	"slices"
 
 	"github.com/bayesperf/bayesperf/inference"
 )
 
 // history keeps, per slice, what the smoother needs: the predicted and filtered means
 // and covariances, the persistence used, the slice's duration, and the counts of events
-// counted whole (NaN otherwise, for exact reporting). Covariances are kept for the last
+// counted whole (NaN otherwise, for exact reporting). All of it is kept for the last
 // few thousand slices only (bounded memory, see Options.History); older slices are
-// frozen into per-event means and variances, smoothed if a smoothing pass had reached
-// them, filtered otherwise. Storage is reused, so a slice costs no allocation of its
-// own once the buffers have grown.
+// frozen into per-event sums over blocks of slices (frozen), smoothed if a smoothing
+// pass had reached them, filtered otherwise. Storage is reused, so a slice costs no
+// allocation of its own once the buffers have grown.
 type history struct {
 	k, n   int
-	t      int // slices recorded
-	lo     int // first slice whose covariances are kept
-	limit  int // most slices with covariances kept
-	d      []float64
-	exact  []float64 // t·n
+	t      int       // slices recorded
+	lo     int       // first slice whose covariances are kept
+	limit  int       // most slices with covariances kept
+	d      []float64 // (t−lo): durations
+	exact  []float64 // (t−lo)·n
 	a      []float64 // (t−lo)·k: persistence used to predict the slice
 	qs     []float64 // (t−lo)·k: step standard deviations used to predict the slice
 	qb     []float64 // (t−lo)·k: extra (burst) step variances, on the diagonal
 	rid    []int     // (t−lo): id of the step correlation matrix used
 	mp, mf []float64 // (t−lo)·k
 	pf     []float64 // (t−lo)·k·k; predicted covariances are recomputed from these
-	fm, fv []float64 // lo·n: frozen per-event count mean and variance
+	frozen frozen    // slices [0, lo)
+}
+
+// frozen is what is left of slices whose covariances were dropped: per block of
+// consecutive slices and per event, sums over the block. A block is one slice, or with
+// Options.Marked every slice from one mark to the next (Mark), so that a run of any
+// length keeps as many blocks as the reader asked for boundaries.
+type frozen struct {
+	marked  bool
+	start   []int     // per block: its first slice (a block ends where the next begins, the last at lo)
+	m       []float64 // blocks·n: count mean
+	sd      []float64 // blocks·n: sum of the slices' count standard deviations
+	counted []float64 // blocks·n: counts of the slices in which the event was counted whole
+	un      []float64 // blocks·n: slices in which it was not
+	level   []float64 // blocks·n: level error (levelError) over the block, as it was at freezing
+	last    []int     // per event: the last frozen slice it was counted whole in, −1 if none
+	marks   []int     // boundaries asked for (Mark) not frozen yet, ascending
+}
+
+// blocks returns the frozen blocks [b0, b1) that span [from, to) covers: a span end
+// inside a block is taken at the block's start.
+func (f *frozen) blocks(from, to, lo int) (b0, b1 int) {
+	if from >= lo || len(f.start) == 0 {
+		return 0, 0
+	}
+	at := func(t int) int { // the block containing slice t < lo
+		i, _ := slices.BinarySearch(f.start, t+1)
+		return i - 1
+	}
+	b0 = max(at(max(from, 0)), 0)
+	b1 = len(f.start)
+	if to < lo {
+		b1 = at(to) // to inside block b1 is rounded down to its start: b1 is out
+	}
+	return b0, max(b1, b0)
 }
 
 func grow(s []float64, add int) []float64 {
@@ -94,24 +129,77 @@ func (h *history) pushFiltered(m, p []float64, s inference.Slice, n int, same []
 	h.t++
 }
 
-// freeze drops the covariances of the oldest w kept slices, keeping per-event means
-// and variances of their counts.
+// Mark says that Estimate will be asked about spans beginning or ending at slice
+// boundary t (slice t's start). With Options.Marked, frozen slices are merged between
+// marks, so it must be called before slice t freezes (while t > the first slice whose
+// covariances are kept, or at the latest slice); a mark at a boundary frozen already
+// cannot split its block and is ignored. Boundary 0 and the end of the run are always
+// marks. Without Options.Marked every boundary is one and Mark does nothing.
+func (md *Model) Mark(t int) {
+	f := &md.hist.frozen
+	if !f.marked || t <= md.hist.lo {
+		return
+	}
+	if n := len(f.marks); n == 0 || f.marks[n-1] < t {
+		f.marks = append(f.marks, t)
+		return
+	}
+	if i, ok := slices.BinarySearch(f.marks, t); !ok {
+		f.marks = slices.Insert(f.marks, i, t)
+	}
+}
+
+// freeze drops the covariances of the oldest w kept slices, keeping per-event sums of
+// their count means, standard deviations, counts and level errors in blocks (frozen).
 func (md *Model) freeze(w int) {
 	h := &md.hist
+	f := &h.frozen
 	c := &md.cache
-	k, kk := md.k, md.k*md.k
+	n, k, kk := md.n, md.k, md.k*md.k
+	if f.last == nil {
+		f.last = make([]int, n)
+		for e := range f.last {
+			f.last[e] = -1
+		}
+	}
 	// Freeze smoothed values where the last smoothing pass (a live reader's Estimate)
 	// reached these slices: given a little less data than now, still far better than
 	// filtered ones. Elsewhere the filtered values stay: smoothing here would stall
 	// Observe for a whole window (O(window·k³)).
 	for s := h.lo; s < h.lo+w; s++ {
 		i := s - h.lo
+		newBlock := !f.marked || len(f.start) == 0
+		for len(f.marks) > 0 && f.marks[0] <= s {
+			newBlock = newBlock || f.marks[0] == s
+			f.marks = f.marks[1:]
+		}
+		if newBlock {
+			f.start = append(f.start, s)
+			for _, arr := range []*[]float64{&f.m, &f.sd, &f.counted, &f.un, &f.level} {
+				*arr = append(*arr, make([]float64, n)...)
+			}
+		}
+		b := len(f.start) - 1
+		if newBlock || s == h.lo {
+			// The level error of the block's slices in this chunk, taken while the
+			// slices around them are still kept (it looks up to `reach` either side).
+			end := s + 1
+			if f.marked {
+				end = h.lo + w
+				if len(f.marks) > 0 {
+					end = min(end, f.marks[0])
+				}
+			}
+			for e := range n {
+				f.level[b*n+e] += md.keptLevelError(e, s, end)
+			}
+		}
 		m, p := h.mf[i*k:(i+1)*k], h.pf[i*kk:(i+1)*kk]
 		if c.base == h.lo && c.lo <= s && c.upTo > s {
 			m, p = c.ms[i*k:(i+1)*k], c.ps[i*kk:(i+1)*kk]
 		}
-		d := h.d[s]
-		for e := range md.n {
+		d := h.d[i]
+		for e := range n {
 			v, vr := 0.0, 0.0
 			for _, a := range md.rows[e] {
 				v += a.c * m[a.i]
@@ -119,10 +207,18 @@ func (md *Model) freeze(w int) {
 					vr += a.c * b.c * p[a.i*k+b.i]
 				}
 			}
-			h.fm = append(h.fm, d*v)
-			h.fv = append(h.fv, d*d*math.Max(vr, 0))
+			f.m[b*n+e] += d * v
+			f.sd[b*n+e] += d * math.Sqrt(math.Max(vr, 0))
+			if x := h.exact[i*n+e]; math.IsNaN(x) {
+				f.un[b*n+e]++
+			} else {
+				f.counted[b*n+e] += x
+				f.last[e] = s
+			}
 		}
 	}
+	h.d = h.d[:copy(h.d, h.d[w:])]
+	h.exact = h.exact[:copy(h.exact, h.exact[w*n:])]
 	h.a = h.a[:copy(h.a, h.a[w*k:])]
 	h.qs = h.qs[:copy(h.qs, h.qs[w*k:])]
 	h.qb = h.qb[:copy(h.qb, h.qb[w*k:])]
@@ -478,12 +574,31 @@ func (md *Model) reconcile(out []inference.Estimate, counted []float64) {
 // same way: per slice the level's weight 1 − a^g at g slices from the nearest count.
 func (md *Model) levelError(e, from, to int) float64 {
 	h := &md.hist
+	f := &h.frozen
+	sum := 0.0
+	b0, b1 := f.blocks(from, to, h.lo)
+	for b := b0; b < b1; b++ {
+		sum += f.level[b*md.n+e]
+	}
+	return sum + md.keptLevelError(e, max(from, h.lo), to)
+}
+
+// keptLevelError is levelError over kept slices [from, to) (from >= the history's lo).
+func (md *Model) keptLevelError(e, from, to int) float64 {
+	h := &md.hist
 	l := &md.lrn
 	const reach = 256 // farther than this, a counted slice no longer matters
 	n := md.n
-	counted := func(t int) bool { return !math.IsNaN(h.exact[t*n+e]) }
+	to = min(to, h.t)
+	if from >= to {
+		return 0
+	}
+	counted := func(t int) bool { return !math.IsNaN(h.exact[(t-h.lo)*n+e]) }
 	last := -1 << 30
-	for t := max(from-reach, 0); t < from; t++ {
+	if h.lo > 0 && from-h.lo < reach && h.frozen.last != nil && h.frozen.last[e] >= 0 {
+		last = h.frozen.last[e]
+	}
+	for t := max(from-reach, h.lo); t < from; t++ {
 		if counted(t) {
 			last = t
 		}
@@ -505,7 +620,7 @@ func (md *Model) levelError(e, from, to int) float64 {
 			continue
 		}
 		g := min(t-last, next[t-from]-t)
-		d := h.d[t]
+		d := h.d[t-h.lo]
 		lv := 0.0
 		for _, a := range md.rows[e] {
 			if l.levelN[a.i] == 0 {
@@ -559,7 +674,7 @@ func (md *Model) Posterior(from, to int) (mean, sd []float64) {
 		jg := make([]float64, kk)
 		for t := to - 1; t >= lo; t-- {
 			i := t - c.base
-			d := h.d[t]
+			d := h.d[t-h.lo]
 			ms := c.ms[i*k : (i+1)*k]
 			for j := range k {
 				zm[j] += d * ms[j]
@@ -576,6 +691,8 @@ func (md *Model) Posterior(from, to int) (mean, sd []float64) {
 			}
 		}
 	}
+	f := &h.frozen
+	b0, b1 := f.blocks(from, to, h.lo)
 	mean = make([]float64, md.n)
 	sd = make([]float64, md.n)
 	for e := range md.n {
@@ -590,9 +707,9 @@ func (md *Model) Posterior(from, to int) (mean, sd []float64) {
 		// Frozen slices: their cross-slice covariances are gone; take them as fully
 		// correlated, which can only widen the interval.
 		fsd := 0.0
-		for t := from; t < min(to, h.lo); t++ {
-			val += h.fm[t*md.n+e]
-			fsd += math.Sqrt(h.fv[t*md.n+e])
+		for b := b0; b < b1; b++ {
+			val += f.m[b*md.n+e]
+			fsd += f.sd[b*md.n+e]
 		}
 		vr = math.Max(vr, 0)
 		if fsd > 0 {
@@ -662,12 +779,12 @@ func (md *Model) withCounts(e, from, to int, val float64) float64 {
 	}
 	i := row[0].i
 	for t := max(from, h.lo, c.lo); t < min(to, c.upTo); t++ {
-		x := h.exact[t*md.n+e]
+		x := h.exact[(t-h.lo)*md.n+e]
 		if math.IsNaN(x) {
 			continue
 		}
 		ms := c.ms[(t-c.base)*k : (t-c.base+1)*k]
-		val += x - h.d[t]*row[0].c*ms[i]
+		val += x - h.d[t-h.lo]*row[0].c*ms[i]
 	}
 	return val
 }
@@ -676,8 +793,14 @@ func (md *Model) withCounts(e, from, to int, val float64) float64 {
 // it was counted whole, and the number of slices in which it was not.
 func (md *Model) countedIn(e, from, to int) (sum float64, uncounted int) {
 	h := &md.hist
-	for t := max(from, 0); t < min(to, h.t); t++ {
-		if x := h.exact[t*md.n+e]; !math.IsNaN(x) {
+	f := &h.frozen
+	b0, b1 := f.blocks(from, to, h.lo)
+	for b := b0; b < b1; b++ {
+		sum += f.counted[b*md.n+e]
+		uncounted += int(f.un[b*md.n+e])
+	}
+	for t := max(from, h.lo); t < min(to, h.t); t++ {
+		if x := h.exact[(t-h.lo)*md.n+e]; !math.IsNaN(x) {
 			sum += x
 		} else {
 			uncounted++

@@ -93,20 +93,21 @@ func TestServerTellsCalls(t *testing.T) {
 		return 0
 	}
 	reg := waitFor("register [2]", waitFor("register [1]", 0))
-	waitFor("round [1 2]", reg)
+	// A read starts periodic rounds for Config.ActiveWindow.
 	if rep, _ := c.call(shim.MsgRefresh, shim.Handle{Handle: 1}, -1); rep.(shim.Status).Status != 0 {
 		t.Fatalf("refresh %+v", rep)
 	}
 	read := waitFor("read [1]", reg)
+	waitFor("round [1 2]", read)
 	if rep, _ := c.call(shim.MsgUnregister, shim.Handle{Handle: 2}, -1); rep.(shim.Status).Status != 0 {
 		t.Fatalf("unregister %+v", rep)
 	}
 	unreg := waitFor("unregistered 2", read)
-	waitFor("round [1]", unreg)
 	if rep, _ := c.call(shim.MsgRefresh, shim.Handle{Handle: 1}, -1); rep.(shim.Status).Status != 0 {
 		t.Fatalf("refresh %+v", rep)
 	}
 	waitFor("read [1]", unreg)
+	waitFor("round [1]", unreg)
 	c.conn.Close()
 	gone := waitFor("forget 1", unreg)
 	for _, l := range log.snapshot()[unreg+1 : gone] {

@@ -294,6 +294,7 @@ func (c *client) register(h shim.MsgHdr, m shim.Register, fds []int) ([]byte, in
 	}
 	// Publish once before the shim can see the page, so its first read is served.
 	c.srv.publish([]*event{e}, CallRegister)
+	c.srv.registered()
 	c.mu.Lock()
 	c.events[m.Handle] = e
 	c.mu.Unlock()

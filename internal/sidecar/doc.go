@@ -22,12 +22,15 @@
 // SCM_RIGHTS, after checking they are perf event fds; shared pages are memfds sealed
 // against shrinking and growing (mirror pages also against new writable mappings).
 //
-// Freshness: while a client reads, every live event is re-read and republished every
-// Config.Period (1 ms by default); when no client has read for Config.ActiveWindow, every
-// Config.IdlePeriod, to keep the sidecar's wakeups from perturbing the measured workload.
-// A shim that finds a page older than Config.StaleBound, or that saw an ioctl or a reaped
-// child since, asks for a synchronous refresh over the socket, so reads stay exact in
-// both modes. A Stage may ask for more: Pacer, rounds at least every so often for a
+// Freshness: a shim that finds a page older than Config.StaleBound, or that saw an ioctl
+// or a reaped child since, asks for a synchronous refresh over the socket, so no read
+// returns values older than the bound. To spare reads that round trip, every live event
+// is re-read and republished every Config.Period (1 ms by default) for
+// Config.ActiveWindow (10 ms) after a client reads, as long as reads keep coming (and
+// only when Period is below StaleBound, else every read refreshes anyway). Otherwise the
+// server makes no periodic rounds, so that an idle client costs no wakeups that would
+// perturb the measured workload: only while a client has a mirrored sampling ring
+// (every Config.IdlePeriod, to move its records) or a Pacer stage asks. A Stage may ask for more: Pacer, rounds at least every so often for a
 // client even while nobody reads (a stage inferring from successive values);
 // Syncer, pages marked shim.MirrorSync, which the shim refreshes before every read (a
 // stage whose values are estimates as of the read). A Stage may also learn more:

@@ -27,14 +27,18 @@ type Config struct {
 	SocketPath string        // listen here; the directory must be mode 0700 and ours
 	Period     time.Duration // republish every live mirror this often while tools read (default 1 ms)
 	StaleBound time.Duration // shims refresh a page older than this (default 2 ms)
-	// IdlePeriod is the republish period when no client has read a mirror for
-	// ActiveWindow (defaults 50 ms and 1 s). A tool that reads only at the end (perf stat
-	// without -I) then costs the machine 20 wakeups a second instead of 1000, which
-	// would otherwise preempt the measured workload on a busy machine; its reads stay
-	// exact because a stale page is refreshed synchronously, and the refresh switches
-	// the sidecar back to Period at once.
-	IdlePeriod   time.Duration
+	// ActiveWindow (default 10 ms): after a client's read, every mirror is republished
+	// each Period for this long, and again for as long as reads keep coming within it, so
+	// that a tool reading often finds its pages fresh; a tool that reads less often
+	// (perf stat -I 1000) gets a synchronous refresh at its reads, and between them the
+	// sidecar sleeps: republishing a page nobody reads before it is stale again spares
+	// no refresh and costs wakeups that preempt the measured workload. With a
+	// StaleBound at or below Period every read refreshes anyway, and reads start no
+	// periodic republishing at all.
 	ActiveWindow time.Duration
+	// IdlePeriod (default 50 ms) is the period of rounds while no client reads but one
+	// has a mirrored sampling ring: each round moves the records the kernel wrote since.
+	IdlePeriod time.Duration
 	Stage        Stage // correction stage (default Identity)
 	Logf         func(format string, args ...any)
 	// AllowUIDs lists users other than the sidecar's own (and root) whose tools may
@@ -82,6 +86,7 @@ type Server struct {
 	closed  bool
 
 	wake     chan struct{} // a refresh happened: republish at Period again
+	kick     chan struct{} // an event was registered: one round, to ask a Pacer
 	pubMu    sync.Mutex    // serialises kernel reads, the Stage and mirror writes
 	readBuf  []byte
 	stageOff atomic.Bool // the Stage panicked: publish the kernel's values
@@ -106,7 +111,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.IdlePeriod = cfg.Period
 	}
 	if cfg.ActiveWindow <= 0 {
-		cfg.ActiveWindow = time.Second
+		cfg.ActiveWindow = 10 * time.Millisecond
 	}
 	if cfg.Stage == nil {
 		cfg.Stage = Identity{}
@@ -161,6 +166,7 @@ func New(cfg Config) (*Server, error) {
 		mono0:   ts.Nano(),
 		clients: map[int]*client{},
 		wake:    make(chan struct{}, 1),
+		kick:    make(chan struct{}, 1),
 		readBuf: make([]byte, shim.ReadSize(shim.FormatGroup|shim.FormatTotalTimeEnabled|shim.FormatTotalTimeRunning|shim.FormatID|shim.FormatLost, shim.MirrorMaxValues)),
 	}, nil
 }
@@ -405,8 +411,11 @@ func peerCred(conn *net.UnixConn) (*unix.Ucred, error) {
 	return cred, nil
 }
 
-// publishLoop republishes every live mirror each Period while clients read, each
-// IdlePeriod otherwise (see Config.IdlePeriod), or as often as a Pacer stage asks.
+// publishLoop republishes every live mirror each Period while clients read (when that
+// can spare their reads a refresh: Period below StaleBound), each IdlePeriod while a
+// client has a mirrored sampling ring (records to move), as often as a Pacer stage asks,
+// and otherwise not at all: it sleeps until a client's refresh wakes it (see
+// Config.ActiveWindow).
 func (s *Server) publishLoop(ctx context.Context) {
 	t := time.NewTimer(s.cfg.Period)
 	defer t.Stop()
@@ -417,6 +426,7 @@ func (s *Server) publishLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-s.kick:
 		case <-s.wake:
 			lastActive = time.Now()
 		}
@@ -428,11 +438,13 @@ func (s *Server) publishLoop(ctx context.Context) {
 		s.mu.Unlock()
 		var reads uint64
 		var pace time.Duration // the shortest period a Pacer stage asks for
+		rings := false
 		for _, c := range cs {
 			c.mu.Lock()
 			evs := make([]*event, 0, len(c.events))
 			for _, e := range c.events {
 				evs = append(evs, e)
+				rings = rings || e.ring != nil
 			}
 			c.mu.Unlock()
 			slices.SortFunc(evs, func(a, b *event) int { return int(a.info.Handle) - int(b.info.Handle) })
@@ -455,12 +467,17 @@ func (s *Server) publishLoop(ctx context.Context) {
 		if reads != lastReads {
 			lastReads, lastActive = reads, time.Now()
 		}
-		next := s.cfg.Period
-		if time.Since(lastActive) > s.cfg.ActiveWindow {
+		var next time.Duration // 0: no periodic round
+		switch {
+		case time.Since(lastActive) <= s.cfg.ActiveWindow && s.cfg.Period < s.cfg.StaleBound:
+			next = s.cfg.Period
+		case rings:
 			next = s.cfg.IdlePeriod
 		}
 		if pace > 0 {
-			next = min(next, max(pace, s.cfg.Period))
+			if p := max(pace, s.cfg.Period); next == 0 || p < next {
+				next = p
+			}
 		}
 		if !t.Stop() {
 			select {
@@ -468,7 +485,18 @@ func (s *Server) publishLoop(ctx context.Context) {
 			default:
 			}
 		}
-		t.Reset(next)
+		if next > 0 {
+			t.Reset(next)
+		}
+	}
+}
+
+// registered asks the publisher for one round: a Pacer stage says in a round whether the
+// new event's client needs periodic ones.
+func (s *Server) registered() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
 	}
 }
 

@@ -27,6 +27,31 @@ type Runner struct {
 	stopped bool
 	quit    chan struct{}
 	done    chan struct{}
+	// backlog and onBacklog: see NotifyBacklog.
+	backlog   int
+	onBacklog func()
+}
+
+// NotifyBacklog has f called, in a goroutine of its own, each time the steps kept and
+// not drained reach n, so that a consumer that drains them only when asked (a server
+// whose tool reads rarely) can drain them before they pile up: the steps of a target
+// that runs for hours between two reads would otherwise all be kept. f may call any
+// method of the Runner.
+func (r *Runner) NotifyBacklog(n int, f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.backlog, r.onBacklog = n, f
+}
+
+// keepStep keeps st (r.mu held) and calls the backlog notification when due.
+func (r *Runner) keepStep(st Step) {
+	if !r.keep || st.Idle {
+		return
+	}
+	r.steps = append(r.steps, st)
+	if r.onBacklog != nil && len(r.steps) == r.backlog {
+		go r.onBacklog()
+	}
 }
 
 // NewRunner starts p (Start) and steps it every interval (0: MuxInterval; with a
@@ -77,9 +102,7 @@ func (r *Runner) snapLoop() {
 			r.mu.Unlock()
 			return
 		}
-		if r.keep && !st.Idle {
-			r.steps = append(r.steps, st)
-		}
+		r.keepStep(st)
 		r.mu.Unlock()
 	}
 }
@@ -100,9 +123,7 @@ func (r *Runner) loop(iv time.Duration) {
 				r.mu.Unlock()
 				return
 			}
-			if r.keep && !st.Idle {
-				r.steps = append(r.steps, st)
-			}
+			r.keepStep(st)
 			r.mu.Unlock()
 		}
 	}
@@ -133,9 +154,7 @@ func (r *Runner) SplitNow() error {
 		r.err = err
 		return err
 	}
-	if r.keep && !st.Idle {
-		r.steps = append(r.steps, st)
-	}
+	r.keepStep(st)
 	return nil
 }
 

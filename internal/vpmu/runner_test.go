@@ -235,3 +235,61 @@ func TestRunnerSplitBeforeStep(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRunnerNotifyBacklog: the backlog notification comes when the kept steps reach n
+// (not before), once per time they do, and its callback may drain the runner.
+func TestRunnerNotifyBacklog(t *testing.T) {
+	evs, ks := kernelEvents(t, "page-faults,context-switches", 1, nil)
+	f := newFakeSnaps(1 + 2*len(evs))
+	p, err := Open(Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true, Pid: os.Getpid(),
+		Snapshots: func(SnapshotRequest) (Switchable, error) { return f, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	r, err := NewRunner(p, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drained := make(chan int, 4)
+	r.NotifyBacklog(3, func() { drained <- len(r.Drain()) })
+	en := uint64(0)
+	slice := func() {
+		en += 1000
+		f.set(0, perf.Count{Enabled: en})
+		f.tick()
+		// The runner has stepped once the fake's slice is consumed.
+		for deadline := time.Now().Add(time.Second); ; time.Sleep(time.Millisecond) {
+			f.mu.Lock()
+			n := len(f.ticks)
+			f.mu.Unlock()
+			if n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the runner never stepped")
+			}
+		}
+	}
+	for round := range 2 {
+		slice()
+		slice()
+		select {
+		case n := <-drained:
+			t.Fatalf("round %d: notified with %d steps kept, before the third", round, n)
+		default:
+		}
+		slice()
+		select {
+		case n := <-drained:
+			if n != 3 {
+				t.Errorf("round %d: the callback drained %d steps, want 3", round, n)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("round %d: no notification after 3 steps", round)
+		}
+	}
+	if _, err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}

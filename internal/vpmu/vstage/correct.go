@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/bayesperf/bayesperf/inference"
-	"github.com/bayesperf/bayesperf/inference/baseline"
 	"github.com/bayesperf/bayesperf/inference/model"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/internal/perf"
@@ -34,14 +33,14 @@ type correction struct {
 	names    []string
 	infer    bool
 	sched    string
-	coll     string              // the collector of the client's virtual PMU
-	md       *model.Model        // nil without Infer
-	lx       *baseline.Estimator // the kernel's scaling over the same slices
-	lxKernel *baseline.Estimator // the kernel's scaling on the kernel's round robin (Baseline), nil else
-	unit     float64             // multiplexing interval in ns: the unit of slice durations
-	slices   int                 // slices given to the estimators
-	enabled  uint64              // virtual enabled ns up to the last slice given
-	truthAt  []uint64            // truth totals up to the last slice given
+	coll     string       // the collector of the client's virtual PMU
+	md       *model.Model // nil without Infer
+	lx       linuxSums    // the kernel's scaling over the same slices
+	lxKernel *linuxSums   // the kernel's scaling on the kernel's round robin (Baseline), nil else
+	unit     float64      // multiplexing interval in ns: the unit of slice durations
+	slices   int          // slices given to the estimators
+	enabled  uint64       // virtual enabled ns up to the last slice given
+	truthAt  []uint64     // truth totals up to the last slice given
 	finished bool
 	never    []bool // per event: in a group that never fits, so never counted (not inferred)
 
@@ -51,13 +50,17 @@ type correction struct {
 	pub      []uint64 // last value published per event: published values never decrease
 	pubEn    uint64
 	readSet  map[int]bool
-	rounds   []round
+	// intervals keeps rounds for the report (Stage.Intervals); without it nothing here
+	// grows with the client's lifetime.
+	intervals bool
+	rounds    []round
 }
 
 // round is one burst of reads by the tool.
 type round struct {
-	slice int // slices given to the estimators when it began (Infer: its boundary)
-	reads map[int]readPoint
+	slice   int         // slices given to the estimators when it began (Infer: its boundary)
+	lx, lxK []float64   // the kernel's scaling's sums at slice (linuxSums.at)
+	reads   []readPoint // per event; has is false for an event the tool did not read
 }
 
 // readPoint is what the tool was given for one event, and the truth at the instant the
@@ -65,7 +68,59 @@ type round struct {
 type readPoint struct {
 	value, enabled, running uint64
 	truth                   uint64
-	hasTruth                bool
+	hasTruth, has           bool
+}
+
+// linuxSums is the kernel's scaling, count·enabled/running, of each event over spans of
+// slices: the running sums of the raw deltas, from which a span's are the difference of
+// the sums at its ends (taken at each round, linuxSums.at), so that a client's memory
+// does not grow with its slices. Per slice it adds what baseline.Linux would: an event
+// without a reading was enabled for the slice's duration and never ran.
+type linuxSums struct {
+	sums []float64 // per event: count, enabled, running
+}
+
+func newLinuxSums(n int) linuxSums { return linuxSums{sums: make([]float64, 3*n)} }
+
+func (l *linuxSums) observe(sl inference.Slice) {
+	n := len(l.sums) / 3
+	seen := make([]bool, n)
+	for _, r := range sl.Readings {
+		if e := int(r.Event); e >= 0 && e < n {
+			l.sums[3*e] += float64(r.Count)
+			l.sums[3*e+1] += float64(r.Enabled)
+			l.sums[3*e+2] += float64(r.Running)
+			seen[e] = true
+		}
+	}
+	for e, ok := range seen {
+		if !ok {
+			l.sums[3*e+1] += sl.Duration
+		}
+	}
+}
+
+// at is a copy of the running sums, one end of a span.
+func (l *linuxSums) at() []float64 { return slices.Clone(l.sums) }
+
+// linuxBetween is the kernel's scaling of event e between the sums a and b (a nil: the
+// start).
+func linuxBetween(a, b []float64, e int) inference.Estimate {
+	d := func(j int) float64 {
+		if a == nil {
+			return b[3*e+j]
+		}
+		return b[3*e+j] - a[3*e+j]
+	}
+	c, en, r := d(0), d(1), d(2)
+	if r <= 0 {
+		return inference.Estimate{Status: inference.StatusNotCounted}
+	}
+	st := inference.StatusScaled
+	if r == en {
+		st = inference.StatusExact
+	}
+	return inference.Estimate{Value: c * en / r, Status: st}
 }
 
 func (s *Stage) newCorrection(descs []perf.EventDesc, names []string, rels []relation.Relation, target int) (*correction, error) {
@@ -77,13 +132,13 @@ func (s *Stage) newCorrection(descs []perf.EventDesc, names []string, rels []rel
 		iv = vpmu.MuxInterval()
 	}
 	k := &correction{target: target, names: names, infer: s.Infer, sched: s.Schedule,
-		lx: baseline.New(baseline.Linux, len(descs)), unit: float64(iv.Nanoseconds()),
+		lx: newLinuxSums(len(descs)), unit: float64(iv.Nanoseconds()), intervals: s.Intervals,
 		truthAt: make([]uint64, len(descs)), pub: make([]uint64, len(descs)), readSet: map[int]bool{}}
 	if k.sched == "" {
 		k.sched = "kernel"
 	}
 	if s.Infer {
-		md, err := model.New(names, rels, model.Options{Clocks: clockEvents(descs, names)})
+		md, err := model.New(names, rels, model.Options{Clocks: clockEvents(descs, names), History: history(len(descs)), Marked: true})
 		if err != nil {
 			return nil, fmt.Errorf("build bayesperf model: %w", err)
 		}
@@ -145,18 +200,11 @@ func (k *correction) feed(steps []vpmu.Step) error {
 				continue
 			}
 		}
-		c := sl
-		c.Readings = slices.Clone(sl.Readings)
-		if err := k.lx.Observe(c); err != nil {
-			errs = append(errs, fmt.Errorf("feed linux slice %d: %w", sl.Index, err))
-		}
+		k.lx.observe(sl)
 		if k.lxKernel != nil && len(st.Views) > 1 {
 			c := st.Views[1]
-			c.Index, c.Duration = sl.Index, sl.Duration
-			c.Readings = slices.Clone(c.Readings)
-			if err := k.lxKernel.Observe(c); err != nil {
-				errs = append(errs, fmt.Errorf("feed linux slice %d of the kernel's schedule: %w", sl.Index, err))
-			}
+			c.Duration = sl.Duration
+			k.lxKernel.observe(c)
 		}
 		k.slices++
 	}
@@ -198,10 +246,7 @@ func (s *Stage) finish(c *client) {
 	if k.md != nil {
 		k.md.Finish()
 	}
-	k.lx.Finish()
-	if k.lxKernel != nil {
-		k.lxKernel.Finish()
-	}
+	s.logf("vstage: client %d: target pid %d gone after %d slices: final totals", k.client, k.target, k.slices)
 	k.snapshot()
 	// Keep what the client would read from now on and close the copies at once: while
 	// the tool still has its own events open (it reads them after its command exits)
@@ -262,7 +307,17 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 				}
 			}
 			k.snapshot()
-			k.rounds = append(k.rounds, round{slice: k.slices, reads: map[int]readPoint{}})
+			if k.intervals {
+				r := round{slice: k.slices, lx: k.lx.at(), reads: make([]readPoint, len(k.names))}
+				if k.lxKernel != nil {
+					r.lxK = k.lxKernel.at()
+				}
+				k.rounds = append(k.rounds, r)
+				if k.md != nil {
+					// The report asks for the span from this round to the next.
+					k.md.Mark(k.slices)
+				}
+			}
 			clear(k.readSet)
 		}
 		k.readSet[idx] = true
@@ -304,7 +359,7 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 	}
 	r := k.rounds[len(k.rounds)-1]
 	for m, j := range idxs {
-		p := readPoint{value: v.Members[m].Value, enabled: v.Enabled, running: v.Running}
+		p := readPoint{value: v.Members[m].Value, enabled: v.Enabled, running: v.Running, has: true}
 		switch {
 		case corrected || k.finished:
 			// The value refers to the round's boundary (or the end): so does the truth.
@@ -316,6 +371,19 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 				p.truth, p.hasTruth = t, true
 			}
 		}
-		r.reads[j] = p
+		if j < len(r.reads) {
+			r.reads[j] = p
+		}
 	}
+}
+
+// history is the model's Options.History for a client of n events: the slices whose
+// covariances are kept, and smoothed again at every round of reads (O(k³) each). 1024
+// slices (4 s at the usual 4 ms) unless their three k×k buffers would pass 16 MiB,
+// never below 256. Older slices are merged between rounds (Options.Marked), so the
+// model's memory is bounded whatever the client's lifetime; a run longer than this
+// keeps the first filtering pass for its final values (the model's refilter needs the
+// whole run).
+func history(n int) int {
+	return max(256, min(1024, (16<<20)/(24*max(n*n, 1))))
 }

@@ -26,7 +26,7 @@ func TestCorrectedClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd, in, evs := heldWorker(t, descs, false)
-	st := &Stage{Counters: 2, Infer: true, Truth: true, Schedule: "kernel", Relations: relation.Builtins(), Logf: t.Logf}
+	st := &Stage{Counters: 2, Infer: true, Truth: true, Intervals: true, Schedule: "kernel", Relations: relation.Builtins(), Logf: t.Logf}
 	defer st.Close()
 	all := make([]shim.Values, len(evs))
 	for i := range all {

@@ -14,9 +14,14 @@
 // scheduled (software events and tracepoints always count), and only when they do not
 // all fit: otherwise the client keeps the kernel's values.
 //
-// For each client the stage opens its own copies of the client's events on the same
-// target (package vpmu), the first time it sees them and again whenever the client's set
-// of events grows; the kernel's own events of the client keep counting untouched. Copies
+// For each client and target task the stage opens its own copies of the client's events
+// on that target (package vpmu), the first time it sees them and again whenever the
+// client's set of events on it grows; the kernel's own events of the client keep
+// counting untouched. A client counting several targets gets a virtual PMU per target:
+// perf stat --per-thread -p one per thread, perf stat -r one per repetition's child.
+// Once the tool has closed every event of a target (Unregistered), or is gone (Forget),
+// that PMU is finished and closed and its report kept, so reports and truth cover every
+// target and repetition. Copies
 // start at the target's next exec when the client's events have enable_on_exec and the
 // target has not exec'd yet (it still runs the client's binary, as perf stat's forked
 // child does until its exec); otherwise at once. An event registered after the target has
@@ -43,8 +48,14 @@
 // values are exact. Schedule "bayesperf" enforces the overlap schedule of
 // inference/schedule instead of the kernel's round robin (with Baseline, a second copy
 // follows the kernel's for the report). With Truth, hidden always-on copies give the
-// truth of every event (TruthTotals) and of every interval between the tool's rounds of
-// reads (Report).
+// truth of every event (TruthTotals) and, with Intervals, of every interval between the
+// tool's rounds of reads (Report).
+//
+// Memory: a client's model keeps the covariances of its last slices only (at most 1024,
+// or 16 MiB) and merges older slices into per-event sums between the rounds whose spans
+// Report will ask for (model.Options.Marked); the kernel's scaling is kept as running
+// sums. Without Intervals nothing grows with the client's lifetime; with it, one record
+// per round of reads.
 //
 // Collector: each client's virtual PMU reads its copies with read(2) (vpmu's own
 // backend: inherited events with enable_on_exec) or, with Stage.Snapshots set

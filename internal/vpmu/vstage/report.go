@@ -1,6 +1,8 @@
 package vstage
 
 import (
+	"sort"
+
 	"github.com/bayesperf/bayesperf/inference"
 )
 
@@ -61,14 +63,14 @@ type EventReport struct {
 }
 
 // retire finishes a client's PMU that is being discarded (rebuilt or closed) and keeps
-// its report.
-func (s *Stage) retire(c *client) {
+// its report; a PMU rebuilt (rebuilt) before its target ran has none.
+func (s *Stage) retire(c *client, rebuilt bool) {
 	if c.corr == nil {
 		c.runner.Stop()
 		return
 	}
 	s.finish(c)
-	if c.corr.slices > 0 {
+	if c.corr.slices > 0 || !rebuilt {
 		// A PMU rebuilt before its target ran (the tool was still opening events)
 		// has nothing to report, even if the tool read its events meanwhile (with the
 		// BPF collector a read round could land there, and the report listed an
@@ -83,7 +85,15 @@ func (s *Stage) Report() Report {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := Report{Clients: append([]ClientReport(nil), s.retired...)}
-	for _, c := range s.clients {
+	keys := make([]clientKey, 0, len(s.clients))
+	for k := range s.clients {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].id < keys[j].id || keys[i].id == keys[j].id && keys[i].pid < keys[j].pid
+	})
+	for _, k := range keys {
+		c := s.clients[k]
 		if c.corr == nil || c.runner == nil {
 			continue
 		}
@@ -120,13 +130,19 @@ func (s *Stage) clientReport(k *correction) ClientReport {
 	if s.Truth {
 		truth0 = make([]uint64, len(k.names))
 	}
-	cr.Totals = k.span(0, k.slices, truth0, k.truthAt)
-	prev := map[int]readPoint{}
+	lxEnd := k.lx.at()
+	var lxKEnd []float64
+	if k.lxKernel != nil {
+		lxKEnd = k.lxKernel.at()
+	}
+	cr.Totals = k.span(0, k.slices, nil, lxEnd, nil, lxKEnd, truth0, k.truthAt)
+	prev := make([]readPoint, len(k.names))
 	from := 0
+	var lxFrom, lxKFrom []float64
 	for i, r := range k.rounds {
 		ir := IntervalReport{Index: i, FromSlice: from, ToSlice: r.slice}
 		if k.infer {
-			ir.Events = k.span(from, r.slice, nil, nil)
+			ir.Events = k.span(from, r.slice, lxFrom, r.lx, lxKFrom, r.lxK, nil, nil)
 		} else {
 			ir.Events = make([]EventReport, len(k.names))
 			for j := range ir.Events {
@@ -135,11 +151,10 @@ func (s *Stage) clientReport(k *correction) ClientReport {
 		}
 		keep := ir.Events[:0]
 		for j, e := range ir.Events {
-			p, ok := r.reads[j]
-			if !ok {
+			if j >= len(r.reads) || !r.reads[j].has {
 				continue // the tool did not read this event in this round
 			}
-			q := prev[j]
+			p, q := r.reads[j], prev[j]
 			dv, de, dr := sub(p.value, q.value), sub(p.enabled, q.enabled), sub(p.running, q.running)
 			tool := 0.0
 			if dr > 0 {
@@ -168,30 +183,30 @@ func (s *Stage) clientReport(k *correction) ClientReport {
 		}
 		ir.Events = keep
 		cr.Intervals = append(cr.Intervals, ir)
-		from = r.slice
+		from, lxFrom, lxKFrom = r.slice, r.lx, r.lxK
 	}
 	return cr
 }
 
-// span reports every event over slices [from, to), with the truth t1-t0 when given.
-func (k *correction) span(from, to int, t0, t1 []uint64) []EventReport {
+// span reports every event over slices [from, to): bayesperf's estimate, the kernel's
+// scaling between the linuxSums a0 and a1 (on the kernel's round robin, k0 and k1, when
+// there is a second copy), and the truth t1−t0 when given.
+func (k *correction) span(from, to int, a0, a1, k0, k1 []float64, t0, t1 []uint64) []EventReport {
 	out := make([]EventReport, len(k.names))
-	var bp, lx []inference.Estimate
-	if to > from {
-		lx = k.lx.Estimate(from, to)
-		if k.lxKernel != nil {
-			lx = k.lxKernel.Estimate(from, to)
-		}
-		if k.md != nil {
-			bp = k.md.Estimate(from, to)
-		}
+	var bp []inference.Estimate
+	if to > from && k.md != nil {
+		bp = k.md.Estimate(from, to)
 	}
 	for i := range out {
 		e := EventReport{Event: k.names[i], Status: inference.StatusNotCounted.String()}
-		if i < len(lx) {
-			e.Linux = lx[i].Value
+		if to > from && a1 != nil {
+			lx := linuxBetween(a0, a1, i)
+			if k1 != nil {
+				lx = linuxBetween(k0, k1, i)
+			}
+			e.Linux = lx.Value
 			if k.md == nil {
-				e.Value, e.Status = lx[i].Value, lx[i].Status.String()
+				e.Value, e.Status = lx.Value, lx.Status.String()
 			}
 		}
 		if i < len(bp) {

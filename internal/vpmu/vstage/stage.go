@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bayesperf/bayesperf/inference/baseline"
 	"github.com/bayesperf/bayesperf/inference/graph"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/schedule"
@@ -46,6 +45,10 @@ type Stage struct {
 	// Truth keeps a hidden always-on copy of every event, reported by TruthTotals and
 	// Report.
 	Truth bool
+	// Intervals keeps, for Report, a record of every round of reads (`--report`: the
+	// report's intervals), about 50 bytes per event per round. Without it a client's
+	// memory does not grow with its lifetime, and Report has its totals only.
+	Intervals bool
 	// Baseline also enforces the kernel's round robin on a second copy of the events
 	// when the schedule is bayesperf's, so that the report's "linux" values are those
 	// Linux would give on a real CPU, measured in the same run (as eval does).
@@ -60,15 +63,23 @@ type Stage struct {
 	ReadWhy string
 
 	mu      sync.Mutex
-	clients map[int]*client
+	clients map[clientKey]*client
 	names   perf.Namer
 	closing sync.WaitGroup // PMUs being closed in the background
 	retired []ClientReport // reports of clients whose PMU was rebuilt
 	used    map[string]int // virtual PMUs built, by collector
 }
 
+// clientKey is one virtual PMU: a client's events on one target task. A tool that
+// counts several targets (perf stat --per-thread -p, one target per thread; perf stat
+// -r, a new child per repetition) gets one each.
+type clientKey struct {
+	id  int
+	pid int32
+}
+
 type client struct {
-	events map[uint32]sidecar.Event // every event seen, by handle
+	events map[uint32]sidecar.Event // every event seen and not unregistered, by handle
 	order  []uint32                 // handles of the virtualised events, in PMU order
 	index  map[uint32]int           // handle -> index in the PMU
 	pmu    *vpmu.PMU
@@ -84,6 +95,8 @@ type client struct {
 var (
 	_ sidecar.Stage         = (*Stage)(nil)
 	_ sidecar.CallCorrector = (*Stage)(nil)
+	_ sidecar.Unregisterer  = (*Stage)(nil)
+	_ sidecar.Forgetter     = (*Stage)(nil)
 )
 
 // Name is "vpmu".
@@ -113,26 +126,27 @@ func (s *Stage) correct(call sidecar.Call, events []sidecar.Event, values []shim
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.clients == nil {
-		s.clients = map[int]*client{}
+		s.clients = map[clientKey]*client{}
 	}
 	// Learn the events first, so a client's PMU is built once for all of them.
-	grown := map[int]bool{}
+	grown := map[clientKey]bool{}
 	for _, e := range events {
-		c := s.clients[e.Client]
+		k := keyOf(e)
+		c := s.clients[k]
 		if c == nil {
 			c = &client{events: map[uint32]sidecar.Event{}}
-			s.clients[e.Client] = c
+			s.clients[k] = c
 		}
 		if _, ok := c.events[e.Handle]; !ok {
 			c.events[e.Handle] = e
-			grown[e.Client] = true
+			grown[k] = true
 		}
 	}
-	for id := range grown {
+	for k := range grown {
 		t0 := time.Now()
-		s.rebuild(id, s.clients[id])
-		if c := s.clients[id]; c.runner != nil {
-			s.logf("vstage: client %d: virtual PMU of %d events built in %v", id, len(c.index), time.Since(t0).Round(time.Microsecond))
+		s.rebuild(k.id, s.clients[k])
+		if c := s.clients[k]; c.runner != nil {
+			s.logf("vstage: client %d: virtual PMU of %d events of pid %d built in %v", k.id, len(c.index), k.pid, time.Since(t0).Round(time.Microsecond))
 		}
 	}
 	// A synchronous refresh passes only the event being read: a read by the tool, the
@@ -145,7 +159,7 @@ func (s *Stage) correct(call sidecar.Call, events []sidecar.Event, values []shim
 		perClient[e.Client]++
 	}
 	for i, e := range events {
-		c := s.clients[e.Client]
+		c := s.clients[keyOf(e)]
 		if c.runner == nil {
 			continue
 		}
@@ -153,13 +167,59 @@ func (s *Stage) correct(call sidecar.Call, events []sidecar.Event, values []shim
 		if call != 0 {
 			read = call == sidecar.CallRead
 		}
-		read = read && len(c.index) > 1 && !grown[e.Client]
+		read = read && len(c.index) > 1 && !grown[keyOf(e)]
 		if c.corr == nil {
 			s.correctOne(c, e, &values[i])
 			continue
 		}
 		s.correctInfer(c, e, &values[i], read)
 	}
+}
+
+// keyOf is the virtual PMU an event belongs to: its client's, on its target (a group's
+// members share their leader's).
+func keyOf(e sidecar.Event) clientKey { return clientKey{e.Client, e.Pid} }
+
+// Unregistered forgets an event the tool closed. Once a target's events are all closed
+// (perf stat -r after each repetition), its virtual PMU is finished and closed, and its
+// report kept; a PMU that keeps other events keeps counting the closed one's copies
+// until the client's events grow again.
+func (s *Stage) Unregistered(e sidecar.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := keyOf(e)
+	c := s.clients[k]
+	if c == nil {
+		return
+	}
+	delete(c.events, e.Handle)
+	if len(c.events) == 0 {
+		s.drop(c)
+		delete(s.clients, k)
+	}
+}
+
+// Forget finishes and closes the virtual PMUs of a client that is gone, keeping their
+// reports.
+func (s *Stage) Forget(id int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, c := range s.clients {
+		if k.id == id {
+			s.drop(c)
+			delete(s.clients, k)
+		}
+	}
+}
+
+// drop finishes c's PMU, keeps its report and closes its copies in the background.
+func (s *Stage) drop(c *client) {
+	if c.runner == nil {
+		return
+	}
+	s.retire(c, false)
+	s.closeLater(c.pmu)
+	c.runner, c.pmu = nil, nil
 }
 
 func (s *Stage) correctOne(c *client, e sidecar.Event, v *shim.Values) {
@@ -243,7 +303,7 @@ func (c *client) members(h uint32) []uint32 {
 // rebuild (re)opens the client's virtual PMU over all its task-bound events.
 func (s *Stage) rebuild(id int, c *client) {
 	if c.runner != nil {
-		s.retire(c)
+		s.retire(c, true)
 		// Closing inherited tracepoints waits for RCU grace periods: hundreds of
 		// milliseconds for a few dozen events on a loaded machine, while the tool
 		// waits for its registration to be answered. The old copies are no longer
@@ -386,7 +446,8 @@ func (s *Stage) rebuild(id int, c *client) {
 		}
 		corr.sched = views[0].Name
 		if len(views) > 1 {
-			corr.lxKernel = baseline.New(baseline.Linux, len(descs))
+			l := newLinuxSums(len(descs))
+			corr.lxKernel = &l
 		}
 	}
 	cfg := vpmu.Config{Events: descs, Views: views, Pid: target, CPU: perf.AnyCPU,
@@ -417,6 +478,27 @@ func (s *Stage) rebuild(id int, c *client) {
 	c.pmu, c.runner, c.corr = p, r, corr
 	if corr != nil {
 		corr.client = id
+		// The steps wait in the runner for the tool's next read, which may be hours
+		// away (perf stat without -I): the sidecar calls the stage only when a tool
+		// reads, so the runner says when they pile up.
+		r.NotifyBacklog(backlogSteps, func() { s.drainBacklog(c, r) })
+	}
+}
+
+// backlogSteps is how many of a client's steps may wait for a read before they are given
+// to its estimators anyway: about a second of the target running.
+const backlogSteps = 256
+
+// drainBacklog gives the estimators of client c the steps its runner r kept, unless r
+// is no longer the client's or its correction has finished.
+func (s *Stage) drainBacklog(c *client, r *vpmu.Runner) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.runner != r || c.corr == nil || c.corr.finished {
+		return
+	}
+	if err := c.corr.feed(r.Drain()); err != nil {
+		s.logf("vstage: client %d: %v", c.corr.client, err)
 	}
 }
 
@@ -488,14 +570,14 @@ func notExecd(target, clientPid int) bool {
 func (s *Stage) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for id, c := range s.clients {
+	for k, c := range s.clients {
 		if c.runner != nil {
-			s.retire(c)
+			s.retire(c, false)
 			if c.pmu != nil {
 				c.pmu.Close()
 			}
 		}
-		delete(s.clients, id)
+		delete(s.clients, k)
 	}
 	s.closing.Wait()
 	return nil
