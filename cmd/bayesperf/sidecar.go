@@ -163,11 +163,11 @@ func sidecarMain(args []string) int {
 		// the virtual PMU's own schedule of them, the others the kernel's values.
 		// The report's linux values would need a second copy of the events on the kernel's
 		// round robin, taking counters from the schedule: with auto it has none.
-		st, err := correctionStage(0, nil, "bayesperf", "bayesperf", *statsFile != "" || *reportFile != "", false, cfg.Logf)
+		st, err := correctionStage(0, nil, "bayesperf", "bayesperf", *statsFile != "" || *reportFile != "", *reportFile != "", cfg.Logf)
 		if err != nil {
 			return fail(err)
 		}
-		st.Auto = true
+		st.Auto, st.Baseline = true, false
 		defer st.Close()
 		cfg.Stage = st
 		if !staleSet {
