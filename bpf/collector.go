@@ -142,7 +142,8 @@ type Collector struct {
 	free      []int        // slots of retired threads, for reuse
 	exited    []int        // slots of exited threads not yet retired
 	retired   []perf.Count // final values of retired threads, summed
-	followed  []int        // every tid followed, in order
+	nfollowed int          // threads followed since the start
+	recent    []int        // the last recentTids tids followed, in order
 	enabled   []bool
 	alive     int
 	lost      int
@@ -480,7 +481,7 @@ func (c *Collector) start(cpus []int, systemWide bool) error {
 // addThread opens the events of thread tid, gives it a slot and publishes the slot in the
 // threads map with flags (BPF_EXIST for a thread on_fork marked pending).
 func (c *Collector) addThread(tid int, flags uint64) error {
-	if !c.opts.Threads && len(c.followed) >= 1 {
+	if !c.opts.Threads && c.nfollowed >= 1 {
 		return errNoSlot
 	}
 	idx, err := c.freeSlot()
@@ -618,7 +619,13 @@ func (c *Collector) addSlot(tid, cpu, idx int) error {
 	}
 	if tid >= 0 {
 		c.byTid[tid] = idx
-		c.followed = append(c.followed, tid)
+		c.nfollowed++
+		if len(c.recent) == recentTids {
+			// Shift in place: a target forking all day must not grow the collector.
+			copy(c.recent, c.recent[1:])
+			c.recent = c.recent[:recentTids-1]
+		}
+		c.recent = append(c.recent, tid)
 	}
 	c.alive++
 	return nil
@@ -982,7 +989,7 @@ func (c *Collector) handle(r record) {
 	case kindGone:
 		// A thread whose slot was assigned just as it exited is not lost: its events
 		// hold its counts.
-		if int(r.Tid) != c.lostTid && !slices.Contains(c.followed[max(0, len(c.followed)-64):], int(r.Tid)) {
+		if int(r.Tid) != c.lostTid && !slices.Contains(c.recent[max(0, len(c.recent)-64):], int(r.Tid)) {
 			c.lost++
 		}
 	}
@@ -1257,18 +1264,23 @@ func (c *Collector) SetEnabled(i int, on bool) error {
 	return nil
 }
 
-// Threads returns the tids followed so far (nil for a system-wide collector).
+// recentTids bounds the tids Threads returns: a collector following a process that
+// forks without end keeps a fixed amount of state.
+const recentTids = 4096
+
+// Threads returns the tids followed so far, the last recentTids of them (nil for a
+// system-wide collector).
 func (c *Collector) Threads() []int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Clone(c.followed)
+	return slices.Clone(c.recent)
 }
 
 // Stats returns the kernel-side counters and the collector's own.
 func (c *Collector) Stats() (Stats, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := Stats{Threads: max(len(c.followed), len(c.slots)), LostThreads: c.lost, BadRecords: c.bad, MaxFollowLatency: c.followLat, MaxSliceLag: c.sliceLag, Held: c.held}
+	st := Stats{Threads: max(c.nfollowed, len(c.slots)), LostThreads: c.lost, BadRecords: c.bad, MaxFollowLatency: c.followLat, MaxSliceLag: c.sliceLag, Held: c.held}
 	if c.closed {
 		return st, ErrClosed
 	}

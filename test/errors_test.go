@@ -92,7 +92,7 @@ func TestErrorsOneLine(t *testing.T) {
 		{name: "sidecar no socket", args: []string{"sidecar"}, code: 2, re: `^bayesperf sidecar: --socket PATH is required; 'bayesperf run' starts a sidecar`},
 		{name: "sidecar bad socket dir", args: []string{"sidecar", "--socket", filepath.Join(missing, "sock")}, code: 1, re: `^bayesperf sidecar: check socket directory: .*no such file or directory; .*mode 0700`},
 		{name: "run bad flag", args: []string{"run", "--bogus", "--", "true"}, code: 2, re: `^bayesperf run: flag provided but not defined: -bogus \(see 'bayesperf run --help'\)$`},
-		{name: "run bad correct", args: []string{"run", "--correct", "foo", "--", "true"}, code: 2, re: `^bayesperf run: --correct foo: want none or bayesperf$`},
+		{name: "run bad correct", args: []string{"run", "--correct", "foo", "--", "true"}, code: 2, re: `^bayesperf run: --correct foo: want auto, none or bayesperf$`},
 		{name: "run no command", args: []string{"run"}, code: 2, re: `^bayesperf run: no command given; usage: bayesperf run \[flags\] -- CMD`},
 		{name: "run no shim", args: []string{"run", "--shim", missing, "--", "true"}, code: 2, re: `^bayesperf run: find libbayesperf.so: .*build it with 'make build' or pass --shim PATH$`},
 
