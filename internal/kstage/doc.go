@@ -50,8 +50,10 @@
 // Slices must be about the kernel's rotation period to show its structure, so the
 // stage implements sidecar.Pacer: while a target of a client is being corrected, the
 // server re-reads that client's events at least every multiplexing interval
-// (perf_event_mux_interval_ms) even when the tool reads only at the end (its idle
-// period would otherwise be 50 ms).
+// (perf_event_mux_interval_ms) even when the tool reads only at the end; and while a
+// live target is not corrected yet, every 50 ms, so that a tool reading only at the
+// end still has its target's multiplexing seen as it starts (the sidecar makes no
+// periodic rounds of its own for a client that does not read).
 //
 // Accuracy: on this project's VMs the kernel never multiplexes, so the stage is tested
 // behind the virtual PMU, which presents exactly what a multiplexing kernel would

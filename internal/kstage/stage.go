@@ -120,8 +120,14 @@ func (s *Stage) Forget(id int) {
 	delete(s.clients, id)
 }
 
+// watchEvery is how often the events of a target not yet multiplexed are read: a tool
+// that reads only at the end (perf stat without -I) reads nothing in between, so only
+// these rounds see the kernel start to multiplex.
+const watchEvery = 50 * time.Millisecond
+
 // Pace asks for rounds every multiplexing interval while one of the client's targets
-// is being corrected: slices much longer than the kernel's rotation would hide it.
+// is being corrected: slices much longer than the kernel's rotation would hide it; and
+// every watchEvery while a live target is not corrected yet, to see it multiplexed.
 func (s *Stage) Pace(id int) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -129,12 +135,17 @@ func (s *Stage) Pace(id int) time.Duration {
 	if c == nil {
 		return 0
 	}
+	var pace time.Duration
 	for _, t := range c.targets {
-		if t.md != nil && !t.final && !t.off {
+		switch {
+		case t.final || t.off:
+		case t.md != nil:
 			return s.unit()
+		default:
+			pace = watchEvery
 		}
 	}
-	return 0
+	return pace
 }
 
 // Sync is true for the events of a target being corrected: their values are the

@@ -177,7 +177,7 @@ func (k *kernel) read(sel ...int) (kern, got []shim.Values) {
 }
 
 // TestNeverMultiplexed: events that always count are published bit for bit, in rounds
-// and refreshes, and the stage asks for no extra rounds.
+// and refreshes, and the stage asks only for the watch's rounds, not one per rotation.
 func TestNeverMultiplexed(t *testing.T) {
 	k := newKernel(t, int32(os.Getpid()), []uint64{perf.SWTaskClock, perf.SWPageFaults, perf.SWPageFaultsMin})
 	k.rate = func(r, j int) float64 { return float64(10 * (j + 1) * (1 + r%3)) }
@@ -193,8 +193,8 @@ func TestNeverMultiplexed(t *testing.T) {
 			t.Fatalf("refresh after round %d: published %+v, the kernel's values are %+v", k.round, got, kern)
 		}
 	}
-	if p := k.st.Pace(1); p != 0 {
-		t.Errorf("pace %v for a client never multiplexed, want 0", p)
+	if p := k.st.Pace(1); p != watchEvery {
+		t.Errorf("pace %v for a client never multiplexed, want the watch's %v (not every rotation)", p, watchEvery)
 	}
 	if k.st.Sync(k.evs[1]) {
 		t.Errorf("Sync for an event never multiplexed: its reads need no refresh")
@@ -586,7 +586,7 @@ func TestClosedEvents(t *testing.T) {
 
 // TestClosedLeavesExact: once the only multiplexed event is closed, the model is
 // retired: what is left was never multiplexed and gets the kernel's values bit for
-// bit, with no pacing.
+// bit, paced only by the watch.
 func TestClosedLeavesExact(t *testing.T) {
 	k := newKernel(t, int32(os.Getpid()), []uint64{perf.SWPageFaults, perf.SWContextSwitches})
 	k.told = true
@@ -608,7 +608,7 @@ func TestClosedLeavesExact(t *testing.T) {
 	if kern, got := k.read(0); !reflect.DeepEqual(kern, got) {
 		t.Errorf("read: published %+v, the kernel's values are %+v", got, kern)
 	}
-	if p := k.st.Pace(1); p != 0 || k.st.Sync(k.evs[0]) {
-		t.Errorf("a target left with exact events is paced (%v) or synced (%v)", p, k.st.Sync(k.evs[0]))
+	if p := k.st.Pace(1); p != watchEvery || k.st.Sync(k.evs[0]) {
+		t.Errorf("a target left with exact events is paced at %v (want the watch's %v) or synced (%v)", p, watchEvery, k.st.Sync(k.evs[0]))
 	}
 }
