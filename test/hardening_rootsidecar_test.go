@@ -198,8 +198,10 @@ func TestHardeningRootSidecarOtherUser(t *testing.T) {
 		t.Errorf("root connecting: %s, want accepted", got)
 	}
 
-	// bpuser's own workload: served, exact.
-	r := userRun(t, uid, gid, wd, sock, "perf", "stat", "-x,", "-e", "page-faults", "--", filepath.Join(dir, "workload"), "500", "0", "3")
+	// bpuser's own workload: served, exact. It spins 20 ms, for perf stat's exit status
+	// (see TestHardeningSecondUserRefused: perf loses it to its SIGCHLD handler when the
+	// workload is gone before it reaches wait4).
+	r := userRun(t, uid, gid, wd, sock, "perf", "stat", "-x,", "-e", "page-faults", "--", filepath.Join(dir, "workload"), "500", "0", "3", "20")
 	var faults float64
 	if m := pageFaultValueRe.FindStringSubmatch(r.stderr); m != nil {
 		faults, _ = strconv.ParseFloat(m[1], 64)
