@@ -100,8 +100,10 @@ func TestDropinPerfStatSoftwareEvents(t *testing.T) {
 	if g["page-faults"].num(t) != g["minor-faults"].num(t)+g["major-faults"].num(t) {
 		t.Errorf("page-faults %v != minor %v + major %v", g["page-faults"].value, g["minor-faults"].value, g["major-faults"].value)
 	}
-	if g["major-faults"].num(t) != n["major-faults"].num(t) {
-		t.Errorf("major-faults: %v through bayesperf, %v natively", g["major-faults"].value, n["major-faults"].value)
+	// Major faults depend on the page cache, not on the tool: CI's first native run of a
+	// freshly built workload once took 1, bayesperf's run after it 0.
+	if !within(g["major-faults"].num(t), n["major-faults"].num(t), faultsAbs, 0) {
+		t.Errorf("major-faults: %v through bayesperf, %v natively (tolerance %d)", g["major-faults"].value, n["major-faults"].value, faultsAbs)
 	}
 	// Context switches and task-clock depend on the machine's load: compare medians of
 	// three runs each way (the first of each is the one checked above).
