@@ -379,9 +379,11 @@ func TestDropinOverflowSignals(t *testing.T) {
 }
 
 // TestDropinNoSidecar: with the shim preloaded and no sidecar listening, perf stat works
-// as natively and says so in exactly one line.
+// as natively and says so in exactly one line. The workload spins 20 ms: perf stat
+// exits 0, not with the workload's status, when its SIGCHLD handler runs before it
+// reaches wait4 (1 in 15 runs of a 1 ms workload).
 func TestDropinNoSidecar(t *testing.T) {
-	argv := append([]string{"perf", "stat", "-x,", "-e", "page-faults,minor-faults", "--"}, workload(t, "1000", "0", "5")...)
+	argv := append([]string{"perf", "stat", "-x,", "-e", "page-faults,minor-faults,major-faults", "--"}, workload(t, "1000", "0", "5", "20")...)
 	r := run(t, noSidecarEnv(t), argv...)
 	if r.status != 5 {
 		t.Errorf("status %d, want the workload's 5", r.status)
@@ -390,8 +392,11 @@ func TestDropinNoSidecar(t *testing.T) {
 		t.Errorf("warnings %q, want exactly one saying events go to the kernel", w)
 	}
 	g := byEvent(parseStatCSV(t, r.stderr, false))
-	if v := g["page-faults"].num(t); v < 1000 || v != g["minor-faults"].num(t) {
-		t.Errorf("page-faults %v minor-faults %v", v, g["minor-faults"].value)
+	// A major fault or two come from the page cache's state (a freshly built binary in
+	// CI): the identity holds whatever it is.
+	if v := g["page-faults"].num(t); v < 1000 || v != g["minor-faults"].num(t)+g["major-faults"].num(t) {
+		t.Errorf("page-faults %v, minor-faults %v, major-faults %v: want at least 1000 and page = minor + major",
+			v, g["minor-faults"].value, g["major-faults"].value)
 	}
 }
 
