@@ -21,31 +21,34 @@ const memoryEvents = "page-faults,minor-faults,major-faults,context-switches,tas
 
 // TestDropinMemoryBounded runs a long client under the virtual PMU with the bayesperf
 // correction and the truth copies (`bayesperf run -v --virtual-counters 2 --stats F --
-// perf stat -I 1000 -e memoryEvents -- bayesperf workload mixed --duration 85s`, about 90
-// s, root for the tracepoints) and samples the sidecar's anonymous RSS (RssAnon: the
-// heap and stacks; the file-backed part is the binary's code, touched once) every 500
-// ms from 20 s on (the model's kept history, 1024 slices of the target running, fills
-// within the first 8 s: 4 runs), in three windows of 20 s. A leak raises the
-// least-squares slope of every window, a one-off step (the Go heap's goal moving up)
-// that of one: the median of the three must stay below what keeping a single float64
-// per event per slice would add, 8 bytes x 10 events x the run's slices (the sidecar's
-// log) / its duration, about 20 KiB/s.
+// perf stat -I 1000 -e memoryEvents -- bayesperf workload mixed --duration 145s`, root
+// for the tracepoints) and samples the sidecar's anonymous RSS (RssAnon: the heap and
+// stacks; the file-backed part is the binary's code, touched once) every 500 ms from
+// 20 s on (the model's kept history fills within the first 8 s), in eight windows of
+// 15 s. A leak raises the least-squares slope of every window; the Go heap's sawtooth
+// (collections, the scavenger returning pages) raises some and lowers others: the
+// median of the eight must stay below what keeping a single float64 per event per
+// slice would add, 8 bytes x 10 events x the run's slices (the sidecar's log) / its
+// duration, about 20 KiB/s. Three windows of 20 s were too few: CI once saw slopes of
+// 23.5, 41.0 and -14.9 KiB/s with the live heap bounded.
+//
+// The sidecar runs at GOGC=25, which brings the heap's footprint to its steady state
+// (1.25x the live heap, not 2x) within the warm-up: at the default it crept up over the
+// first minute, 87-100 KiB/s in two of three windows, while the live heap and the
+// runtime's heap goal held still (measured with the runtime's own statistics). A leak
+// grows the live heap and shows at any GOGC.
 //
 // Before the sidecar's memory was bounded it grew by a model state per slice: VmRSS
-// slope 2,084 KiB/s with these events (28 -> 184 MB in 82 s). After: RssAnon flat at
-// 23.0-23.1 MB from 10 s to 68 s; VmRSS over 150 s flat at 38.8-39.4 MB from 20 s on,
-// one step of 0.45 MB at 37 s and 0.1 MB in the last 110 s (0.8 KiB/s); the Go heap in
-// use the same at 20 s and 60 s to the profiler's 512 KiB sampling. A growth per slice
-// but not per event (8 bytes a slice, 2 KiB/s) is below what these samples resolve.
+// slope 2,084 KiB/s with these events (28 -> 184 MB in 82 s).
 func TestDropinMemoryBounded(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the virtual PMU opens tracepoints on the measured command")
 	}
 	const (
-		duration = 85 * time.Second
+		duration = 145 * time.Second
 		from     = 20 * time.Second
-		window   = 20 * time.Second
-		windows  = 3
+		window   = 15 * time.Second
+		windows  = 8
 		events   = 10
 	)
 	to := from + windows*window
@@ -56,11 +59,7 @@ func TestDropinMemoryBounded(t *testing.T) {
 	argv := []string{bp, "run", "-v", "--virtual-counters", "2", "--pidfile", pidfile, "--stats", sf, "--",
 		"perf", "stat", "-I", "1000", "-x,", "-e", memoryEvents, "--", bp, "workload", "mixed", "--duration", duration.String()}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	// GOGC=25 brings the Go heap's footprint to its steady state (1.25x the live heap,
-	// not 2x) within the warm-up: at the default the footprint crept up over the first
-	// minute, 87-100 KiB/s in two of the three windows, while the live heap and the
-	// runtime's heap goal held still (measured with the runtime's own statistics). A leak
-	// grows the live heap and shows at any GOGC.
+	// GOGC=25: see above.
 	cmd.Env = append(append(os.Environ(), patientShim...), "GOGC=25")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -108,17 +107,18 @@ func TestDropinMemoryBounded(t *testing.T) {
 				at, kib = append(at, s.at), append(kib, s.kib)
 			}
 		}
-		if len(at) < 20 {
-			t.Fatalf("window %d: %d RSS samples, want 20 or more (the sampler was starved)", w, len(at))
+		if len(at) < 15 {
+			t.Fatalf("window %d: %d RSS samples, want 15 or more (the sampler was starved)", w, len(at))
 		}
 		slopes = append(slopes, lsSlope(at, kib))
 	}
 	med := slices.Clone(slopes)
 	sort.Float64s(med)
+	median := (med[windows/2-1] + med[windows/2]) / 2
 	t.Logf("sidecar RssAnon %.0f -> %.0f KiB from %v to %v (%d samples); slopes of the %v windows %.1f KiB/s, median %.1f; %d slices in %v, bound %.1f KiB/s",
-		samples[0].kib, samples[len(samples)-1].kib, from, to, len(samples), window, slopes, med[1], nslices, duration, bound)
-	if med[1] > bound {
-		t.Errorf("sidecar RSS grows by %.1f KiB/s (median of %.1f) under a long client, above %.1f KiB/s (one float64 per event per slice)", med[1], slopes, bound)
+		samples[0].kib, samples[len(samples)-1].kib, from, to, len(samples), window, slopes, median, nslices, duration, bound)
+	if median > bound {
+		t.Errorf("sidecar RSS grows by %.1f KiB/s (median of %.1f) under a long client, above %.1f KiB/s (one float64 per event per slice)", median, slopes, bound)
 	}
 }
 
