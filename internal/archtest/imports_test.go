@@ -3,6 +3,7 @@ package archtest
 import (
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -14,36 +15,43 @@ const module = "github.com/bayesperf/bayesperf"
 type rule struct {
 	tree    string   // package path prefix, relative to the module
 	allowed []string // prefixes (module-relative for ours, full for third-party)
+	tests   []string // more prefixes that the tree's tests alone may import
 }
 
 // rules mirror docs/architecture.md. Keep the two in step.
 var rules = []rule{
 	// Pure math: no syscalls, no knowledge of collectors, mirrors or the shim.
-	{"inference", []string{"inference", "gonum.org/v1/gonum"}},
+	{"inference", []string{"inference", "gonum.org/v1/gonum"}, nil},
 	// The perf ring ABI: knows nothing about inference or BPF.
-	{"ringbuf", []string{"ringbuf", "golang.org/x/sys"}},
+	{"ringbuf", []string{"ringbuf", "golang.org/x/sys"},
+		[]string{"github.com/cilium/ebpf"}}, // a BPF program load makes the kernel write PERF_RECORD_BPF_EVENT
 	// The shim's Go side (ABI mirror, messages): below the sidecar, knows only the ABI.
-	{"shim", []string{"shim", "golang.org/x/sys"}},
+	{"shim", []string{"shim", "golang.org/x/sys"}, nil},
 	// The server knows the ABI and the ring; correction plugs in through its Stage.
-	{"internal/sidecar", []string{"internal/sidecar", "shim", "ringbuf", "internal/perf", "golang.org/x/sys"}},
+	{"internal/sidecar", []string{"internal/sidecar", "shim", "ringbuf", "internal/perf", "golang.org/x/sys"}, nil},
 	// The virtual PMU over real events and schedules; vstage plugs it into the sidecar.
-	{"internal/vpmu", []string{"internal/vpmu", "internal/sidecar", "shim", "internal/perf", "inference", "golang.org/x/sys"}},
+	{"internal/vpmu", []string{"internal/vpmu", "internal/sidecar", "shim", "internal/perf", "inference", "golang.org/x/sys"},
+		[]string{"internal/workload", "internal/collect"}}, // real workloads; vstage on the BPF collector
+	// The kernel-rotation corrector: a sidecar stage over the model.
+	{"internal/kstage", []string{"internal/kstage", "internal/sidecar", "internal/vpmu", "shim", "internal/perf", "inference", "golang.org/x/sys"}, nil},
 	// The truth of a drop-in run: a stage around the correcting one.
-	{"internal/truth", []string{"internal/truth", "internal/sidecar", "shim", "internal/perf", "golang.org/x/sys"}},
-	// End-to-end tests use the binaries, as a user would.
-	{"test", []string{"test", "golang.org/x/sys", "github.com/stretchr/testify"}},
+	{"internal/truth", []string{"internal/truth", "internal/sidecar", "shim", "internal/perf", "golang.org/x/sys"}, nil},
+	// End-to-end tests use the binaries, as a user would; raw clients use the ABI.
+	{"test", []string{"test", "golang.org/x/sys", "github.com/stretchr/testify"},
+		[]string{"shim"}}, // hostile raw clients speak the shim's ABI to the sidecar
 	// The choice of collector for the virtual PMU: above both, so neither imports the other.
-	{"internal/collect", []string{"internal/collect", "bpf", "internal/vpmu", "internal/perf", "golang.org/x/sys"}},
+	{"internal/collect", []string{"internal/collect", "bpf", "internal/vpmu", "internal/perf", "golang.org/x/sys"}, nil},
 	// BPF collection: owns the BPF objects; produces perf.Snapshots.
-	{"bpf", []string{"bpf", "internal/perf", "github.com/cilium/ebpf", "golang.org/x/sys"}},
+	{"bpf", []string{"bpf", "internal/perf", "github.com/cilium/ebpf", "golang.org/x/sys"}, nil},
 	// perf_event_open and event names: the bottom of the system side.
-	{"internal/perf", []string{"internal/perf", "golang.org/x/sys"}},
+	{"internal/perf", []string{"internal/perf", "golang.org/x/sys"}, nil},
 }
 
 type pkg struct {
-	ImportPath string
-	Imports    []string
-	Standard   bool
+	ImportPath   string
+	Imports      []string
+	TestImports  []string // of the package's own _test.go files
+	XTestImports []string // of its _test package
 }
 
 func TestImportDirections(t *testing.T) {
@@ -67,6 +75,13 @@ func TestImportDirections(t *testing.T) {
 			for _, imp := range p.Imports {
 				if !allowed(imp, r.allowed) {
 					t.Errorf("%s imports %s, which docs/architecture.md does not allow for %s/", rel, imp, r.tree)
+				}
+			}
+			// What a package's tests reach into is part of what it depends on (test/ has
+			// nothing but tests).
+			for _, imp := range slices.Concat(p.TestImports, p.XTestImports) {
+				if !allowed(imp, r.allowed) && !allowed(imp, r.tests) {
+					t.Errorf("%s's tests import %s, which docs/architecture.md does not allow for %s/", rel, imp, r.tree)
 				}
 			}
 		}
