@@ -31,9 +31,7 @@ type collectorRun struct {
 
 func runCollector(t *testing.T, coll, events string, cmd ...string) collectorRun {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root (BPF and tracepoints on the measured command); CI runs as root")
-	}
+	needRoot(t, "BPF and tracepoints on the measured command")
 	dir := dropinBins(t)
 	tmp := t.TempDir()
 	sf, rf := filepath.Join(tmp, "stats.json"), filepath.Join(tmp, "report.json")

@@ -70,9 +70,7 @@ type correctedRun struct {
 // client (its events' virtual PMU). Callers check the rest.
 func runDropinStat(t *testing.T, flags ...string) (correctedRun, reportClient) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the virtual PMU opens tracepoints on the measured command")
-	}
+	needRoot(t, "the virtual PMU opens tracepoints on the measured command")
 	dir := dropinBins(t)
 	tmp := t.TempDir()
 	sf, rf := filepath.Join(tmp, "stats.json"), filepath.Join(tmp, "report.json")
@@ -361,9 +359,7 @@ func checkCorrectedRun(t *testing.T, bayes correctedRun) {
 // the report, each counted "100%" of the time (time_running = time_enabled), so that
 // perf's own scaling leaves them unchanged.
 func TestDropinCorrectedTotals(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the virtual PMU opens tracepoints on the measured command")
-	}
+	needRoot(t, "the virtual PMU opens tracepoints on the measured command")
 	dir := dropinBins(t)
 	rf := filepath.Join(t.TempDir(), "report.json")
 	bp := filepath.Join(dir, "bayesperf")
@@ -425,9 +421,7 @@ func runPercent(out, event string) string {
 // writes one sample per fault: as many as natively (the samples come from the kernel's
 // own event, which the virtual PMU leaves alone).
 func TestDropinCorrectedRecord(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the virtual PMU opens events on the measured command")
-	}
+	needRoot(t, "the virtual PMU opens events on the measured command")
 	native, _, _ := recordSamples(t, false, noSidecarEnv(t), []string{"-e", "page-faults", "-c", "1"}, "1500", "0", "0")
 	dir := dropinBins(t)
 	data := filepath.Join(t.TempDir(), "perf.data")

@@ -270,3 +270,11 @@ func perfFds(pid int) int {
 	}
 	return n
 }
+
+// needRoot skips t, saying why it needs root, unless the tests run as root (CI does).
+func needRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("needs root: %s (CI runs the tests as root)", why)
+	}
+}

@@ -153,9 +153,7 @@ func checkIntervalTotals(t *testing.T, c correctedRun) {
 // MirrorSync), even with the default staleness bound (no --report): perf stat -I's
 // reads are (nearly) all synchronous refreshes.
 func TestDropinKernelMuxSyncReads(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the virtual PMU opens tracepoints on the measured command")
-	}
+	needRoot(t, "the virtual PMU opens tracepoints on the measured command")
 	dir := dropinBins(t)
 	sf := filepath.Join(t.TempDir(), "stats.json")
 	bp := filepath.Join(dir, "bayesperf")
@@ -192,9 +190,7 @@ func TestDropinKernelMuxSyncReads(t *testing.T) {
 // stalled by reading tracefs at the first multiplexed round put every event off: mean
 // 0.7-1.3); the mean is logged.
 func TestDropinKernelMuxTotals(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the virtual PMU opens tracepoints on the measured command")
-	}
+	needRoot(t, "the virtual PMU opens tracepoints on the measured command")
 	dir := dropinBins(t)
 	sf := filepath.Join(t.TempDir(), "stats.json")
 	bp := filepath.Join(dir, "bayesperf")

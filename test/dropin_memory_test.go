@@ -41,9 +41,7 @@ const memoryEvents = "page-faults,minor-faults,major-faults,context-switches,tas
 // Before the sidecar's memory was bounded it grew by a model state per slice: VmRSS
 // slope 2,084 KiB/s with these events (28 -> 184 MB in 82 s).
 func TestDropinMemoryBounded(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the virtual PMU opens tracepoints on the measured command")
-	}
+	needRoot(t, "the virtual PMU opens tracepoints on the measured command")
 	const (
 		duration = 145 * time.Second
 		from     = 20 * time.Second

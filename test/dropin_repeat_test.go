@@ -50,9 +50,7 @@ func readRepeat(t *testing.T, sf, rf string) (map[string]uint64, repeatReport) {
 // about 630), and the other runs were not multiplexed at all. Root (tracepoint-free, but
 // the virtual PMU opens copies on the child). About 5 s.
 func TestDropinRepeatTruth(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the virtual PMU opens copies of the events on perf's children")
-	}
+	needRoot(t, "the virtual PMU opens copies of the events on perf's children")
 	dir := dropinBins(t)
 	tmp := t.TempDir()
 	sf, rf := filepath.Join(tmp, "stats.json"), filepath.Join(tmp, "report.json")
@@ -94,9 +92,7 @@ func TestDropinRepeatTruth(t *testing.T) {
 // after the run). Before, only the first thread's events were virtualised (3 of 18
 // registered events) and the truth was that thread's alone. Root. About 4 s.
 func TestDropinPerThreadTruth(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the virtual PMU opens copies of the events on another process")
-	}
+	needRoot(t, "the virtual PMU opens copies of the events on another process")
 	dir := dropinBins(t)
 	tmp := t.TempDir()
 	sf, rf := filepath.Join(tmp, "stats.json"), filepath.Join(tmp, "report.json")

@@ -260,9 +260,7 @@ func TestDropinPerfStatGroup(t *testing.T) {
 // TestDropinPerfStatSystemWide: perf stat -a (one event per CPU, needs root or
 // perf_event_paranoid <= 0) counts like a native run.
 func TestDropinPerfStatSystemWide(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("perf stat -a needs root here; run the tests as root (CI does)")
-	}
+	needRoot(t, "perf stat -a is refused to other users here")
 	argv := []string{"perf", "stat", "-a", "-x,", "-e", "cpu-clock,context-switches", "--", "sleep", "0.3"}
 	native := run(t, nil, argv...)
 	start := time.Now()

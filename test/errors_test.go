@@ -217,9 +217,7 @@ func TestErrorsHelpOnlyWhenAsked(t *testing.T) {
 // TestErrorsTracefsMounted: with tracefs unmounted (in a private mount namespace), root's
 // bayesperf mounts it, as perf does, and counts the tracepoint.
 func TestErrorsTracefsMounted(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to unmount tracefs in a private mount namespace")
-	}
+	needRoot(t, "unmounts tracefs in a private mount namespace")
 	bp := filepath.Join(dropinBins(t), "bayesperf")
 	r := runCmd(t, nil, withoutTracefs([]string{bp, "stat", "-x,", "-e", "sched:sched_process_exec", "--",
 		"sh", "-c", "/bin/true; /bin/true; exit 0"})...)

@@ -73,9 +73,7 @@ func startSidecar(t *testing.T) (int, string) {
 // if missing and removing it when the test ends.
 func secondUser(t *testing.T) (uint32, uint32) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create a second user and run programs as it")
-	}
+	needRoot(t, "creates a second user and runs programs as it")
 	u, err := user.Lookup("bpuser")
 	if err != nil {
 		if out, err := exec.Command("useradd", "-M", "-s", "/usr/sbin/nologin", "bpuser").CombinedOutput(); err != nil {
