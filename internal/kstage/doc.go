@@ -55,19 +55,12 @@
 // end still has its target's multiplexing seen as it starts (the sidecar makes no
 // periodic rounds of its own for a client that does not read).
 //
-// Accuracy: on this project's VMs the kernel never multiplexes, so the stage is tested
-// behind the virtual PMU, which presents exactly what a multiplexing kernel would
-// (`bayesperf run --virtual-counters N --infer-from values`, a sidecar.Chain). On the
-// mixed workload with 18 events on 4 counters and the kernel's round robin, perf stat
-// -I 100's intervals through this stage are at best as accurate as the kernel's own
-// scaling: error reductions of 0.8x-1.0x since the model's second pass was merged
-// (0.9x-1.2x before; test/dropin_kstage_test.go; publishing the filter's totals at
-// every round instead gave 0.77x-0.90x). The virtual PMU's own
-// correction on the same round robin, from its exact slices, is at about 1.0x: the
-// gains of --virtual-counters' default come from bayesperf's schedule, which a real
-// PMU's kernel does not follow. That is why --correct defaults to none without
-// --virtual-counters (cmd/bayesperf resolveCorrect): a correction that is not better
-// than the kernel's scaling is not worth a round trip per read by default.
+// Accuracy: the stage is tested behind the virtual PMU here (`bayesperf run
+// --virtual-counters N --infer-from values`, which presents what a multiplexing kernel
+// would) and on the arm64 testbed's real PMU (docs/pmu.md), where it ranged from 0.21x
+// to 4.6x of the kernel's scaling across workloads and runs: not better in every run,
+// so it is not the default. On a real PMU the default (`--correct auto`) is the virtual
+// PMU's own schedule (internal/vpmu/vstage), which keeps the kernel from multiplexing.
 //
 // Limits: targets with more than MaxEvents events keep the kernel's values (events
 // corrected before a late one made too many: the kernel's scaled values, with
