@@ -38,11 +38,9 @@
 // survey statistician's ratio estimator: page faults per unit of task-clock, data reads
 // per instruction) than as a constant, and if so its level in a slice is that ratio
 // times the always-counted event's rate in that slice (activity.go). The walk is then on
-// the deviation from this moving level. On the real-program traces this took the
-// geometric-mean error reduction on our own schedule from 1.58x to 1.71x. The walk's
-// volatility is learned from readings any number of slices apart (up to maxGap),
+// the deviation from this moving level. The walk's volatility is learned from readings any number of slices apart (up to maxGap),
 // each change rescaled to one slice's under the AR(1) walk, because a schedule that
-// spreads an event's readings out never counts it in two consecutive slices (1.77x).
+// spreads an event's readings out never counts it in two consecutive slices.
 //
 // Measurements: an event counted for its whole slice gives its rate with a Poisson
 // noise unless it is counted in nearly every slice (then exactly, as relations tie other
@@ -83,9 +81,8 @@
 // window (in slices: about 11 readings times the usual gap between an event's
 // readings), so that its window is centred on the slice. Online a ratio can only lag:
 // the first slices of a run have none at all, and where the program's mix changes it
-// trails behind; final values are conditioned on the whole run anyway. On the
-// real-program traces this took the error reduction on our own schedule from 1.97x to
-// 2.07x (1.52x to 1.57x on the kernel's round robin); live values are the first pass's.
+// trails behind; final values are conditioned on the whole run anyway. Live values
+// are the first pass's.
 // The intervals keep the first pass's calibration and count scatter, learned from
 // predictions that had not yet read the reading they predicted. The slices are kept
 // for the second pass until the history first freezes (Options.History); a longer run
