@@ -1,0 +1,218 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	cringbuf "github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+)
+
+// load creates the maps and loads the programs.
+func (c *Collector) load(nslots int, systemWide bool) error {
+	// Needed only before 5.11, where BPF memory was charged to RLIMIT_MEMLOCK; a no-op after.
+	// Without privilege it fails too; the map creation below then says why, better.
+	_ = rlimit.RemoveMemlock()
+	spec, err := loadSnapshot()
+	if err != nil {
+		return fmt.Errorf("load bpf object: %w", err)
+	}
+	arr, err := newPerfEventArray(uint32(nslots * c.nr))
+	if err != nil {
+		return classify("create perf event array", err)
+	}
+	c.array = arr
+	// cilium/ebpf clamps a PERF_EVENT_ARRAY to the possible CPUs, so the array is made
+	// above and wired into the programs by hand instead of being declared a replacement.
+	delete(spec.Maps, snapshotMapEvents)
+	for name, p := range spec.Programs {
+		if err := p.Instructions.AssociateMap(snapshotMapEvents, arr); err != nil && !errors.Is(err, asm.ErrUnreferencedSymbol) {
+			return fmt.Errorf("associate event array with %s: %w", name, err)
+		}
+	}
+	spec.Maps[snapshotMapThreads].MaxEntries = uint32(2 * max(nslots, 1))
+	spec.Maps[snapshotMapHeld].MaxEntries = uint32(2 * max(nslots, 1))
+	// One of the two fork programs: on_fork_hold needs the kernel's BTF and a 6.13+ kfunc,
+	// so it is loaded only when asked for.
+	if c.opts.HoldProcesses {
+		delete(spec.Programs, snapshotProgOnFork)
+	} else {
+		delete(spec.Programs, snapshotProgOnForkHold)
+	}
+	spec.Maps[snapshotMapRecords].MaxEntries = uint32(c.opts.RingBytes)
+	forkOff := uint32(0)
+	if c.opts.Threads && !systemWide {
+		if forkOff, err = forkChildOffset(); err != nil {
+			return fmt.Errorf("find new threads' tids: %w", err)
+		}
+	}
+	set := map[string]uint32{
+		snapshotVarNrEvents:      uint32(c.nr),
+		snapshotVarSystemWide:    b2u(systemWide),
+		snapshotVarFollowForks:   b2u(c.opts.Threads && !systemWide),
+		snapshotVarForkChildOff:  forkOff,
+		snapshotVarHoldProcesses: b2u(c.opts.HoldProcesses),
+	}
+	for name, v := range set {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Cache: kernelBTF})
+	if err != nil {
+		return classify("load bpf programs", err)
+	}
+	c.coll = coll
+	c.thrMap = coll.Maps[snapshotMapThreads]
+	c.heldMap = coll.Maps[snapshotMapHeld]
+	c.stats = coll.Maps[snapshotMapStats]
+	if c.rd, err = cringbuf.NewReader(coll.Maps[snapshotMapRecords]); err != nil {
+		return classify("open bpf ring buffer", err)
+	}
+	return nil
+}
+
+// kernelBTF keeps the kernel's BTF, decoded once, for every collector of the process:
+// on_fork_hold (a BTF tracepoint program calling a kfunc) needs it, and decoding it took
+// 40-150ms of the 45-160ms a collector with HoldProcesses took to load, 6ms without (a
+// sidecar builds one for every registration of perf stat's events).
+var kernelBTF = btf.NewCache()
+
+// Preload decodes the kernel's BTF ahead of the first collector that holds processes,
+// which would otherwise wait for it (a sidecar calls it as it starts). Errors are the
+// first NewCollector's to report.
+func Preload() { _, _ = kernelBTF.Kernel() }
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// newPerfEventArray creates a BPF_MAP_TYPE_PERF_EVENT_ARRAY of n entries with a raw
+// BPF_MAP_CREATE, since cilium/ebpf would clamp n to the number of possible CPUs.
+func newPerfEventArray(n uint32) (*ebpf.Map, error) {
+	attr := struct {
+		mapType, keySize, valueSize, maxEntries, mapFlags uint32
+	}{uint32(ebpf.PerfEventArray), 4, 4, n, 0}
+	fd, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_MAP_CREATE, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	if errno != 0 {
+		return nil, errno
+	}
+	m, err := ebpf.NewMapFromFD(int(fd))
+	if err != nil {
+		unix.Close(int(fd))
+		return nil, err
+	}
+	return m, nil
+}
+
+// start opens the events and the timers and attaches the programs.
+func (c *Collector) start(cpus []int, systemWide bool) error {
+	// Tracepoints first, so that a thread created while the present ones are being opened
+	// is reported once its parent is in the threads map.
+	if !systemWide {
+		for _, tp := range []struct{ name, prog string }{
+			{"sched_process_exit", snapshotProgOnExit},
+			{"sched_process_fork", snapshotProgOnFork},
+			{"sched_switch", snapshotProgOnSwitch},
+		} {
+			if c.opts.HoldProcesses && tp.prog == snapshotProgOnFork {
+				continue
+			}
+			l, err := link.Tracepoint("sched", tp.name, c.coll.Programs[tp.prog], nil)
+			if err != nil {
+				return classify("attach "+tp.name, err)
+			}
+			c.links = append(c.links, l)
+		}
+		if c.opts.HoldProcesses {
+			l, err := link.AttachTracing(link.TracingOptions{Program: c.coll.Programs[snapshotProgOnForkHold]})
+			if err != nil {
+				return classify("attach sched_process_fork (BTF, to hold new processes)", err)
+			}
+			c.links = append(c.links, l)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onExec = c.opts.EnableOnExec
+	defer func() { c.onExec = false }()
+	switch {
+	case systemWide:
+		for _, cpu := range cpus {
+			if err := c.addSlot(-1, cpu, cpu); err != nil {
+				return err
+			}
+		}
+	case c.opts.Threads && c.opts.Descendants:
+		// Tasks Pid creates from now on are reported by on_fork once Pid is tracked;
+		// what it created before is not followed, as inherit does not reach it either.
+		if err := c.addThread(c.opts.Pid, unix.BPF_ANY); err != nil {
+			return err
+		}
+	case c.opts.Threads:
+		// Re-list until stable: a thread created before its parent was tracked was not
+		// reported by on_fork.
+		for {
+			tids, err := listThreads(c.opts.Pid)
+			if err != nil {
+				return err
+			}
+			added := 0
+			for _, tid := range tids {
+				if _, ok := c.byTid[tid]; ok {
+					continue
+				}
+				if err := c.addThread(tid, unix.BPF_ANY); err != nil {
+					if errors.Is(err, unix.ESRCH) {
+						continue // exited meanwhile
+					}
+					return err
+				}
+				added++
+			}
+			if added == 0 {
+				break
+			}
+		}
+		if c.alive == 0 {
+			return fmt.Errorf("new bpf collector: target %d has no live threads", c.opts.Pid)
+		}
+	default:
+		if err := c.addThread(c.opts.Pid, unix.BPF_ANY); err != nil {
+			return err
+		}
+	}
+	prog := c.coll.Programs[snapshotProgOnTick].FD()
+	for _, cpu := range cpus {
+		attr := unix.PerfEventAttr{
+			Type:   unix.PERF_TYPE_SOFTWARE,
+			Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+			Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+			Sample: uint64(c.slice.Nanoseconds()),
+			Bits:   unix.PerfBitDisabled,
+		}
+		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			return classify(fmt.Sprintf("open slice timer on cpu %d", cpu), err)
+		}
+		c.timers = append(c.timers, fd)
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, prog); err != nil {
+			return classify("attach tick program", err)
+		}
+	}
+	for _, fd := range c.timers {
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+			return fmt.Errorf("enable slice timer: %w", err)
+		}
+	}
+	return nil
+}
