@@ -1,0 +1,318 @@
+package vpmu
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/bayesperf/bayesperf/inference"
+	"github.com/bayesperf/bayesperf/internal/perf"
+)
+
+// want fills p.next with configuration t of every view.
+func (p *PMU) want(t int) {
+	for v, view := range p.cfg.Views {
+		clear(p.next[v])
+		for _, e := range view.Schedule.Counted(t) {
+			if int(e) >= 0 && int(e) < len(p.next[v]) {
+				p.next[v][e] = true
+			}
+		}
+	}
+}
+
+// apply switches every view to configuration t: disable leaving events, enable entering.
+func (p *PMU) apply(t int) error {
+	for v, view := range p.cfg.Views {
+		want := make([]bool, len(p.cfg.Events))
+		for _, e := range view.Schedule.Counted(t) {
+			if int(e) >= 0 && int(e) < len(want) {
+				want[e] = true
+			}
+		}
+		for i := range p.views[v] {
+			if p.on[v][i] && !want[i] {
+				if err := p.toggle(v, i, false); err != nil {
+					return err
+				}
+				p.on[v][i] = false
+			}
+		}
+		for i := range p.views[v] {
+			if !p.on[v][i] && want[i] {
+				if err := p.toggle(v, i, true); err != nil {
+					return err
+				}
+				p.on[v][i] = true
+			}
+		}
+	}
+	return nil
+}
+
+func (p *PMU) toggle(v, i int, on bool) error {
+	if p.bc != nil {
+		return p.bc.SetEnabled(p.bpfIndex(v, i), on)
+	}
+	if p.views[v][i] == nil {
+		return nil // derived: switching is p.on alone
+	}
+	if on {
+		return p.views[v][i].Enable(false)
+	}
+	return p.views[v][i].Disable(false)
+}
+
+// Step ends the current slice: it reads what counted during it, returns the per-view
+// observations and truth, and moves every view to its next configuration. Events of an
+// exited target can still be read, so a final Step after the target ends is valid.
+//
+// With the bpf collector, Step blocks until the collector's next snapshot (a slice in
+// which the target did not run gives none, as the kernel does not rotate an inactive
+// task context either) and returns io.EOF once the target has exited and its final
+// snapshot was returned. A snapshot that finds nothing new since the last step or Split
+// (one that came between the end of the collector's slice and this step) is idle.
+func (p *PMU) Step() (Step, error) { return p.stepSlice(false, true) }
+
+// Split ends the current slice now without rotating: the next slice keeps the current
+// configuration until the next Step. A reader uses it to have a slice boundary at the
+// instant it reads, without changing which events count when. With a snapshotting
+// collector the copies are read through its Peek, and its next snapshot ends the rest of
+// the slice.
+func (p *PMU) Split() (Step, error) { return p.stepSlice(false, false) }
+
+// Flush is Step for the last slice of a run: it ends the slice even if the target did
+// not run in it, so that nothing counted is left out.
+func (p *PMU) Flush() (Step, error) { return p.stepSlice(true, true) }
+
+func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
+	if !p.started {
+		return Step{}, errors.New("step virtual PMU: not started")
+	}
+	var (
+		clock uint64
+		truth func(i int) uint64
+		view  func(v, i int) (perf.Count, error)
+		now   int64
+		// switched: the next configuration is already applied, and wasOn holds the
+		// events that counted in the ending slice.
+		switched bool
+	)
+	if p.bc != nil && rotate && !force {
+		if p.eof {
+			return Step{}, io.EOF
+		}
+		snap, err := p.bc.Next()
+		if errors.Is(err, io.EOF) {
+			p.eof = true
+			return Step{}, io.EOF
+		}
+		if err != nil {
+			return Step{}, fmt.Errorf("step virtual PMU: %w", err)
+		}
+		if snap.Counts[0].Enabled <= p.prevClock {
+			// A split (a tool's read, which took the Runner's lock after this slice
+			// ended and before the step) already reported the slice, and the target has
+			// not run since: idle, as a read(2) step after no run, rather than a slice
+			// of no time. The views keep their configuration for the next slice, which
+			// the collector gates with the events enabled now.
+			return Step{Index: p.step, Idle: true}, nil
+		}
+		now = perf.MonotonicNs()
+		clock = snap.Counts[0].Enabled
+		truth = func(i int) uint64 { return snap.Counts[1+i].Value }
+		view = func(v, i int) (perf.Count, error) { return snap.Counts[p.bpfIndex(v, i)], nil }
+	} else if p.bc != nil {
+		// Split or Flush: every copy as it is now, read through the collector without
+		// ending its slice, so that the next snapshot covers the rest of it. Nothing
+		// rotates (a Flush ends the run): the collector applies a switch to the slice
+		// since its last snapshot, which this one has already partly reported.
+		rotate = false
+		counts, err := p.peekAll()
+		if err != nil {
+			return Step{}, fmt.Errorf("step virtual PMU: %w", err)
+		}
+		if counts[0].Enabled <= p.prevClock && !force {
+			return Step{Index: p.step, Idle: true}, nil
+		}
+		now = perf.MonotonicNs()
+		clock = counts[0].Enabled
+		truth = func(i int) uint64 { return counts[1+i].Value }
+		view = func(v, i int) (perf.Count, error) { return counts[p.bpfIndex(v, i)], nil }
+	} else {
+		// One read of the clock says whether the target ran at all, before anything is
+		// switched (an idle step must not rotate).
+		c, err := p.readOne(p.clock)
+		if err != nil {
+			return Step{}, err
+		}
+		if c.Enabled == p.prevClock && !force {
+			return Step{Index: p.step, Idle: true}, nil
+		}
+		// Then, event by event, read the always-on copy: that read is the event's slice
+		// boundary. A derived event's views advance by exactly what the copy counted
+		// since the last step if they scheduled it in the ending slice, and switch by
+		// bookkeeping alone, atomically at the boundary as a real PMU switches. An event
+		// with view copies of its own (hardware events, see derivable) has them switched
+		// and read right after its truth: a leaving copy is disabled before it is read,
+		// so nothing leaks into its next turn, and an entering one is enabled at once;
+		// the few events that happen in between land in the neighbouring slice. Reads
+		// of another task's active events cost an IPI each, hundreds of microseconds a
+		// round on a loaded VM, so the copies are read once per step.
+		if rotate {
+			p.want(p.pos + 1)
+		} else {
+			p.want(p.pos)
+		}
+		now = perf.MonotonicNs()
+		clock = c.Enabled
+		p.gen++
+		for i := range p.cfg.Events {
+			if ks := p.truthOf[i]; len(ks) > 0 || p.copyOf[i] >= 0 {
+				if len(ks) == 0 {
+					ks = []int{p.copyOf[i]}
+				}
+				p.truthVals[i] = 0
+				for _, k := range ks {
+					if p.readAt[k] != p.gen {
+						tc, err := p.readOne(p.copies[k])
+						if err != nil {
+							return Step{}, err
+						}
+						p.copyVals[k], p.readAt[k] = tc.Value, p.gen
+					}
+					p.truthVals[i] += p.copyVals[k]
+				}
+			}
+			for v := range p.views {
+				was, will := p.on[v][i], p.next[v][i]
+				p.wasOn[v][i] = was
+				if p.derived[i] {
+					if k := p.copyOf[i]; was {
+						p.viewVals[v][i] = p.prevView[v][i]
+						if p.copyVals[k] >= p.prevCopy[k] {
+							p.viewVals[v][i].Value += p.copyVals[k] - p.prevCopy[k]
+						}
+					}
+					p.on[v][i] = will
+					continue
+				}
+				if was && !will {
+					if err := p.toggle(v, i, false); err != nil {
+						return Step{}, err
+					}
+				}
+				if was {
+					vc, err := p.readOne(p.views[v][i])
+					if err != nil {
+						return Step{}, err
+					}
+					p.viewVals[v][i] = vc
+				}
+				p.on[v][i] = will
+			}
+		}
+		// Entering copies are enabled once every leaving one is off: a view's copies are
+		// pinned, and a pinned copy enabled while the counters are all taken would go
+		// into error state instead of counting.
+		for v := range p.views {
+			for i := range p.cfg.Events {
+				if !p.derived[i] && !p.wasOn[v][i] && p.on[v][i] {
+					if err := p.toggle(v, i, true); err != nil {
+						return Step{}, err
+					}
+				}
+			}
+		}
+		copy(p.prevCopy, p.copyVals)
+		switched = true
+		truth = func(i int) uint64 { return p.truthVals[i] }
+		view = func(v, i int) (perf.Count, error) { return p.viewVals[v][i], nil }
+	}
+	st := Step{Index: p.step, WallNs: now - p.lastWall}
+	p.lastWall = now
+	// Running totals never decrease: a delta is only counted once the totals pass what
+	// was already reported. read(2) never goes back, and package bpf's collector makes
+	// its next snapshot at least what a Peek (a split) read; a Switchable that did not
+	// would have the difference counted once, later, rather than twice.
+	enabled := uint64(0)
+	if clock > p.prevClock {
+		enabled = clock - p.prevClock
+		p.prevClock = clock
+	}
+	if p.cfg.Truth {
+		st.Truth = make([]uint64, len(p.cfg.Events))
+		for i := range st.Truth {
+			if v := truth(i); v > p.prevTruth[i] {
+				st.Truth[i] = v - p.prevTruth[i]
+				p.prevTruth[i] = v
+			}
+		}
+	}
+	// The slice lasts the time the target ran in it (its virtual enabled time), the
+	// time base of the kernel's own scaling; idle stretches were merged into it above.
+	dur := float64(max(enabled, 1))
+	if !switched {
+		for v := range p.on {
+			copy(p.wasOn[v], p.on[v])
+		}
+	}
+	for v := range p.views {
+		sl := inference.Slice{Index: p.step, Duration: dur, Readings: make([]inference.Reading, len(p.cfg.Events))}
+		for i := range p.views[v] {
+			r := inference.Reading{Event: inference.EventID(i), Enabled: enabled}
+			if p.wasOn[v][i] {
+				c, err := view(v, i)
+				if err != nil {
+					return Step{}, err
+				}
+				if c.Value >= p.prevView[v][i].Value {
+					r.Count = c.Value - p.prevView[v][i].Value
+					p.prevView[v][i] = c
+				}
+				// Scheduled for the whole slice: on a real PMU its running time is the
+				// slice's enabled time. The copy's own running time falls short by the
+				// instants spent switching, an artefact of emulation, not multiplexing.
+				r.Running = enabled
+				p.running[v][i] += enabled
+			}
+			sl.Readings[i] = r
+		}
+		st.Views = append(st.Views, sl)
+	}
+	p.step++
+	if rotate {
+		p.pos++
+	}
+	if !switched {
+		if err := p.apply(p.pos); err != nil {
+			return Step{}, err
+		}
+	}
+	return st, nil
+}
+
+// peekAll reads every copy now through the snapshotting collector.
+func (p *PMU) peekAll() ([]perf.Count, error) {
+	if len(p.peekIdx) == 0 {
+		n := p.bpfIndex(len(p.cfg.Views), 0)
+		p.peekIdx, p.peekBuf = make([]int, n), make([]perf.Count, n)
+		for k := range p.peekIdx {
+			p.peekIdx[k] = k
+		}
+	}
+	if err := p.bc.Peek(p.peekIdx, p.peekBuf); err != nil {
+		return nil, err
+	}
+	return p.peekBuf, nil
+}
+
+// bpfIndex is the position of a copy in the bpf collector's event list: the clock, the
+// truth copies, then each view's copies.
+func (p *PMU) bpfIndex(view, i int) int {
+	base := 1
+	if p.cfg.Truth {
+		base += len(p.cfg.Events)
+	}
+	return base + view*len(p.cfg.Events) + i
+}
