@@ -16,3 +16,21 @@ model-accuracy:
 model-bench:
 	$(GO) test -run '^$$' -bench 'BenchmarkSlice' -benchtime 3000x -count 3 -cpu 1 ./inference/model/
 	$(GO) test -run '^$$' -bench 'BenchmarkSmooth/events=(8|16|35|64)$$' -benchtime 50x -cpu 1 ./inference/model/
+
+# Diagnostics of the model: each prints per-trace and per-event figures that the tests
+# do not judge (their test files say what they showed). DIAG_TRACES narrows the traces
+# (comma-separated names, default all); CUT and SKIP cut the live traces for
+# model-diag-cut.
+DIAG_TRACES ?= all
+CUT    ?= 500
+SKIP   ?= 0
+.PHONY: model-diag model-diag-per-event model-diag-median model-diag-coverage model-diag-cut
+model-diag: model-diag-per-event model-diag-median model-diag-coverage model-diag-cut
+model-diag-per-event:
+	BAYESPERF_PEREVENT=$(DIAG_TRACES) $(GO) test -count=1 -run '^TestPerEventDiag$$' -v ./inference/model/
+model-diag-median:
+	BAYESPERF_MEDIAN=$(DIAG_TRACES) $(GO) test -count=1 -run '^TestMedianDiag$$' -v ./inference/model/
+model-diag-coverage:
+	BAYESPERF_COVDIAG=1 $(GO) test -count=1 -run '^TestCoverageDiag$$' -v ./inference/model/
+model-diag-cut:
+	BAYESPERF_LIVE_CUT=$(CUT) BAYESPERF_LIVE_SKIP=$(SKIP) $(GO) test -count=1 -run '^TestLiveCut$$' -v ./inference/model/

@@ -39,7 +39,7 @@ func covModel(t *testing.T, tr *replay.Trace, rels []relation.Relation, fixed []
 //	BAYESPERF_COVDIAG=1 go test -count=1 -run TestCoverageDiag -v ./inference/model/
 func TestCoverageDiag(t *testing.T) {
 	if os.Getenv("BAYESPERF_COVDIAG") == "" {
-		t.Skip("diagnostic: set BAYESPERF_COVDIAG")
+		t.Skip("diagnostic: make model-diag-coverage (BAYESPERF_COVDIAG=1)")
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%-28s %6s %6s %6s %6s | %5s %5s %5s %5s | %5s %5s %5s | %5s\n", "trace", "cov", "exact", "zero", "infer", "q50", "q80", "q90", "q95", "sd", "lvl", "scat", "scale")

@@ -34,7 +34,7 @@ import (
 func TestLiveCut(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("BAYESPERF_LIVE_CUT"))
 	if n <= 0 {
-		t.Skip("diagnostic: set BAYESPERF_LIVE_CUT")
+		t.Skip("diagnostic: make model-diag-cut (BAYESPERF_LIVE_CUT=N)")
 	}
 	skip, _ := strconv.Atoi(os.Getenv("BAYESPERF_LIVE_SKIP"))
 	files, _ := filepath.Glob("../../internal/eval/testdata/live-*.csv")

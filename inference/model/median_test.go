@@ -69,7 +69,7 @@ const medianMinCount = 100
 func TestMedianDiag(t *testing.T) {
 	want := os.Getenv("BAYESPERF_MEDIAN")
 	if want == "" {
-		t.Skip("diagnostic: set BAYESPERF_MEDIAN")
+		t.Skip("diagnostic: make model-diag-median (BAYESPERF_MEDIAN=traces)")
 	}
 	files, _ := filepath.Glob("../replay/testdata/*.csv")
 	mine, _ := filepath.Glob("testdata/*.csv")

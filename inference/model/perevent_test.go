@@ -22,7 +22,7 @@ import (
 func TestPerEventDiag(t *testing.T) {
 	want := os.Getenv("BAYESPERF_PEREVENT")
 	if want == "" {
-		t.Skip("diagnostic: set BAYESPERF_PEREVENT")
+		t.Skip("diagnostic: make model-diag-per-event (BAYESPERF_PEREVENT=traces)")
 	}
 	files, _ := filepath.Glob("../replay/testdata/*.csv")
 	mine, _ := filepath.Glob("testdata/*.csv")
