@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -277,4 +278,23 @@ func needRoot(t testing.TB, why string) {
 	if os.Geteuid() != 0 {
 		t.Skipf("needs root: %s (CI runs the tests as root)", why)
 	}
+}
+
+// startPiped starts cmd with a pipe to its stdin and one from its stdout, keeping its
+// stderr; a failure to start fails t.
+func startPiped(t testing.TB, cmd *exec.Cmd) (stdin io.WriteCloser, stdout io.ReadCloser, stderr *strings.Builder) {
+	t.Helper()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout, err = cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stderr = &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", cmd.Path, err)
+	}
+	return stdin, stdout, stderr
 }

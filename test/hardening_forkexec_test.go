@@ -81,19 +81,7 @@ func runForkTool(t *testing.T, forks int, kill time.Duration) forkTool {
 		args = append(args, "--sidecar-may-die")
 	}
 	cmd := exec.Command(args[0], args[1:]...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outp, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	in, outp, stderr := startPiped(t, cmd)
 	finished := false
 	defer func() {
 		if !finished {

@@ -43,19 +43,7 @@ func TestHardeningNoLeaks(t *testing.T) {
 	n := leakCycles()
 	cmd := exec.Command(filepath.Join(dir, "bayesperf"), "run", "--pidfile", pidfile, "--stats", sf, "--",
 		filepath.Join(dir, "hardening_leak"), strconv.Itoa(n))
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	in, out, stderr := startPiped(t, cmd)
 	pid := waitPidfile(t, cmd, pidfile)
 	type sample struct{ toolFds, toolMaps, toolRSS, scFds, scMaps, scRSS int }
 	var marks []sample
@@ -70,6 +58,7 @@ func TestHardeningNoLeaks(t *testing.T) {
 			continue
 		}
 		s.scFds, s.scMaps = waitFdsStable(t, pid)
+		var err error
 		if s.scRSS, err = procRSSKiB(pid); err != nil {
 			t.Fatal(err)
 		}

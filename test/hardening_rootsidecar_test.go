@@ -35,19 +35,7 @@ func startSidecarArgs(t *testing.T, dirMode os.FileMode, args ...string) (pid in
 	sock = filepath.Join(dir, "sock")
 	sf := filepath.Join(t.TempDir(), "stats.json")
 	cmd := exec.Command(filepath.Join(dropinBins(t), "bayesperf"), append([]string{"sidecar", "--socket", sock, "--stats", sf}, args...)...)
-	lifeline, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	lifeline, out, stderr := startPiped(t, cmd)
 	stopped := false
 	stop = func() sidecarStatsFull {
 		if stopped {
