@@ -228,7 +228,19 @@ func (md *Model) predict(d float64) {
 	// precision of the step. Only direct readings of rates seen before take part: a
 	// first sighting says nothing about the walk. The same innovations, when they come
 	// after a gap, calibrate the reported intervals (see learner.calibrate).
+	clear(l.first)
 	for _, o := range md.obs {
+		if len(o.h) == 1 && !md.seen[o.h[0].i] && o.full && !md.inSum[o.h[0].i] {
+			// A first sighting says nothing about persistence either: the step out
+			// of it has a deviation of half the rate it read, so that the next
+			// reading, more than the walk, says whether the rate stays up. A start-up burst (a
+			// program's execs and forks, all in its first slice) was otherwise
+			// carried into every slice until the next reading. Not for a term of
+			// an exact sum: the sum's readings are split over its terms by their
+			// step variances, and the widened term would take all of them.
+			r := o.y / o.h[0].c
+			l.first[o.h[0].i] = r * r / 4
+		}
 		if len(o.h) != 1 || !md.seen[o.h[0].i] {
 			continue
 		}
@@ -281,7 +293,7 @@ func (md *Model) predict(d float64) {
 		// new phase still is (1.62x -> 1.65x, 1.54x -> 1.56x).
 		b := math.Max(l.scale[i]*l.scale[i], l.rnoise[i]) * (1/lam[i] - 1)
 		l.qb[i] = b + l.burst[i]
-		l.burst[i] = b
+		l.burst[i] = math.Max(b, l.first[i])
 	}
 	// P ← F·P·F + diag(qs)·corr·diag(qs) + diag(qb), in one pass.
 	for i := range k {

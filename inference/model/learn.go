@@ -27,6 +27,7 @@ type learner struct {
 	lam          []float64 // Student-t precision scale of each component's step
 	rnoise       []float64 // per component the noise variance of this slice's reading (0: none)
 	burst        []float64 // per component the burst variance of the previous slice's step
+	first        []float64 // per component the step variance out of a first sighting (predict)
 	fixedA       float64   // persistence forced by Options.Reversion, or -1 to learn it
 	logc80       float64   // log interval scales learned by calibrate
 	qs           []float64 // per component step standard deviation used this slice
@@ -103,6 +104,7 @@ func (l *learner) init(k, n int, opt Options) {
 	l.lam = make([]float64, k)
 	l.rnoise = make([]float64, k)
 	l.burst = make([]float64, k)
+	l.first = make([]float64, k)
 	l.fixedA = -1
 	if opt.Reversion > 0 {
 		l.fixedA = 1 - opt.Reversion

@@ -37,8 +37,8 @@ var (
 	// Measured: callgrind median 2.47x, coverage 0.900-0.982 (bzip2, just above the
 	// acceptance), median sharpness up to 0.59 (bzip2, whose wide D1mw and DLmw
 	// intervals widen L1_misses and LL_misses), worst ratio up to 4.5x (tar ILmr, md5
-	// D1mw); kernel median 1.29x, total error at most 0.007 above linux's (du), worst
-	// ratio up to 4.85x; live median 1.79x, total error at most 0.004 above linux's
+	// D1mw); kernel median 1.33x, total error at most 0.001 above linux's (du), worst
+	// ratio up to 4.83x; live median 1.79x, total error at most 0.001 above linux's
 	// (du); and on each family events that linux got exactly (WAPE 0) while bayesperf,
 	// on its own schedule, never read their single occurrence.
 	guard = map[string]bar{
