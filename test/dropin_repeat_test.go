@@ -89,7 +89,8 @@ func TestDropinRepeatTruth(t *testing.T) {
 // task-clock lies between what perf printed for it (the truth copies start when the
 // thread's events are registered, before perf enables its own, and end after perf's
 // last read) and the thread's whole time on a CPU (/proc/PID/task/TID/schedstat, read
-// after the run). Before, only the first thread's events were virtualised (3 of 18
+// after the run) plus that of the threads started while perf counted, which inherited
+// events count in their creator. Before, only the first thread's events were virtualised (3 of 18
 // registered events) and the truth was that thread's alone. Root. About 4 s.
 func TestDropinPerThreadTruth(t *testing.T) {
 	needRoot(t, "the virtual PMU opens copies of the events on another process")
@@ -148,34 +149,66 @@ func TestDropinPerThreadTruth(t *testing.T) {
 	if len(perfClock) < 2 {
 		t.Fatalf("perf printed %d threads, want several:\n%s", len(perfClock), r.stderr)
 	}
-	strict := 0 // threads whose truth lies in [0.99 perf's, its time on a CPU]
-	for tid, v := range perfClock {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(w.Process.Pid) + "/task/" + strconv.Itoa(tid) + "/schedstat")
-		if err != nil {
-			t.Fatalf("thread %d: %v", tid, err)
+	// Inherited events count, in the thread that created it, a thread the program
+	// starts while perf counts (perf lists only the threads it found at its start): a
+	// thread's value may then exceed its own time on a CPU by the unlisted threads'.
+	// Natively, 2 of about 45 runs of this workload started a thread in the 2 s and
+	// perf printed 156.33 ms for a thread that had run 47.94 ms.
+	born := 0.0
+	for tid := range threadIDs(t, w.Process.Pid) {
+		if _, listed := perfClock[tid]; !listed {
+			born += cpuMs(t, w.Process.Pid, tid)
 		}
-		ran, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
-		ran /= 1e6
+	}
+	strict := 0 // threads whose truth lies in [0.99 perf's, its own and new threads' time on a CPU]
+	for tid, v := range perfClock {
+		ran := cpuMs(t, w.Process.Pid, tid)
 		got, ok := truth[tid]
-		t.Logf("thread %d: perf printed %.2f ms, truth %.2f ms, on a CPU %.2f ms in all", tid, v, got, ran)
+		t.Logf("thread %d: perf printed %.2f ms, truth %.2f ms, on a CPU %.2f ms in all (threads started during the run: %.2f ms)", tid, v, got, ran, born)
 		switch {
 		case !ok:
 			t.Errorf("thread %d: no truth of task-clock reported", tid)
-		case got >= 0.99*v && got <= ran:
+		case got >= 0.99*v && got <= ran+born:
 			strict++
 		case math.Abs(got-v) <= 0.02*v:
-			// Known bug, not yet understood (issue 15): in about 1 of 5 runs here one
-			// thread's truth and perf's value agree with each other but not with the
-			// thread's own time on a CPU (162.86 and 162.84 ms against 57.76 ms), or
-			// the truth is 1.5% below perf's value (41.02 against 41.63 ms, CPU 65.50):
-			// a per-target PMU's copies may follow another thread. Logged, not failed;
-			// any other form fails.
-			t.Logf("KNOWN BUG (issue 15): thread %d: truth %.2f ms, perf %.2f ms, on a CPU %.2f ms", tid, got, v, ran)
+			// Not understood (issue 15), at most one thread, rarely: the truth 1.5%
+			// below perf's value (41.02 against 41.63 ms, on a CPU 65.50 ms).
+			t.Logf("thread %d: truth %.2f ms within 2%% of perf's %.2f ms but not in [0.99 perf's, %.2f ms]", tid, got, v, ran+born)
 		default:
-			t.Errorf("thread %d: truth of task-clock %.2f ms, want between perf's %.2f ms and the thread's %.2f ms on a CPU", tid, got, v, ran)
+			t.Errorf("thread %d: truth of task-clock %.2f ms, want between perf's %.2f ms and the %.2f ms on a CPU of the thread and of threads started during the run", tid, got, v, ran+born)
 		}
 	}
 	if strict < len(perfClock)-1 {
-		t.Errorf("%d of %d threads' truths within [0.99 perf's value, the thread's time on a CPU]; want all but at most one", strict, len(perfClock))
+		t.Errorf("%d of %d threads' truths within [0.99 perf's value, the thread's and new threads' time on a CPU]; want all but at most one", strict, len(perfClock))
 	}
+}
+
+// threadIDs lists the threads of process pid.
+func threadIDs(t *testing.T, pid int) map[int]bool {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]bool{}
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			out[tid] = true
+		}
+	}
+	return out
+}
+
+// cpuMs is thread tid's time on a CPU so far, in ms (schedstat's first field).
+func cpuMs(t *testing.T, pid, tid int) float64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/schedstat")
+	if err != nil {
+		t.Fatalf("thread %d: %v", tid, err)
+	}
+	ns, err := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	if err != nil {
+		t.Fatalf("thread %d: schedstat %q: %v", tid, b, err)
+	}
+	return ns / 1e6
 }
