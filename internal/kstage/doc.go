@@ -72,8 +72,9 @@
 // decrease). Relations bind by perf's generic and
 // tracepoint names only (perf.Namer), so raw vendor events get the temporal model
 // without relations. Without Preload, the first multiplexed round of a target with
-// tracepoints reads tracefs under the stage's lock (hundreds of milliseconds).
+// tracepoints reads tracefs (hundreds of milliseconds) under its client's lock.
 //
-// Stage is safe for concurrent use; Correct is called by one goroutine at a time, as
-// the sidecar promises.
+// Stage is safe for concurrent use: the sidecar calls it for different clients
+// concurrently (for one client, one call at a time); each client's state is under its
+// own lock.
 package kstage

@@ -47,9 +47,14 @@ type Stage struct {
 	// CPU per 5 s run).
 	History int
 
-	mu      sync.Mutex
-	clients map[int]*client
-	names   perf.Namer
+	// mu guards the client map only; each client's correction (its models, the reads
+	// of tracefs that naming its events may take) is under the client's own mu, so that
+	// one client's slow call stalls no other client.
+	mu       sync.Mutex
+	clients  map[int]*client
+	names    perf.Namer
+	unitOnce sync.Once
+	unitV    time.Duration
 }
 
 var (
@@ -63,6 +68,7 @@ var (
 )
 
 type client struct {
+	mu      sync.Mutex               // guards the rest
 	events  map[uint32]sidecar.Event // every live event seen, by handle
 	targets map[targetKey]*target
 }
@@ -129,12 +135,12 @@ const watchEvery = 50 * time.Millisecond
 // is being corrected: slices much longer than the kernel's rotation would hide it; and
 // every watchEvery while a live target is not corrected yet, to see it multiplexed.
 func (s *Stage) Pace(id int) time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.clients[id]
+	c := s.lookup(id)
 	if c == nil {
 		return 0
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var pace time.Duration
 	for _, t := range c.targets {
 		switch {
@@ -152,12 +158,12 @@ func (s *Stage) Pace(id int) time.Duration {
 // smoother's running totals as of each read, so every read must ask for them (a
 // refresh), whatever the sidecar's staleness bound.
 func (s *Stage) Sync(e sidecar.Event) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.clients[e.Client]
+	c := s.lookup(e.Client)
 	if c == nil {
 		return false
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	t := c.targets[targetKey{e.Pid, e.CPU}]
 	return t != nil && t.md != nil && !t.final && !t.off
 }
@@ -166,10 +172,20 @@ func (s *Stage) Sync(e sidecar.Event) bool {
 func (s *Stage) Preload() { s.names.Preload() }
 
 func (s *Stage) unit() time.Duration {
-	if s.Unit <= 0 {
-		s.Unit = vpmu.MuxInterval()
-	}
-	return s.Unit
+	s.unitOnce.Do(func() {
+		s.unitV = s.Unit
+		if s.unitV <= 0 {
+			s.unitV = vpmu.MuxInterval()
+		}
+	})
+	return s.unitV
+}
+
+// lookup returns client id's state, nil if none.
+func (s *Stage) lookup(id int) *client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clients[id]
 }
 
 func (s *Stage) logf(format string, args ...any) {
@@ -202,20 +218,24 @@ func (s *Stage) Correct(now int64, events []sidecar.Event, values []shim.Values)
 // (a client with one); a read gets the smoother's running totals plus what the kernel
 // counted since the last round, scaled (see publish), and so does a registration.
 func (s *Stage) CorrectCall(_ int64, call sidecar.Call, events []sidecar.Event, values []shim.Values) {
+	if len(events) == 0 {
+		return
+	}
+	// A call's events are all one client's (sidecar.Stage).
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.clients == nil {
 		s.clients = map[int]*client{}
 	}
-	perClient := map[int]int{}
+	c := s.clients[events[0].Client]
+	if c == nil {
+		c = &client{events: map[uint32]sidecar.Event{}, targets: map[targetKey]*target{}}
+		s.clients[events[0].Client] = c
+	}
+	s.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, e := range events {
-		c := s.clients[e.Client]
-		if c == nil {
-			c = &client{events: map[uint32]sidecar.Event{}, targets: map[targetKey]*target{}}
-			s.clients[e.Client] = c
-		}
 		c.events[e.Handle] = e
-		perClient[e.Client]++
 	}
 	// Map every value to its events, and each round's readings to the targets.
 	reads := make([]read, 0, len(values))
@@ -225,7 +245,6 @@ func (s *Stage) CorrectCall(_ int64, call sidecar.Call, events []sidecar.Event, 
 		if len(v.Members) == 0 {
 			continue // the sidecar could not read it: the shim asks the kernel
 		}
-		c := s.clients[e.Client]
 		hs := []uint32{e.Handle}
 		if len(v.Members) > 1 {
 			// A group read: the whole group, leader first, whichever member was read.
@@ -244,7 +263,7 @@ func (s *Stage) CorrectCall(_ int64, call sidecar.Call, events []sidecar.Event, 
 			idx[m] = t.add(h)
 		}
 		reads = append(reads, read{i: i, t: t, idx: idx})
-		if call == sidecar.CallRound || perClient[e.Client] == len(c.events) {
+		if call == sidecar.CallRound || len(events) == len(c.events) {
 			r := rounds[t]
 			if r == nil {
 				r = map[int]raw{}
@@ -271,12 +290,12 @@ func (s *Stage) CorrectCall(_ int64, call sidecar.Call, events []sidecar.Event, 
 // late event: the totals so far become its base) or retired when none of them was
 // ever multiplexed.
 func (s *Stage) Unregistered(e sidecar.Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.clients[e.Client]
+	c := s.lookup(e.Client)
 	if c == nil {
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	delete(c.events, e.Handle)
 	t := c.targets[targetKey{e.Pid, e.CPU}]
 	if t == nil {

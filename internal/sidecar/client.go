@@ -26,6 +26,17 @@ type client struct {
 
 	mu     sync.Mutex // guards events
 	events map[uint32]*event
+
+	// pub serialises this client's kernel reads, Stage calls, ring pumps and mirror
+	// writes, and the closing of its events. It is the client's own: a client whose
+	// Stage call is slow (a virtual PMU being built) stalls no other client.
+	pub     sync.Mutex
+	readBuf []byte // read(2) buffer, under pub
+}
+
+func newClient(s *Server, id int, conn *net.UnixConn, credPid int32, foreign bool) *client {
+	return &client{id: id, srv: s, conn: conn, credPid: credPid, foreign: foreign, events: map[uint32]*event{},
+		readBuf: make([]byte, shim.ReadSize(shim.FormatGroup|shim.FormatTotalTimeEnabled|shim.FormatTotalTimeRunning|shim.FormatID|shim.FormatLost, shim.MirrorMaxValues))}
 }
 
 // event is one registered perf event.
@@ -38,12 +49,12 @@ type event struct {
 	closed atomic.Bool
 	// ring is the sampling mirror while the tool has the fd mapped; an event the tool
 	// closed while its ring stays mapped lives on (unregistered) until UNMAP, as the
-	// kernel keeps an event alive while its ring is mapped. Both under Server.pubMu.
+	// kernel keeps an event alive while its ring is mapped. Both under client.pub.
 	ring         *mirrorRing
 	unregistered bool
 }
 
-// close releases everything; the caller holds Server.pubMu.
+// close releases everything; the caller holds its client's pub.
 func (e *event) close() {
 	if e.closed.Swap(true) {
 		return
@@ -293,11 +304,12 @@ func (c *client) register(h shim.MsgHdr, m shim.Register, fds []int) ([]byte, in
 		mirror: mirror,
 	}
 	// Publish once before the shim can see the page, so its first read is served.
-	c.srv.publish([]*event{e}, CallRegister)
-	c.srv.registered()
+	c.publish([]*event{e}, CallRegister)
 	c.mu.Lock()
 	c.events[m.Handle] = e
 	c.mu.Unlock()
+	// Only now may the publisher's round find the event (and ask a Pacer about it).
+	c.srv.registered()
 	c.srv.events.Add(1)
 	out, err := shim.Encode(shim.MsgRegister|shim.MsgReply, h.Seq, shim.RegisterReply{Handle: m.Handle})
 	if err != nil {
@@ -319,8 +331,8 @@ func (c *client) unregister(handle uint32) int32 {
 	if e == nil {
 		return -int32(unix.ENOENT)
 	}
-	c.srv.pubMu.Lock()
-	defer c.srv.pubMu.Unlock()
+	c.pub.Lock()
+	defer c.pub.Unlock()
 	if u, ok := c.srv.cfg.Stage.(Unregisterer); ok {
 		c.srv.guard(func() { u.Unregistered(e.info) })
 	}
@@ -343,8 +355,8 @@ func (c *client) mapRing(m shim.Map) (int32, int) {
 	if e == nil {
 		return -int32(unix.ENOENT), -1
 	}
-	c.srv.pubMu.Lock()
-	defer c.srv.pubMu.Unlock()
+	c.pub.Lock()
+	defer c.pub.Unlock()
 	if e.ring != nil || e.unregistered {
 		return -int32(unix.EBUSY), -1
 	}
@@ -370,8 +382,8 @@ func (c *client) unmapRing(handle uint32) int32 {
 	if e == nil {
 		return -int32(unix.ENOENT)
 	}
-	c.srv.pubMu.Lock()
-	defer c.srv.pubMu.Unlock()
+	c.pub.Lock()
+	defer c.pub.Unlock()
 	if e.ring == nil {
 		return -int32(unix.EINVAL)
 	}
@@ -396,11 +408,11 @@ func (c *client) flush(handle uint32, paused bool) int32 {
 		evs = append(evs, e)
 	}
 	c.mu.Unlock()
-	c.srv.pubMu.Lock()
+	c.pub.Lock()
 	for _, e := range evs {
 		c.srv.pumpLocked(e, paused && e.info.Handle == handle)
 	}
-	c.srv.pubMu.Unlock()
+	c.pub.Unlock()
 	c.srv.active()
 	return 0
 }
@@ -412,7 +424,7 @@ func (c *client) refresh(handle uint32) int32 {
 	if e == nil {
 		return -int32(unix.ENOENT)
 	}
-	c.srv.publish([]*event{e}, CallRead)
+	c.publish([]*event{e}, CallRead)
 	c.srv.active()
 	return 0
 }

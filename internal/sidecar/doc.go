@@ -41,6 +41,8 @@
 // (or decline the one registration) and are logged; they never stop the server. A Stage
 // that panics is switched off for the rest of the run (logged once with its stack;
 // Stats.StagePanicked): every mirror then carries the kernel's values, which are exact.
-// Server methods are safe for concurrent use; a Stage is called by one goroutine at a
-// time.
+// Server methods are safe for concurrent use. A Stage is called for one client by one
+// goroutine at a time, and for different clients concurrently: no lock shared by all
+// clients is held across a system call, so one client's slow registration or Stage
+// call never delays another's reads; a stage guards what its clients share.
 package sidecar

@@ -24,7 +24,7 @@ import (
 // a read-only forward ring is left to the kernel) is in overwrite mode, like
 // the kernel's.
 //
-// Fields are used under Server.pubMu only.
+// Fields are used under the pub lock of the event's client only.
 type mirrorRing struct {
 	kmem, mmem []byte
 	rd         *ringbuf.Reader

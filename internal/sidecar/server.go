@@ -39,8 +39,8 @@ type Config struct {
 	// IdlePeriod (default 50 ms) is the period of rounds while no client reads but one
 	// has a mirrored sampling ring: each round moves the records the kernel wrote since.
 	IdlePeriod time.Duration
-	Stage        Stage // correction stage (default Identity)
-	Logf         func(format string, args ...any)
+	Stage      Stage // correction stage (default Identity)
+	Logf       func(format string, args ...any)
 	// AllowUIDs lists users other than the sidecar's own (and root) whose tools may
 	// connect: a sidecar run as root (for BPF) serving non-root tools. Such a "foreign"
 	// client gets only what its own fds give it (see foreignPolicy): New refuses a
@@ -87,9 +87,7 @@ type Server struct {
 
 	wake     chan struct{} // a refresh happened: republish at Period again
 	kick     chan struct{} // an event was registered: one round, to ask a Pacer
-	pubMu    sync.Mutex    // serialises kernel reads, the Stage and mirror writes
-	readBuf  []byte
-	stageOff atomic.Bool // the Stage panicked: publish the kernel's values
+	stageOff atomic.Bool   // the Stage panicked: publish the kernel's values
 
 	events, clientsSeen, declined, publishes atomic.Uint64
 	rings, recordsMirrored, recordsLost      atomic.Uint64
@@ -167,7 +165,6 @@ func New(cfg Config) (*Server, error) {
 		clients: map[int]*client{},
 		wake:    make(chan struct{}, 1),
 		kick:    make(chan struct{}, 1),
-		readBuf: make([]byte, shim.ReadSize(shim.FormatGroup|shim.FormatTotalTimeEnabled|shim.FormatTotalTimeRunning|shim.FormatID|shim.FormatLost, shim.MirrorMaxValues)),
 	}, nil
 }
 
@@ -293,7 +290,7 @@ func (s *Server) accept(conn *net.UnixConn) {
 		return
 	}
 	s.nextID++
-	c := &client{id: s.nextID, srv: s, conn: conn, credPid: cred.Pid, foreign: foreign, events: map[uint32]*event{}}
+	c := newClient(s, s.nextID, conn, cred.Pid, foreign)
 	s.clients[c.id] = c
 	s.mu.Unlock()
 	s.clientsSeen.Add(1)
@@ -307,14 +304,14 @@ func (s *Server) accept(conn *net.UnixConn) {
 
 func (s *Server) drop(c *client) {
 	c.conn.Close()
-	s.pubMu.Lock() // no publish may touch pages being unmapped
+	c.pub.Lock() // no publish may touch pages being unmapped
 	c.mu.Lock()
 	for _, e := range c.events {
 		e.close()
 	}
 	c.events = map[uint32]*event{}
 	c.mu.Unlock()
-	s.pubMu.Unlock()
+	c.pub.Unlock()
 	s.mu.Lock()
 	delete(s.clients, c.id)
 	if cp, err := shim.ClientCounters(c.page); err == nil {
@@ -329,9 +326,9 @@ func (s *Server) drop(c *client) {
 	}
 	s.mu.Unlock()
 	if f, ok := s.cfg.Stage.(Forgetter); ok {
-		s.pubMu.Lock() // the Stage is called by one goroutine at a time
+		c.pub.Lock() // the Stage is called for a client by one goroutine at a time
 		s.guard(func() { f.Forget(c.id) })
-		s.pubMu.Unlock()
+		c.pub.Unlock()
 	}
 	s.cfg.Logf("client %d (pid %d) gone", c.id, c.pid)
 }
@@ -444,19 +441,20 @@ func (s *Server) publishLoop(ctx context.Context) {
 			evs := make([]*event, 0, len(c.events))
 			for _, e := range c.events {
 				evs = append(evs, e)
-				rings = rings || e.ring != nil
 			}
 			c.mu.Unlock()
 			slices.SortFunc(evs, func(a, b *event) int { return int(a.info.Handle) - int(b.info.Handle) })
-			s.publish(evs, CallRound)
+			if c.publish(evs, CallRound) {
+				rings = true
+			}
 			if p, ok := s.cfg.Stage.(Pacer); ok && len(evs) > 0 {
-				s.pubMu.Lock() // the Stage is called by one goroutine at a time
+				c.pub.Lock() // the Stage is called for a client by one goroutine at a time
 				s.guard(func() {
 					if d := p.Pace(c.id); d > 0 && (pace == 0 || d < pace) {
 						pace = d
 					}
 				})
-				s.pubMu.Unlock()
+				c.pub.Unlock()
 			}
 			s.mu.Lock()
 			if cp, err := shim.ClientCounters(c.page); err == nil {
@@ -508,26 +506,29 @@ func (s *Server) active() {
 	}
 }
 
-// publish reads evs from the kernel, runs the Stage on them as call and writes their
-// mirrors.
-func (s *Server) publish(evs []*event, call Call) {
+// publish reads evs, events of c, from the kernel, runs the Stage on them as call and
+// writes their mirrors. It holds c.pub throughout: another client's reads, Stage calls
+// and mirror writes go on meanwhile. It reports whether an event has a mirrored ring.
+func (c *client) publish(evs []*event, call Call) (rings bool) {
 	if len(evs) == 0 {
-		return
+		return false
 	}
-	s.pubMu.Lock()
-	defer s.pubMu.Unlock()
+	s := c.srv
+	c.pub.Lock()
+	defer c.pub.Unlock()
 	infos := make([]Event, 0, len(evs))
 	vals := make([]shim.Values, 0, len(evs))
 	live := evs[:0:0]
 	var states []uint32
 	for _, e := range evs {
 		if e.ring != nil {
+			rings = true
 			s.pumpLocked(e, false)
 		}
 		if e.closed.Load() || e.unregistered {
 			continue
 		}
-		v, state := e.readKernel(s.readBuf)
+		v, state := e.readKernel(c.readBuf)
 		live = append(live, e)
 		infos = append(infos, e.info)
 		vals = append(vals, v)
@@ -543,7 +544,7 @@ func (s *Server) publish(evs []*event, call Call) {
 		// rewritten: the kernel's values, read again.
 		sy = nil
 		for i, e := range live {
-			vals[i], states[i] = e.readKernel(s.readBuf)
+			vals[i], states[i] = e.readKernel(c.readBuf)
 		}
 	}
 	var flags []uint32 // per live event; nil: none
@@ -565,19 +566,21 @@ func (s *Server) publish(evs []*event, call Call) {
 		e.mirror.Publish(states[i], f, uint64(now), vals[i])
 	}
 	s.publishes.Add(uint64(len(live)))
+	return rings
 }
 
 // correct runs the Stage on vals, unless it has panicked before: a bug in a stage (the
 // model, the virtual PMU) must not take the sidecar down with every client's mirrors.
 // After a panic the stage is off for the rest of the run, so every mirror gets the
 // kernel's values, which are exact; the panic is logged once with its stack. It reports
-// whether the stage ran to the end. pubMu is held.
+// whether the stage ran to the end. The pub lock of the client called for is held.
 func (s *Server) correct(now int64, call Call, infos []Event, vals []shim.Values) bool {
 	return s.guard(func() { correctStage(s.cfg.Stage, now, call, infos, vals) })
 }
 
 // guard runs f, a call into the Stage, unless the stage is off; a panic in f switches
-// it off (see correct). It reports whether f ran to the end. pubMu is held.
+// it off (see correct). It reports whether f ran to the end. The pub lock of the client
+// called for is held.
 func (s *Server) guard(f func()) (ok bool) {
 	if s.stageOff.Load() {
 		return false
@@ -593,7 +596,8 @@ func (s *Server) guard(f func()) (ok bool) {
 	return true
 }
 
-// pumpLocked moves the records of e's kernel ring into its mirror; pubMu is held. A
+// pumpLocked moves the records of e's kernel ring into its mirror; the pub lock of e's
+// client is held. A
 // backward ring is copied only when the tool has just paused it.
 func (s *Server) pumpLocked(e *event, paused bool) {
 	if e.ring == nil || e.closed.Load() {

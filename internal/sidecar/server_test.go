@@ -331,10 +331,9 @@ func FuzzServeMessages(f *testing.F) {
 	}
 	r, _ := shim.Encode(shim.MsgRegister, 2, registerMsg(1, 0))
 	f.Add(r, true)
-	srv := &Server{cfg: Config{Stage: Identity{}, Logf: func(string, ...any) {}}, clients: map[int]*client{},
-		readBuf: make([]byte, 8192)}
+	srv := &Server{cfg: Config{Stage: Identity{}, Logf: func(string, ...any) {}}, clients: map[int]*client{}}
 	f.Fuzz(func(t *testing.T, b []byte, hello bool) {
-		c := &client{srv: srv, events: map[uint32]*event{}}
+		c := newClient(srv, 0, nil, 0, false)
 		if hello {
 			hb, _ := shim.Encode(shim.MsgHello, 1, shim.Hello{})
 			_, fd, err := c.handle(hb, nil)

@@ -29,8 +29,11 @@ type Event struct {
 // the number of events alone, a round of a client with one live event looks like a
 // read).
 // Members of a group read (PERF_FORMAT_GROUP) are in values[i].Members, leader first.
-// A Stage must not keep the slices after returning and is called by one goroutine at a
-// time.
+// A Stage must not keep the slices after returning. It is called for one client by one
+// goroutine at a time (every call, the optional interfaces' included, names one client:
+// a call's events are all that client's), and for different clients concurrently: it
+// guards the state its clients share, and should not hold a lock shared by all of them
+// across a system call.
 //
 // The virtual PMU (internal/vpmu/vstage) and the correction of the kernel's
 // multiplexing (internal/kstage) implement Stage: a stage may replace a member's Value

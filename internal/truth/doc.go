@@ -20,6 +20,7 @@
 //
 // Limits: the truth counts from the tool's exec (or open) onwards, so a tool that
 // enables its events later (perf stat -D, self-monitoring) sees its window and the
-// truth does not. Calls come from one goroutine at a time (sidecar.Stage); rows are
-// written as they come and Close flushes them.
+// truth does not. Calls for different clients may come concurrently (sidecar.Stage):
+// each client's copies are under its own lock; rows are written as they come and Close
+// flushes them.
 package truth

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
@@ -20,22 +21,25 @@ type Stage struct {
 	Inner sidecar.Stage
 	Logf  func(format string, a ...any) // nil: silent
 
-	w      *bufio.Writer
-	closer io.Closer
-	names  perf.Namer
+	names perf.Namer
+	// mu guards the writer and the client map; it is never held across a system call
+	// (the copies are opened and read under their client's own mu).
+	mu      sync.Mutex
+	w       *bufio.Writer
+	closer  io.Closer
+	clients map[int]*client
+}
+
+// client is the truth copies of one client's events.
+type client struct {
+	mu     sync.Mutex
 	copies map[copyKey]*perf.Event
-	events map[eventKey]*watched
+	events map[uint32]*watched // by handle
 }
 
 type copyKey struct {
-	client   int
 	pid, cpu int32
 	attr     perf.Attr
-}
-
-type eventKey struct {
-	client int
-	handle uint32
 }
 
 // watched is one event of a tool with truth copies.
@@ -46,8 +50,7 @@ type watched struct {
 
 // New returns a stage writing its rows to w (closed by Close when it is an io.Closer).
 func New(inner sidecar.Stage, w io.Writer, logf func(string, ...any)) *Stage {
-	s := &Stage{Inner: inner, Logf: logf, w: bufio.NewWriter(w),
-		copies: map[copyKey]*perf.Event{}, events: map[eventKey]*watched{}}
+	s := &Stage{Inner: inner, Logf: logf, w: bufio.NewWriter(w), clients: map[int]*client{}}
 	if c, ok := w.(io.Closer); ok {
 		s.closer = c
 	}
@@ -81,7 +84,10 @@ func (s *Stage) Correct(timeNs int64, events []sidecar.Event, values []shim.Valu
 func (s *Stage) CorrectCall(timeNs int64, call sidecar.Call, events []sidecar.Event, values []shim.Values) {
 	if call == sidecar.CallRegister {
 		for _, e := range events {
-			s.watch(e)
+			c := s.client(e.Client, true)
+			c.mu.Lock()
+			s.watch(c, e)
+			c.mu.Unlock()
 		}
 	}
 	var raw shim.Values
@@ -100,31 +106,19 @@ func (s *Stage) CorrectCall(timeNs int64, call sidecar.Call, events []sidecar.Ev
 		return
 	}
 	e := events[0]
-	w := s.events[eventKey{e.Client, e.Handle}]
-	if w == nil {
+	name, truth, ok := s.truth(e)
+	if !ok {
 		return
-	}
-	var truth uint64
-	for _, p := range w.parts {
-		c, err := p.ReadCount()
-		if err != nil {
-			s.logf("truth: %s (client %d handle %d): %v", w.name, e.Client, e.Handle, err)
-			return
-		}
-		if c.Running != c.Enabled {
-			s.logf("truth: %s (client %d handle %d): a pinned copy ran %d of %d ns: no counter for it",
-				w.name, e.Client, e.Handle, c.Running, c.Enabled)
-			return
-		}
-		truth += c.Value
 	}
 	v := values[0]
 	row := []string{
-		strconv.FormatInt(timeNs, 10), strconv.Itoa(e.Client), strconv.FormatUint(uint64(e.Handle), 10), w.name,
+		strconv.FormatInt(timeNs, 10), strconv.Itoa(e.Client), strconv.FormatUint(uint64(e.Handle), 10), name,
 		strconv.FormatUint(rawValue, 10), strconv.FormatUint(raw.Enabled, 10), strconv.FormatUint(raw.Running, 10),
 		strconv.FormatUint(v.Members[0].Value, 10), strconv.FormatUint(v.Enabled, 10), strconv.FormatUint(v.Running, 10),
 		strconv.FormatUint(truth, 10),
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for i, f := range row {
 		if i > 0 {
 			s.w.WriteByte(',')
@@ -132,6 +126,48 @@ func (s *Stage) CorrectCall(timeNs int64, call sidecar.Call, events []sidecar.Ev
 		s.w.WriteString(f)
 	}
 	s.w.WriteByte('\n')
+}
+
+// truth reads the copies of e (a read of one event): its name and the truth, or false
+// when it has none or a copy could not count all along.
+func (s *Stage) truth(e sidecar.Event) (string, uint64, bool) {
+	c := s.client(e.Client, false)
+	if c == nil {
+		return "", 0, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.events[e.Handle]
+	if w == nil {
+		return "", 0, false
+	}
+	var truth uint64
+	for _, p := range w.parts {
+		n, err := p.ReadCount()
+		if err != nil {
+			s.logf("truth: %s (client %d handle %d): %v", w.name, e.Client, e.Handle, err)
+			return "", 0, false
+		}
+		if n.Running != n.Enabled {
+			s.logf("truth: %s (client %d handle %d): a pinned copy ran %d of %d ns: no counter for it",
+				w.name, e.Client, e.Handle, n.Running, n.Enabled)
+			return "", 0, false
+		}
+		truth += n.Value
+	}
+	return w.name, truth, true
+}
+
+// client returns the state of client id, created if new and asked to (else nil).
+func (s *Stage) client(id int, create bool) *client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.clients[id]
+	if c == nil && create {
+		c = &client{copies: map[copyKey]*perf.Event{}, events: map[uint32]*watched{}}
+		s.clients[id] = c
+	}
+	return c
 }
 
 // hardware says whether the kernel may multiplex events of a's type.
@@ -143,8 +179,8 @@ func hardware(a shim.Attr) bool {
 	return true
 }
 
-// watch opens (or shares) the truth copies of one registered event.
-func (s *Stage) watch(e sidecar.Event) {
+// watch opens (or shares) the truth copies of one registered event of c; c.mu is held.
+func (s *Stage) watch(c *client, e sidecar.Event) {
 	if !hardware(e.Attr) || e.GroupHandle != 0 || e.Attr.ReadFormat&shim.FormatGroup != 0 {
 		return
 	}
@@ -153,9 +189,9 @@ func (s *Stage) watch(e sidecar.Event) {
 	a := perf.CountKey(perf.Attr{Type: e.Attr.Type, Config: e.Attr.Config, Flags: e.Attr.Bits})
 	w := &watched{name: s.names.Names([]perf.Attr{a})[0]}
 	for _, p := range perf.LevelParts(a) {
-		k := copyKey{e.Client, e.Pid, e.CPU, p}
-		c := s.copies[k]
-		if c == nil {
+		k := copyKey{e.Pid, e.CPU, p}
+		cp := c.copies[k]
+		if cp == nil {
 			o := p
 			o.Flags |= perf.FlagPinned | e.Attr.Bits&perf.FlagInherit
 			if e.Attr.Bits&perf.FlagEnableOnExec != 0 {
@@ -163,23 +199,28 @@ func (s *Stage) watch(e sidecar.Event) {
 			}
 			o.ReadFormat = perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning
 			var err error
-			if c, err = perf.Open(o, int(e.Pid), int(e.CPU), nil); err != nil {
+			if cp, err = perf.Open(o, int(e.Pid), int(e.CPU), nil); err != nil {
 				s.logf("truth: %s (client %d handle %d): open a pinned copy: %v", w.name, e.Client, e.Handle, err)
 				return
 			}
-			s.copies[k] = c
+			c.copies[k] = cp
 		}
-		w.parts = append(w.parts, c)
+		w.parts = append(w.parts, cp)
 	}
-	s.events[eventKey{e.Client, e.Handle}] = w
+	c.events[e.Handle] = w
 	s.logf("truth: %s (client %d handle %d): %d pinned copies", w.name, e.Client, e.Handle, len(w.parts))
 }
 
 // Sync makes every read of an event with truth copies a synchronous refresh: a row per
 // read.
 func (s *Stage) Sync(e sidecar.Event) bool {
-	if s.events[eventKey{e.Client, e.Handle}] != nil {
-		return true
+	if c := s.client(e.Client, false); c != nil {
+		c.mu.Lock()
+		w := c.events[e.Handle]
+		c.mu.Unlock()
+		if w != nil {
+			return true
+		}
 	}
 	if sy, ok := s.Inner.(sidecar.Syncer); ok {
 		return sy.Sync(e)
@@ -198,7 +239,11 @@ func (s *Stage) Pace(client int) time.Duration {
 // Unregistered forgets the event (its copies stay open with the client's) and tells
 // the inner stage.
 func (s *Stage) Unregistered(e sidecar.Event) {
-	delete(s.events, eventKey{e.Client, e.Handle})
+	if c := s.client(e.Client, false); c != nil {
+		c.mu.Lock()
+		delete(c.events, e.Handle)
+		c.mu.Unlock()
+	}
 	if u, ok := s.Inner.(sidecar.Unregisterer); ok {
 		u.Unregistered(e)
 	}
@@ -206,16 +251,12 @@ func (s *Stage) Unregistered(e sidecar.Event) {
 
 // Forget closes the client's copies and tells the inner stage.
 func (s *Stage) Forget(client int) {
-	for k, c := range s.copies {
-		if k.client == client {
-			c.Close()
-			delete(s.copies, k)
-		}
-	}
-	for k := range s.events {
-		if k.client == client {
-			delete(s.events, k)
-		}
+	s.mu.Lock()
+	c := s.clients[client]
+	delete(s.clients, client)
+	s.mu.Unlock()
+	if c != nil {
+		c.close()
 	}
 	if f, ok := s.Inner.(sidecar.Forgetter); ok {
 		f.Forget(client)
@@ -224,10 +265,15 @@ func (s *Stage) Forget(client int) {
 
 // Close flushes the rows, closes the writer and every copy.
 func (s *Stage) Close() error {
-	for k, c := range s.copies {
-		c.Close()
-		delete(s.copies, k)
+	s.mu.Lock()
+	all := s.clients
+	s.clients = map[int]*client{}
+	s.mu.Unlock()
+	for _, c := range all {
+		c.close()
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	err := s.w.Flush()
 	if s.closer != nil {
 		if cerr := s.closer.Close(); err == nil {
@@ -238,6 +284,17 @@ func (s *Stage) Close() error {
 		return fmt.Errorf("write truth rows: %w", err)
 	}
 	return nil
+}
+
+// close closes the client's copies.
+func (c *client) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, p := range c.copies {
+		p.Close()
+		delete(c.copies, k)
+	}
+	clear(c.events)
 }
 
 func (s *Stage) logf(format string, a ...any) {

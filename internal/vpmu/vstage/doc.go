@@ -85,6 +85,7 @@
 // opened. Errors never reach the client: they leave the kernel's values in place and are
 // reported through Logf.
 //
-// Stage is safe for concurrent use; Correct is called by one goroutine at a time, as the
-// sidecar promises, and Close may be called from any.
+// Stage is safe for concurrent use: the sidecar calls it for different clients
+// concurrently (for one client, one call at a time), and each virtual PMU is built and
+// read under its own lock, so one client's PMU being built stalls no other client.
 package vstage

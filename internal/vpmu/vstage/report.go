@@ -63,7 +63,7 @@ type EventReport struct {
 }
 
 // retire finishes a client's PMU that is being discarded (rebuilt or closed) and keeps
-// its report; a PMU rebuilt (rebuilt) before its target ran has none.
+// its report; a PMU rebuilt (rebuilt) before its target ran has none. c.mu is held.
 func (s *Stage) retire(c *client, rebuilt bool) {
 	if c.corr == nil {
 		c.runner.Stop()
@@ -75,7 +75,10 @@ func (s *Stage) retire(c *client, rebuilt bool) {
 		// has nothing to report, even if the tool read its events meanwhile (with the
 		// BPF collector a read round could land there, and the report listed an
 		// empty client).
-		s.retired = append(s.retired, s.clientReport(c.corr))
+		cr := s.clientReport(c.corr)
+		s.mu.Lock()
+		s.retired = append(s.retired, cr)
+		s.mu.Unlock()
 	}
 }
 
@@ -83,24 +86,29 @@ func (s *Stage) retire(c *client, rebuilt bool) {
 // at exit) and returns the report of every client seen.
 func (s *Stage) Report() Report {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := Report{Clients: append([]ClientReport(nil), s.retired...)}
 	keys := make([]clientKey, 0, len(s.clients))
-	for k := range s.clients {
+	live := map[clientKey]*client{}
+	for k, c := range s.clients {
 		keys = append(keys, k)
+		live[k] = c
 	}
+	s.mu.Unlock()
 	sort.Slice(keys, func(i, j int) bool {
 		return keys[i].id < keys[j].id || keys[i].id == keys[j].id && keys[i].pid < keys[j].pid
 	})
+	var reports []ClientReport
 	for _, k := range keys {
-		c := s.clients[k]
-		if c.corr == nil || c.runner == nil {
-			continue
+		c := live[k]
+		c.mu.Lock()
+		if c.corr != nil && c.runner != nil {
+			s.finish(c)
+			reports = append(reports, s.clientReport(c.corr))
 		}
-		s.finish(c)
-		out.Clients = append(out.Clients, s.clientReport(c.corr))
+		c.mu.Unlock()
 	}
-	return out
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Report{Clients: append(append([]ClientReport(nil), s.retired...), reports...)}
 }
 
 // TruthTotals sums the truth of every event over every client, by event name (nil without

@@ -62,6 +62,10 @@ type Stage struct {
 	// log line that names each client's collector.
 	ReadWhy string
 
+	// mu guards the client map and what the clients share (retired, used); it is
+	// never held across a system call, nor while taking a client's mu. Each client's
+	// work (building its PMU, reading it, its model) is under the client's own mu, so
+	// that one client's PMU being built stalls no other client.
 	mu      sync.Mutex
 	clients map[clientKey]*client
 	names   perf.Namer
@@ -79,6 +83,7 @@ type clientKey struct {
 }
 
 type client struct {
+	mu     sync.Mutex               // guards the rest
 	events map[uint32]sidecar.Event // every event seen and not unregistered, by handle
 	order  []uint32                 // handles of the virtualised events, in PMU order
 	index  map[uint32]int           // handle -> index in the PMU
@@ -123,56 +128,77 @@ func (s *Stage) CorrectCall(_ int64, call sidecar.Call, events []sidecar.Event, 
 // correct serves a call; call 0 is unknown: a call with one event of a client is then
 // taken for a read.
 func (s *Stage) correct(call sidecar.Call, events []sidecar.Event, values []shim.Values) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.clients == nil {
-		s.clients = map[clientKey]*client{}
-	}
-	// Learn the events first, so a client's PMU is built once for all of them.
-	grown := map[clientKey]bool{}
-	for _, e := range events {
+	// A call's events are one sidecar client's, on one or more targets: one virtual PMU
+	// each, in the order first seen.
+	var keys []clientKey
+	byKey := map[clientKey][]int{} // indices into events
+	for i, e := range events {
 		k := keyOf(e)
-		c := s.clients[k]
-		if c == nil {
-			c = &client{events: map[uint32]sidecar.Event{}}
-			s.clients[k] = c
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
 		}
-		if _, ok := c.events[e.Handle]; !ok {
-			c.events[e.Handle] = e
-			grown[k] = true
-		}
-	}
-	for k := range grown {
-		t0 := time.Now()
-		s.rebuild(k.id, s.clients[k])
-		if c := s.clients[k]; c.runner != nil {
-			s.logf("vstage: client %d: virtual PMU of %d events of pid %d built in %v", k.id, len(c.index), k.pid, time.Since(t0).Round(time.Microsecond))
-		}
+		byKey[k] = append(byKey[k], i)
 	}
 	// A synchronous refresh passes only the event being read: a read by the tool, the
 	// instant its values must refer to. A periodic round passes every live event (the
 	// server says which, CorrectCall; without its word one event of a client is taken
 	// for a read). A client whose virtual PMU has one event, or whose events have just
 	// grown, is served as in a round, read or not, as before the server said.
-	perClient := map[int]int{}
-	for _, e := range events {
-		perClient[e.Client]++
+	read := len(events) == 1
+	if call != 0 {
+		read = call == sidecar.CallRead
 	}
-	for i, e := range events {
-		c := s.clients[keyOf(e)]
-		if c.runner == nil {
-			continue
+	for _, k := range keys {
+		c := s.client(k)
+		c.mu.Lock()
+		s.correctClient(k, c, byKey[k], read, events, values)
+		c.mu.Unlock()
+	}
+}
+
+// client returns the virtual PMU state of k, created empty if new.
+func (s *Stage) client(k clientKey) *client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clients == nil {
+		s.clients = map[clientKey]*client{}
+	}
+	c := s.clients[k]
+	if c == nil {
+		c = &client{events: map[uint32]sidecar.Event{}}
+		s.clients[k] = c
+	}
+	return c
+}
+
+// correctClient serves the events at idx (all of k's) of a call; c.mu is held.
+func (s *Stage) correctClient(k clientKey, c *client, idx []int, read bool, events []sidecar.Event, values []shim.Values) {
+	// Learn the events first, so the PMU is built once for all of them.
+	grown := false
+	for _, i := range idx {
+		e := events[i]
+		if _, ok := c.events[e.Handle]; !ok {
+			c.events[e.Handle] = e
+			grown = true
 		}
-		read := perClient[e.Client] == 1
-		if call != 0 {
-			read = call == sidecar.CallRead
+	}
+	if grown {
+		t0 := time.Now()
+		s.rebuild(k.id, c)
+		if c.runner != nil {
+			s.logf("vstage: client %d: virtual PMU of %d events of pid %d built in %v", k.id, len(c.index), k.pid, time.Since(t0).Round(time.Microsecond))
 		}
-		read = read && len(c.index) > 1 && !grown[keyOf(e)]
+	}
+	if c.runner == nil {
+		return
+	}
+	read = read && len(c.index) > 1 && !grown
+	for _, i := range idx {
 		if c.corr == nil {
-			s.correctOne(c, e, &values[i])
+			s.correctOne(c, events[i], &values[i])
 			continue
 		}
-		s.correctInfer(c, e, &values[i], read)
+		s.correctInfer(c, events[i], &values[i], read)
 	}
 }
 
@@ -185,17 +211,21 @@ func keyOf(e sidecar.Event) clientKey { return clientKey{e.Client, e.Pid} }
 // report kept; a PMU that keeps other events keeps counting the closed one's copies
 // until the client's events grow again.
 func (s *Stage) Unregistered(e sidecar.Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	k := keyOf(e)
+	s.mu.Lock()
 	c := s.clients[k]
+	s.mu.Unlock()
 	if c == nil {
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	delete(c.events, e.Handle)
 	if len(c.events) == 0 {
 		s.drop(c)
+		s.mu.Lock()
 		delete(s.clients, k)
+		s.mu.Unlock()
 	}
 }
 
@@ -203,16 +233,23 @@ func (s *Stage) Unregistered(e sidecar.Event) {
 // reports.
 func (s *Stage) Forget(id int) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	var gone []*client
 	for k, c := range s.clients {
 		if k.id == id {
-			s.drop(c)
+			gone = append(gone, c)
 			delete(s.clients, k)
 		}
 	}
+	s.mu.Unlock()
+	for _, c := range gone {
+		c.mu.Lock()
+		s.drop(c)
+		c.mu.Unlock()
+	}
 }
 
-// drop finishes c's PMU, keeps its report and closes its copies in the background.
+// drop finishes c's PMU, keeps its report and closes its copies in the background;
+// c.mu is held.
 func (s *Stage) drop(c *client) {
 	if c.runner == nil {
 		return
@@ -300,7 +337,8 @@ func (c *client) members(h uint32) []uint32 {
 	return out
 }
 
-// rebuild (re)opens the client's virtual PMU over all its task-bound events.
+// rebuild (re)opens the client's virtual PMU over all its task-bound events; c.mu is
+// held.
 func (s *Stage) rebuild(id int, c *client) {
 	if c.runner != nil {
 		s.retire(c, true)
@@ -468,10 +506,12 @@ func (s *Stage) rebuild(id int, c *client) {
 		s.logf("vstage: client %d: %s", id, line)
 		c.logged = line
 	}
+	s.mu.Lock()
 	if s.used == nil {
 		s.used = map[string]int{}
 	}
 	s.used[coll]++
+	s.mu.Unlock()
 	if corr != nil {
 		corr.coll = coll
 	}
@@ -492,8 +532,8 @@ const backlogSteps = 256
 // drainBacklog gives the estimators of client c the steps its runner r kept, unless r
 // is no longer the client's or its correction has finished.
 func (s *Stage) drainBacklog(c *client, r *vpmu.Runner) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.runner != r || c.corr == nil || c.corr.finished {
 		return
 	}
@@ -569,15 +609,21 @@ func notExecd(target, clientPid int) bool {
 // Close stops and closes every client's virtual PMU.
 func (s *Stage) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	var all []*client
 	for k, c := range s.clients {
+		all = append(all, c)
+		delete(s.clients, k)
+	}
+	s.mu.Unlock()
+	for _, c := range all {
+		c.mu.Lock()
 		if c.runner != nil {
 			s.retire(c, false)
 			if c.pmu != nil {
 				c.pmu.Close()
 			}
 		}
-		delete(s.clients, k)
+		c.mu.Unlock()
 	}
 	s.closing.Wait()
 	return nil
