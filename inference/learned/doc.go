@@ -22,7 +22,8 @@
 // observed so far: after Finish, the whole run), and compressed with log1p, as the paper
 // takes log10 of its counts. The target is log1p(true count / unit).
 //
-// The MLP (paper table 1: two hidden layers, dropout) sees the five inputs of the 2W+1
+// The MLP (paper table 1: two hidden layers, dropout; DefaultConfig gives the sizes
+// used here and why they are smaller) sees the five inputs of the 2W+1
 // slices around t (W = 8 by default) and predicts slice t. The Bi-GRU (table 2) reads
 // the whole sequence of the event's per-slice inputs forwards and backwards and predicts
 // every slice from both hidden states. Both predict a correction of the fixed
