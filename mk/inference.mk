@@ -1,7 +1,8 @@
-# inference: factor graph, schedulers, baselines, metrics and trace replay.
+# inference: factor graph, schedulers, baselines, learned estimators, metrics and trace
+# replay.
 
 FUZZ_TARGETS += ./inference/replay:FuzzReadCSV ./inference/replay:FuzzParsePerfStatInterval \
-	./inference/replay:FuzzParseCallgrindPart
+	./inference/replay:FuzzParseCallgrindPart ./inference/learned:FuzzLoad
 
 # The committed traces are test data: `make test` never regenerates them. Regenerating
 # needs perf, valgrind and the workloads' programs.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bayesperf/bayesperf/inference/learned"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/replay"
 	"github.com/bayesperf/bayesperf/internal/eval"
@@ -32,7 +33,8 @@ const evalUsage = `usage:
                  [--collector auto|read|bpf] [--mux-interval D] [--save-trace FILE]
                  [--online] [--json] [--plot FILE] -- CMD ARGS...
   bayesperf eval --trace FILE.csv --counters N [--fixed EVENTS] [--window K]
-                 [--relations FILE] [--time-column NAME] [--online] [--json] [--plot FILE]
+                 [--relations FILE] [--time-column NAME] [--model FILE] [--online] [--json]
+                 [--plot FILE]
   bayesperf eval --reads FILE.csv [--json] [--plot FILE]
 
 Live mode runs CMD with every event opened for it and multiplexes them on a virtual PMU
@@ -43,7 +45,9 @@ process can load one (root, or CAP_BPF and CAP_PERFMON), otherwise with read(2);
 table and --json say which (--collector forces one).
 Replay mode reads a CSV of exact per-slice counts and simulates the kernel's round robin.
 Every estimator (linux, fixed, linear, bayesperf-rr, and bayesperf on its own schedule
-when available) sees the same observations and is scored against the truth.
+when available) sees the same observations and is scored against the truth. With
+--model FILE (written by 'bayesperf train'), the learned estimators mlp and bigru are
+scored too, on the kernel's multiplexing as linux and fixed see it.
 Reads mode scores a drop-in run on a real PMU from the rows 'bayesperf run --truth
 FILE.csv' wrote, one per read of a hardware event by the tool: per interval (an event's
 reads), linux is what perf stat -I prints from the kernel's values and bayesperf-rr what
@@ -76,6 +80,7 @@ func runEval(args []string) int {
 	asJSON := fs.Bool("json", false, "print exactly one JSON object instead of the table")
 	saveTrace := fs.String("save-trace", "", "live: also write the run's exact per-slice counts as a trace CSV (replay it with --trace FILE --time-column time_ns)")
 	plotFile := fs.String("plot", "", "draw truth and estimates of the worst events and the errors to FILE.png or FILE.svg")
+	modelFile := fs.String("model", "", "also score the learned estimators mlp and bigru of FILE (written by 'bayesperf train')")
 	reads := fs.String("reads", "", "score the reads of a drop-in run written by 'bayesperf run --truth FILE.csv'")
 	if code, stop := parseCmdLine("eval", flagHelp(fs, evalUsage), fs, args); stop {
 		return code
@@ -103,11 +108,17 @@ func runEval(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
+	var lm *learned.Model
+	if *modelFile != "" {
+		if lm, err = loadModel(*modelFile); err != nil {
+			return fail(err)
+		}
+	}
 	var r perf.Resolver
 	universe := append(perf.SymbolNames(), r.Tracepoints()...)
 	var (
 		obs           eval.Observations
-		opt           = eval.Options{Counters: *counters}
+		opt           = eval.Options{Counters: *counters, Learned: lm}
 		title         string
 		collectorUsed string // live: "read" or "bpf"
 	)
@@ -255,4 +266,18 @@ func splitList(l []string) []string {
 		}
 	}
 	return out
+}
+
+// loadModel reads a model file written by bayesperf train; a bad file is a usage error.
+func loadModel(file string) (*learned.Model, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("open model: %w", err)}
+	}
+	defer f.Close()
+	m, err := learned.Load(f)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("%s: %w", file, err)}
+	}
+	return m, nil
 }

@@ -156,3 +156,55 @@ func TestEvalJSONHarmFigures(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainThenEvalModel trains a model with `bayesperf train` and checks that `eval
+// --model --json` scores mlp and bigru with every metric, like every other estimator.
+func TestTrainThenEvalModel(t *testing.T) {
+	trace := filepath.Join("..", "..", "inference", "replay", "testdata", "make.csv")
+	model := filepath.Join(t.TempDir(), "model.json")
+	if code := runTrain([]string{"--trace", trace, "--counters", "4", "--fixed", "task-clock", "--epochs", "2", "-q", "-o", model}); code != 0 {
+		t.Fatalf("train: exit %d", code)
+	}
+	out, code := captureStdout(t, func() int {
+		return runEval([]string{"--trace", trace, "--counters", "4", "--fixed", "task-clock", "--window", "10", "--model", model, "--json"})
+	})
+	if code != 0 {
+		t.Fatalf("eval: exit %d, output %q", code, out)
+	}
+	var m struct {
+		Estimators     map[string]map[string]any `json:"estimators"`
+		ErrorReduction map[string]float64        `json:"error_reduction"`
+		PerEvent       []map[string]any          `json:"per_event"`
+	}
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	for _, name := range []string{"mlp", "bigru"} {
+		got, want := m.Estimators[name], m.Estimators["linux"]
+		if got == nil {
+			t.Fatalf("%s missing from estimators", name)
+		}
+		for k := range want {
+			if _, ok := got[k]; !ok {
+				t.Errorf("%s: metric %q missing", name, k)
+			}
+		}
+		for _, k := range []string{"wape", "ra", "dtw", "worst_ratio"} {
+			if _, ok := got[k].(float64); !ok {
+				t.Errorf("%s: %s = %v, want a number", name, k, got[k])
+			}
+		}
+		if _, ok := m.ErrorReduction[name]; !ok {
+			t.Errorf("%s: no error reduction", name)
+		}
+		if _, ok := m.PerEvent[0][name]; !ok {
+			t.Errorf("%s: no per-event metrics", name)
+		}
+	}
+	// A corrupt model is a usage error, with the file named.
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(bad, []byte(`{"format":"bayesperf-learned","version":9}`), 0o644)
+	if code := runEval([]string{"--trace", trace, "--counters", "4", "--model", bad, "--json"}); code != 2 {
+		t.Errorf("corrupt model: exit %d, want 2", code)
+	}
+}

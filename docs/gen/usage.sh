@@ -46,7 +46,11 @@ kernel-style scaled value and the truth of a hidden always-on copy.
     bayesperf eval -e <24 events> --counters 4 --fixed task-clock -- bayesperf workload mixed
     bayesperf eval --trace inference/replay/testdata/git.csv --counters 4 --json
 
-`make run` runs the first of these on a built-in workload.
+`make run` runs the first of these on a built-in workload. The learned correctors of
+source 001 (docs/learned.md) are trained once and scored beside the others:
+
+    bayesperf train --corpus inference/replay/testdata/corpus -o model.json
+    bayesperf eval --trace inference/replay/testdata/git.csv --counters 4 --model model.json
 
 ## Event names
 

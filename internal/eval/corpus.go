@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/bayesperf/bayesperf/inference/learned"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/replay"
 )
@@ -89,6 +90,12 @@ func CorpusTraces(dir string, fam CorpusFamily, split map[string]string, half st
 // the built-in relations plus the family's relation file, bound against universe (the
 // events this machine knows), every estimator on the same observations.
 func ScoreCorpusTrace(dir string, fam CorpusFamily, file string, universe []string) (*Result, error) {
+	return ScoreCorpusTraceWith(dir, fam, file, universe, nil)
+}
+
+// ScoreCorpusTraceWith is ScoreCorpusTrace with the learned estimators of m as well
+// (none when m is nil), as `bayesperf eval --trace FILE --model M` scores them.
+func ScoreCorpusTraceWith(dir string, fam CorpusFamily, file string, universe []string, m *learned.Model) (*Result, error) {
 	tr, err := replay.ReadFile(file, replay.ReadOptions{TimeColumn: fam.TimeColumn})
 	if err != nil {
 		return nil, err
@@ -106,7 +113,7 @@ func ScoreCorpusTrace(dir string, fam CorpusFamily, file string, universe []stri
 		}
 		rels = append(rels, more...)
 	}
-	opt := Options{Counters: fam.Counters, Relations: relation.BindUniverse(rels, tr.Events, universe)}
+	opt := Options{Counters: fam.Counters, Relations: relation.BindUniverse(rels, tr.Events, universe), Learned: m}
 	obs, err := FromTrace(tr, fam.Counters, fam.Fixed, opt.Relations)
 	if err != nil {
 		return nil, err
@@ -124,4 +131,35 @@ func (fam CorpusFamily) Command(file string) string {
 		s += " --relations " + filepath.Join(filepath.Dir(file), fam.Relations)
 	}
 	return s
+}
+
+// TrainingRun is the trace replayed as the family replays it, under the kernel's round
+// robin, as a training run for the learned estimators (named after the file).
+func (fam CorpusFamily) TrainingRun(file string) (learned.Run, error) {
+	tr, err := replay.ReadFile(file, replay.ReadOptions{TimeColumn: fam.TimeColumn})
+	if err != nil {
+		return learned.Run{}, err
+	}
+	return KernelRun(filepath.Base(file), tr, fam.Counters, fam.Fixed)
+}
+
+// KernelRun is tr multiplexed by the kernel's round robin at counters counters with the
+// fixed events, as a training run for the learned estimators.
+func KernelRun(name string, tr *replay.Trace, counters int, fixed []string) (learned.Run, error) {
+	ks, err := replay.KernelSchedule(tr, counters, fixed)
+	if err != nil {
+		return learned.Run{}, fmt.Errorf("build kernel schedule for %s: %w", name, err)
+	}
+	return learned.Run{Name: name, Events: len(tr.Events), Slices: replay.Simulate(tr, ks), Truth: tr.Counts}, nil
+}
+
+// FamilyOf is the corpus family whose prefix starts the file's base name, or false.
+func FamilyOf(file string) (CorpusFamily, bool) {
+	base := filepath.Base(file)
+	for _, fam := range CorpusFamilies {
+		if strings.HasPrefix(base, fam.Prefix) {
+			return fam, true
+		}
+	}
+	return CorpusFamily{}, false
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bayesperf/bayesperf/inference"
 	"github.com/bayesperf/bayesperf/inference/baseline"
+	"github.com/bayesperf/bayesperf/inference/learned"
 	"github.com/bayesperf/bayesperf/inference/metrics"
 	"github.com/bayesperf/bayesperf/inference/model"
 	"github.com/bayesperf/bayesperf/inference/relation"
@@ -21,10 +22,12 @@ const (
 	Linear      = "linear"
 	BayesPerfRR = "bayesperf-rr"
 	BayesPerf   = "bayesperf"
+	MLP         = learned.NameMLP
+	BiGRU       = learned.NameBiGRU
 )
 
 // Order is the order estimators are reported in.
-var Order = []string{Linux, Fixed, Linear, BayesPerfRR, BayesPerf}
+var Order = []string{Linux, Fixed, Linear, BayesPerfRR, BayesPerf, MLP, BiGRU}
 
 // Observations are one run: the truth and what each schedule let the estimators see.
 type Observations struct {
@@ -46,6 +49,9 @@ type Options struct {
 	// slice (what a tool reading live would get), instead of after Finish (final,
 	// smoothed values). Totals are always final.
 	Online bool
+	// Learned, when set, adds its mlp and bigru estimators, on the kernel's
+	// multiplexing as linux and fixed see it.
+	Learned *learned.Model
 }
 
 // Metric is one estimator's scores for one event, as in the JSON report.
@@ -125,6 +131,15 @@ func estimators(obs Observations, opt Options) ([]entrant, []string, error) {
 			return nil, nil, fmt.Errorf("build bayesperf model: %w", err)
 		}
 		out = append(out, entrant{BayesPerf, own, obs.Own})
+	}
+	if opt.Learned != nil {
+		for _, name := range []string{MLP, BiGRU} {
+			est, err := learned.NewEstimator(opt.Learned, name, n)
+			if err != nil {
+				return nil, nil, err
+			}
+			out = append(out, entrant{name, est, obs.Kernel})
+		}
 	}
 	return out, dropped, nil
 }

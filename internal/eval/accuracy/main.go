@@ -300,6 +300,7 @@ func writeDoc(file string, live, rep, lrep []row, corp []familyRows, wl string, 
 	fmt.Fprintf(&b, "`linux`, `fixed`, `linear` and `bayesperf-rr` see the kernel's round robin; `bayesperf` sees its own overlap schedule (a second copy of every event driven by it in the same run). Truth is the virtual PMU's always-on copy of every event.\n\n")
 	fmt.Fprintf(&b, "## Corpus: programs the model was never tuned on\n\n")
 	fmt.Fprintf(&b, "The validation half of the evaluation corpus (`%s`, see its README: traces of real programs split once by file name, before any was scored, into a tuning half the model may be tuned on and this half, which it never is). Each trace is replayed as its family's line says; every estimator sees the same observations; the columns are bayesperf's (on its own schedule), with Linux's scaling in parentheses. `go test -run TestCorpus -v ./internal/eval/` prints the same figures and what falls short of issue 13's acceptance.\n\n", corpusDir)
+	fmt.Fprintf(&b, "The learned correctors of source 001 (`mlp`, `bigru`), trained on the tuning half and scored on this half beside bayesperf, are in [learned.md](learned.md) (`make learned`).\n\n")
 	for _, fr := range corp {
 		fmt.Fprintf(&b, "### %s (`%s*`)\n\n", fr.fam.Description, fr.fam.Prefix)
 		fmt.Fprintf(&b, "    %s\n\n", fr.fam.Command(filepath.Join(corpusDir, fr.fam.Prefix+"NAME.csv")))
