@@ -28,7 +28,7 @@ pmu-tree:
 	CGO_ENABLED=0 GOARCH=arm64 $(GO) build -o $(PMU_WORK)/bin/bayesperf ./cmd/bayesperf
 	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -c -o $(PMU_WORK)/bin/pmu.test ./test/pmu
 	$(PMU_CC) $(SHIM_CFLAGS) -shared -Wl,--version-script=shim/preload/libbayesperf.map \
-		-Wl,-z,noseparate-code -Wl,--as-needed -o $(PMU_WORK)/bin/libbayesperf.so shim/preload/libbayesperf.c
+		-Wl,-z,noseparate-code -Wl,--as-needed -o $(PMU_WORK)/bin/libbayesperf.so $(SHIM_C)
 
 pmu-run: pmu-guest pmu-tree
 	@test/pmu/run-guest.sh $(abspath $(PMU_GUEST)) $(abspath $(PMU_WORK)) '$(CMD)'

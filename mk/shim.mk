@@ -1,6 +1,10 @@
 # The LD_PRELOAD shim (shim/preload) and the drop-in end-to-end tests (test/dropin_*).
 
-SHIM_SRC := shim/preload/libbayesperf.c shim/preload/bayesperf_abi.h shim/preload/libbayesperf.map
+# The library's C files, by concern (shim/preload/shim.h says what each owns). Listed,
+# not globbed: a stray .c in the directory must not end up in the library. mk/pmu.mk
+# cross-compiles the same list.
+SHIM_C := $(addprefix shim/preload/,real.c fdtable.c conn.c exec.c ring.c read.c control.c)
+SHIM_SRC := $(SHIM_C) shim/preload/shim.h shim/preload/bayesperf_abi.h shim/preload/libbayesperf.map
 SHIM_CFLAGS ?= -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -std=gnu11
 
 BUILD_EXTRA += $(BIN)/libbayesperf.so
@@ -13,4 +17,4 @@ APT_PKGS += gcc libc6-dev
 $(BIN)/libbayesperf.so: $(SHIM_SRC)
 	@mkdir -p $(BIN)
 	$(CC) $(SHIM_CFLAGS) -shared -Wl,--version-script=shim/preload/libbayesperf.map \
-		-Wl,-z,noseparate-code -Wl,--as-needed -o $@ shim/preload/libbayesperf.c
+		-Wl,-z,noseparate-code -Wl,--as-needed -o $@ $(SHIM_C)

@@ -55,6 +55,14 @@
 //     served (or last published) above the kernel's count, so a corrected total that was
 //     above the kernel's is continued with the kernel's increments, never taken back.
 //
+// The C sources are one file per concern behind the internal header shim/preload/shim.h,
+// which states the rules the library keeps and which file owns what: real.c (the real
+// libc functions, logging), fdtable.c (the fd table and the state all files share),
+// conn.c (the sidecar connection, registration), exec.c (the measured program), ring.c
+// (sampling mirrors, poll and epoll), read.c (counting reads, monotonic after a
+// fallback) and control.c (syscall, ioctl, fcntl, dup, close, wait, SIGCHLD). Only
+// bayesperf_abi.h is shared with this package.
+//
 // # Errors and concurrency
 //
 // Decoding functions return an error wrapping ErrMalformed for any byte string that is

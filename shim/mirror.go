@@ -12,11 +12,12 @@ import (
 // kernel's part: it publishes values under the page's seqlock, and the shim in the tool
 // copies them out without a system call.
 //
-// Memory ordering (pairs with mirror_snapshot in libbayesperf.c): Publish makes seq odd,
-// stores the fields, then makes seq even, every store a sequentially consistent atomic, so
-// a reader that loads seq with acquire semantics, copies the fields and loads seq again
-// after an acquire fence sees either all of one publish or a changed seq. Only one
-// goroutine may call Publish at a time; Snapshot may run anywhere, concurrently.
+// Memory ordering (pairs with mirror_copy and fast_copy in shim/preload/read.c): Publish
+// makes seq odd, stores the fields, then makes seq even, every store a sequentially
+// consistent atomic, so a reader that loads seq with acquire semantics, copies the fields
+// and loads seq again after an acquire fence sees either all of one publish or a changed
+// seq. Only one goroutine may call Publish at a time; Snapshot may run anywhere,
+// concurrently.
 type Mirror struct {
 	p *MirrorPage
 }
