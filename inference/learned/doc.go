@@ -42,6 +42,13 @@
 // program is then that program's per-application model). Per-event models are not
 // implemented.
 //
+// # No framework
+//
+// The networks are plain float64 loops, not gonum/mat or a machine-learning framework:
+// they are small (an MLP over 85 inputs, a GRU of 16 units) and trained one sample at a
+// time, and explicit loops keep each forward pass beside its backward pass, which the
+// finite-difference test checks.
+//
 // # Contract
 //
 // Estimates are point values: HasInterval is false, Status is StatusExact for an
