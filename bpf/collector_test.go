@@ -2,12 +2,12 @@ package bpf
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,11 +91,7 @@ func checkDeltas(t *testing.T, snaps []perf.Snapshot, end perf.Snapshot) {
 func TestSlicesOfOneThread(t *testing.T) {
 	const slice = 5 * time.Millisecond
 	cmd, in, _ := startHelper(t, "work")
-	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Events: workEvents(t), Slice: slice})
-	if err != nil {
-		t.Fatalf("NewCollector (requires root): %v", err)
-	}
-	defer c.Close()
+	c := newCollector(t, Options{Pid: cmd.Process.Pid, Events: workEvents(t), Slice: slice})
 	start, err := c.ReadNow()
 	if err != nil {
 		t.Fatal(err)
@@ -184,11 +180,7 @@ func TestSlicesOfOneThread(t *testing.T) {
 // everything they count after their events are opened reaches the snapshots.
 func TestFollowsNewThreads(t *testing.T) {
 	cmd, in, out := startHelper(t, "threads")
-	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, Events: workEvents(t), Slice: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatalf("NewCollector (requires root): %v", err)
-	}
-	defer c.Close()
+	c := newCollector(t, Options{Pid: cmd.Process.Pid, Threads: true, Events: workEvents(t), Slice: 5 * time.Millisecond})
 	initial := c.Threads()
 	if !slices.Contains(initial, cmd.Process.Pid) {
 		t.Fatalf("initial threads %v lack the main thread %d", initial, cmd.Process.Pid)
@@ -198,28 +190,11 @@ func TestFollowsNewThreads(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.Write([]byte{'g'})
-	var workers []int
-	for range threadWorkers {
-		line, err := out.ReadString('\n')
-		if err != nil {
-			t.Fatalf("read worker tid: %v", err)
-		}
-		tid, err := strconv.Atoi(strings.TrimSpace(line))
-		if err != nil {
-			t.Fatalf("parse worker tid %q: %v", line, err)
-		}
-		workers = append(workers, tid)
-	}
+	workers := readIDs(t, out, threadWorkers, "worker tid")
 	// The workers start working once all of them are followed: whatever they count from
 	// then on must reach the snapshots exactly. (Next must keep up meanwhile: it is not
 	// needed for following threads, which the collector does in the background.)
-	deadline := time.Now().Add(10 * time.Second)
-	for !containsAll(c.Threads(), workers) {
-		if time.Now().After(deadline) {
-			t.Fatalf("workers %v not all followed after 10s: followed %v", workers, c.Threads())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFollowed(t, c, workers, "workers")
 	in.Write([]byte{'g'})
 	snaps := collectAll(t, c, 20*time.Second)
 	if err := cmd.Wait(); err != nil {
@@ -281,11 +256,7 @@ func TestRecyclesSlots(t *testing.T) {
 	// Room for the helper's own threads, which the runtime may add to later (more so under
 	// the race detector), and one wave; the waves in all need more.
 	maxThreads := len(initial) + waveThreads + 8
-	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, Events: workEvents(t), Slice: 5 * time.Millisecond, MaxThreads: maxThreads})
-	if err != nil {
-		t.Fatalf("NewCollector (requires root): %v", err)
-	}
-	defer c.Close()
+	c := newCollector(t, Options{Pid: cmd.Process.Pid, Threads: true, Events: workEvents(t), Slice: 5 * time.Millisecond, MaxThreads: maxThreads})
 	start, err := c.ReadNow()
 	if err != nil {
 		t.Fatal(err)
@@ -300,26 +271,8 @@ func TestRecyclesSlots(t *testing.T) {
 	in.Write([]byte{'g'})
 	var workers []int
 	for w := range waveCount {
-		var wave []int
-		for range waveThreads {
-			line, err := out.ReadString('\n')
-			if err != nil {
-				t.Fatalf("wave %d: read worker tid: %v", w, err)
-			}
-			tid, err := strconv.Atoi(strings.TrimSpace(line))
-			if err != nil {
-				t.Fatalf("parse worker tid %q: %v", line, err)
-			}
-			wave = append(wave, tid)
-		}
-		deadline := time.Now().Add(10 * time.Second)
-		for !containsAll(c.Threads(), wave) {
-			if time.Now().After(deadline) {
-				st, _ := c.Stats()
-				t.Fatalf("wave %d: workers %v not followed after 10s (stats %+v)", w, wave, st)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		wave := readIDs(t, out, waveThreads, fmt.Sprintf("wave %d: worker tid", w))
+		waitFollowed(t, c, wave, fmt.Sprintf("wave %d: workers", w))
 		workers = append(workers, wave...)
 		in.Write([]byte{'g'})
 	}
@@ -352,11 +305,7 @@ func TestRecyclesSlots(t *testing.T) {
 // perf's inherit follows them, and that what they count reaches the snapshots.
 func TestFollowsChildProcesses(t *testing.T) {
 	cmd, in, out := startHelper(t, "forker")
-	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, Events: workEvents(t), Slice: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatalf("NewCollector (requires root): %v", err)
-	}
-	defer c.Close()
+	c := newCollector(t, Options{Pid: cmd.Process.Pid, Threads: true, Events: workEvents(t), Slice: 5 * time.Millisecond})
 	var snaps []perf.Snapshot
 	var collectErr error
 	done := make(chan struct{})
@@ -367,22 +316,9 @@ func TestFollowsChildProcesses(t *testing.T) {
 	in.Write([]byte{'g'})
 	var children []int
 	for range childCount {
-		line, err := out.ReadString('\n')
-		if err != nil {
-			t.Fatalf("read child pid: %v", err)
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(line))
-		if err != nil {
-			t.Fatalf("parse child pid %q: %v", line, err)
-		}
-		deadline := time.Now().Add(10 * time.Second)
-		for !slices.Contains(c.Threads(), pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("child %d not followed after 10s", pid)
-			}
-			time.Sleep(time.Millisecond)
-		}
-		children = append(children, pid)
+		pid := readIDs(t, out, 1, "child pid")
+		waitFollowed(t, c, pid, "child")
+		children = append(children, pid...)
 		in.Write([]byte{'g'}) // read by the child, which shares the helper's stdin
 	}
 	<-done
@@ -403,6 +339,18 @@ func TestFollowsChildProcesses(t *testing.T) {
 	t.Logf("children %v followed; %d tasks in all, %d snapshots", children, len(c.Threads()), len(snaps))
 }
 
+// waitFollowed waits up to 10 s for c to follow every one of ids (what), and fails t
+// if it does not.
+func waitFollowed(t *testing.T, c *Collector, ids []int, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !containsAll(c.Threads(), ids); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			st, _ := c.Stats()
+			t.Fatalf("%s %v not all followed after 10s: followed %v (stats %+v)", what, ids, c.Threads(), st)
+		}
+	}
+}
+
 func containsAll(set, want []int) bool {
 	for _, x := range want {
 		if !slices.Contains(set, x) {
@@ -416,14 +364,10 @@ func containsAll(set, want []int) bool {
 // exceed a later read().
 func TestSystemWide(t *testing.T) {
 	const slice = 2 * time.Millisecond
-	c, err := NewCollector(Options{Pid: -1, Events: []unix.PerfEventAttr{
+	c := newCollector(t, Options{Pid: -1, Events: []unix.PerfEventAttr{
 		softwareAttr(unix.PERF_COUNT_SW_CPU_CLOCK),
 		softwareAttr(unix.PERF_COUNT_SW_CONTEXT_SWITCHES),
 	}, Slice: slice})
-	if err != nil {
-		t.Fatalf("NewCollector (requires root): %v", err)
-	}
-	defer c.Close()
 	var snaps []perf.Snapshot
 	for range 10 {
 		s, err := c.Next()
@@ -559,11 +503,7 @@ func TestSetEnabled(t *testing.T) {
 	off.Bits |= unix.PerfBitDisabled
 	never := off
 	cmd, in, _ := startHelper(t, "work")
-	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, Events: []unix.PerfEventAttr{on, off, never}, Slice: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatalf("NewCollector (requires root): %v", err)
-	}
-	defer c.Close()
+	c := newCollector(t, Options{Pid: cmd.Process.Pid, Threads: true, Events: []unix.PerfEventAttr{on, off, never}, Slice: 5 * time.Millisecond})
 	in.Write([]byte{'g'})
 	first, err := c.Next()
 	if err != nil {
@@ -606,11 +546,7 @@ func TestSetEnabled(t *testing.T) {
 func TestSlicesOfASleeper(t *testing.T) {
 	const slice = 5 * time.Millisecond
 	cmd, in, _ := startHelper(t, "naps")
-	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Events: workEvents(t), Slice: slice})
-	if err != nil {
-		t.Fatalf("NewCollector (requires root): %v", err)
-	}
-	defer c.Close()
+	c := newCollector(t, Options{Pid: cmd.Process.Pid, Events: workEvents(t), Slice: slice})
 	start := time.Now()
 	in.Write([]byte{'g'})
 	snaps := collectAll(t, c, 20*time.Second)
@@ -664,11 +600,7 @@ func TestSwitchAtSnapshots(t *testing.T) {
 	pfOff.Bits |= unix.PerfBitDisabled
 	evs := []unix.PerfEventAttr{tc, pf, tcOff, pfOff, tcOff}
 	cmd, in, _ := startHelper(t, "work")
-	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Events: evs, Slice: 5 * time.Millisecond, SwitchAtSnapshots: true})
-	if err != nil {
-		t.Fatalf("NewCollector (requires root): %v", err)
-	}
-	defer c.Close()
+	c := newCollector(t, Options{Pid: cmd.Process.Pid, Events: evs, Slice: 5 * time.Millisecond, SwitchAtSnapshots: true})
 	if c.nr != 2 {
 		t.Errorf("%d kernel events per thread for copies of 2 events, want 2", c.nr)
 	}
@@ -743,11 +675,7 @@ func TestTracepointsStillCount(t *testing.T) {
 		tracepointAttr(t, "sched", "sched_process_exit"),
 	}
 	cmd, in, _ := startHelper(t, "work")
-	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Events: evs, Slice: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatalf("NewCollector (requires root): %v", err)
-	}
-	defer c.Close()
+	c := newCollector(t, Options{Pid: cmd.Process.Pid, Events: evs, Slice: 5 * time.Millisecond})
 	// Someone else's event on the same tracepoint: a system-wide count on CPU 0.
 	other := tracepointAttr(t, "sched", "sched_switch")
 	ofd, err := unix.PerfEventOpen(&other, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)

@@ -54,12 +54,8 @@ func TestEnableOnExec(t *testing.T) {
 	for _, onExec := range []bool{true, false} {
 		t.Run(fmt.Sprintf("EnableOnExec=%v", onExec), func(t *testing.T) {
 			cmd, in := startExecShell(t)
-			c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, Events: evs, Slice: 5 * time.Millisecond,
+			c := newCollector(t, Options{Pid: cmd.Process.Pid, Threads: true, Events: evs, Slice: 5 * time.Millisecond,
 				SwitchAtSnapshots: true, EnableOnExec: onExec})
-			if err != nil {
-				t.Fatalf("NewCollector (requires root): %v", err)
-			}
-			defer c.Close()
 			// Let the shell run a little before its exec: its reads of stdin must not count.
 			in.Write([]byte("x"))
 			time.Sleep(20 * time.Millisecond)
@@ -108,11 +104,7 @@ func TestPeek(t *testing.T) {
 	tcOff.Bits |= unix.PerfBitDisabled
 	evs := []unix.PerfEventAttr{tc, gp, tcOff}
 	cmd, in, _ := startHelper(t, "work")
-	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Events: evs, Slice: 5 * time.Millisecond, SwitchAtSnapshots: true})
-	if err != nil {
-		t.Fatalf("NewCollector (requires root): %v", err)
-	}
-	defer c.Close()
+	c := newCollector(t, Options{Pid: cmd.Process.Pid, Events: evs, Slice: 5 * time.Millisecond, SwitchAtSnapshots: true})
 	in.Write([]byte{'g'})
 	idx := []int{0, 1, 2}
 	peek := make([]perf.Count, len(evs))
@@ -181,12 +173,8 @@ func TestDescendants(t *testing.T) {
 				}
 			}
 			getppid := tracepointAttr(t, "syscalls", "sys_enter_getppid")
-			c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, Descendants: desc, HoldProcesses: true,
+			c := newCollector(t, Options{Pid: cmd.Process.Pid, Threads: true, Descendants: desc, HoldProcesses: true,
 				Events: []unix.PerfEventAttr{getppid}, Slice: 5 * time.Millisecond})
-			if err != nil {
-				t.Fatalf("NewCollector (requires root): %v", err)
-			}
-			defer c.Close()
 			initial := c.Threads()
 			if desc && (len(initial) != 1 || initial[0] != cmd.Process.Pid) {
 				t.Errorf("initial threads %v, want the target thread %d alone", initial, cmd.Process.Pid)

@@ -24,12 +24,8 @@ import (
 // Stats.MaxSliceLag) and is a quarter of the wait it must not include (exitWait).
 func TestExitWaitHoldsNoLock(t *testing.T) {
 	cmd, in, _ := startHelper(t, "sleep")
-	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Events: []unix.PerfEventAttr{softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK)},
+	c := newCollector(t, Options{Pid: cmd.Process.Pid, Events: []unix.PerfEventAttr{softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK)},
 		Slice: 4 * time.Millisecond})
-	if err != nil {
-		t.Fatalf("NewCollector (requires root): %v", err)
-	}
-	defer c.Close()
 	release := make(chan struct{})
 	c.finished = func(tid int) bool {
 		select {

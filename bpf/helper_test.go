@@ -178,23 +178,30 @@ func spinCPU(d time.Duration) {
 // exits (a locked goroutine that returns takes its thread with it).
 func helperThreads() {
 	waitGo()
+	threadWave(threadWorkers, func() { work(threadPages, threadGetppid, 0, threadSpin) })
+	time.Sleep(20 * time.Millisecond)
+}
+
+// threadWave starts n new OS threads that print their tids, and once a go signal
+// comes, runs body on each and waits for them to return (a locked goroutine that
+// returns takes its thread with it).
+func threadWave(n int, body func()) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	release := make(chan struct{})
-	for range threadWorkers {
+	for range n {
 		wg.Go(func() {
 			runtime.LockOSThread()
 			mu.Lock()
 			fmt.Println(unix.Gettid())
 			mu.Unlock()
 			<-release
-			work(threadPages, threadGetppid, 0, threadSpin)
+			body()
 		})
 	}
 	waitGo()
 	close(release)
 	wg.Wait()
-	time.Sleep(20 * time.Millisecond)
 }
 
 // Waves of short-lived threads: more threads in all than the collector's slots.
@@ -212,22 +219,7 @@ func helperWaves() {
 	ents, _ := os.ReadDir("/proc/self/task")
 	threadsBefore := len(ents)
 	for range waveCount {
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		release := make(chan struct{})
-		for range waveThreads {
-			wg.Go(func() {
-				runtime.LockOSThread()
-				mu.Lock()
-				fmt.Println(unix.Gettid())
-				mu.Unlock()
-				<-release
-				work(50, waveGetppid, 0, 2*time.Millisecond)
-			})
-		}
-		waitGo()
-		close(release)
-		wg.Wait()
+		threadWave(waveThreads, func() { work(50, waveGetppid, 0, 2*time.Millisecond) })
 		// The threads die just after their goroutines return: wait for that, so that the
 		// next wave needs the slots they free.
 		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
@@ -299,6 +291,36 @@ func startHelper(t testing.TB, name string) (*exec.Cmd, io.WriteCloser, *bufio.R
 		cmd.Wait()
 	})
 	return cmd, in, bufio.NewReader(out)
+}
+
+// readIDs reads n thread or process ids (what) that the helper prints one a line.
+func readIDs(t *testing.T, out *bufio.Reader, n int, what string) []int {
+	t.Helper()
+	var ids []int
+	for range n {
+		line, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatalf("read %s: %v", what, err)
+		}
+		id, err := strconv.Atoi(strings.TrimSpace(line))
+		if err != nil {
+			t.Fatalf("parse %s %q: %v", what, line, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// newCollector is NewCollector(o), closed when the test ends; it fails t if the
+// collector cannot be made.
+func newCollector(t testing.TB, o Options) *Collector {
+	t.Helper()
+	c, err := NewCollector(o)
+	if err != nil {
+		t.Fatalf("NewCollector (requires root): %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 func softwareAttr(config uint64) unix.PerfEventAttr {

@@ -1,7 +1,6 @@
 package test
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -59,31 +58,15 @@ func runCollector(t *testing.T, coll, events string, cmd ...string) collectorRun
 		}
 		out.printed[l.event] = v
 	}
-	b, err := os.ReadFile(sf)
-	if err != nil {
-		t.Fatalf("read stats: %v", err)
-	}
-	var st struct {
-		Collector string            `json:"collector"`
-		Truth     map[string]uint64 `json:"truth"`
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		t.Fatalf("parse stats %s: %v", b, err)
-	}
+	st := readStats(t, sf)
 	out.collector, out.truth = st.Collector, st.Truth
-	rb, err := os.ReadFile(rf)
-	if err != nil {
-		t.Fatalf("read report: %v", err)
-	}
 	var rep struct {
 		Clients []struct {
 			Collector string `json:"collector"`
 			Slices    int    `json:"slices"`
 		} `json:"clients"`
 	}
-	if err := json.Unmarshal(rb, &rep); err != nil {
-		t.Fatalf("parse report: %v", err)
-	}
+	readJSON(t, rf, &rep)
 	out.report = rep.Clients
 	if want := len(strings.Split(events, ",")); len(out.printed) != want || len(out.truth) != want {
 		t.Fatalf("--collector %s: perf printed %d events, the stats have the truth of %d: want %d\n%s", coll, len(out.printed), len(out.truth), want, r.stderr)

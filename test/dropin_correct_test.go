@@ -1,7 +1,6 @@
 package test
 
 import (
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -102,14 +101,7 @@ func runDropinStat(t *testing.T, flags ...string) (correctedRun, reportClient) {
 		}
 		out.perf[len(out.perf)-1][l.event] = v
 	}
-	var rep runReport
-	b, err := os.ReadFile(rf)
-	if err == nil {
-		err = json.Unmarshal(b, &rep)
-	}
-	if err != nil || len(rep.Clients) == 0 {
-		t.Fatalf("read report: %v\n%s", err, b)
-	}
+	rep := readReport(t, rf)
 	c := rep.Clients[len(rep.Clients)-1]
 	for _, iv := range c.Interval {
 		m := map[string]reportEvent{}
@@ -118,17 +110,7 @@ func runDropinStat(t *testing.T, flags ...string) (correctedRun, reportClient) {
 		}
 		out.report = append(out.report, m)
 	}
-	var st struct {
-		Truth map[string]uint64 `json:"truth"`
-	}
-	sb, err := os.ReadFile(sf)
-	if err == nil {
-		err = json.Unmarshal(sb, &st)
-	}
-	if err != nil {
-		t.Fatalf("read stats: %v", err)
-	}
-	out.truth = st.Truth
+	out.truth = readStats(t, sf).Truth
 	if len(out.perf) < 10 || len(out.report) < len(out.perf) {
 		t.Fatalf("%d perf intervals, %d report intervals: want at least 10, and a report interval for each of perf's\n%s", len(out.perf), len(out.report), r.stderr)
 	}
@@ -243,43 +225,70 @@ func reduction(t *testing.T, what string, base, x map[string]float64) (float64, 
 // change the pooling and the workload's duration; the bounds are only asserted with
 // the defaults.
 func TestDropinCorrected(t *testing.T) {
-	runs := defaultCorrectRuns
-	if n, err := strconv.Atoi(os.Getenv("BAYESPERF_CORRECT_RUNS")); err == nil && n > 0 {
-		runs = n
-	}
-	var none, pooled correctedRun
-	for i := range runs {
+	// A report has an interval for every round of reads, perf prints one for each but
+	// the reads after the command's exit: keep perf's, so the runs line up.
+	r := comparePairs(t, "bayesperf", func() correctedRun {
 		n := runCorrected(t, "--correct", "none", "--schedule", "kernel")
+		n.report = n.report[:len(n.perf)]
+		return n
+	}, func() correctedRun {
 		b := runCorrected(t)
 		checkCorrectedRun(t, b)
-		// A report has an interval for every round of reads, perf prints one for each
-		// but the reads after the command's exit: keep perf's, so the runs line up.
-		none.perf, none.report = append(none.perf, n.perf...), append(none.report, n.report[:len(n.perf)]...)
-		pooled.perf, pooled.report = append(pooled.perf, b.perf...), append(pooled.report, b.report[:len(b.perf)]...)
-		if runs > 1 {
-			r, _ := reduction(t, "", n.wapes(false), b.wapes(false))
-			r2, _ := reduction(t, "", b.wapes(true), b.wapes(false))
-			t.Logf("pair %d: error reduction %.2fx (two runs), %.2fx (same run)", i+1, r, r2)
-		}
-	}
-	two, k := reduction(t, "none -> bayesperf", none.wapes(false), pooled.wapes(false))
-	same, k2 := reduction(t, "same run, linux -> bayesperf", pooled.wapes(true), pooled.wapes(false))
-	if k < 16 || k2 < 16 {
-		t.Fatalf("only %d (%d) events with a truth in both runs (in the bayesperf run), want 16", k, k2)
-	}
-	twoNC, _ := reduction(t, "", withoutEvent(none.wapes(false), "task-clock"), withoutEvent(pooled.wapes(false), "task-clock"))
-	sameNC, _ := reduction(t, "", withoutEvent(pooled.wapes(true), "task-clock"), withoutEvent(pooled.wapes(false), "task-clock"))
-	t.Logf("error reduction of perf's intervals, --correct none --schedule kernel -> --correct bayesperf: %.2fx over %d events (%d pairs of runs); %.2fx without task-clock", two, k, runs, twoNC)
-	t.Logf("error reduction within the bayesperf run, kernel-style scaling on the kernel's round robin -> bayesperf: %.2fx over %d events; %.2fx without task-clock", same, k2, sameNC)
-	if runs != defaultCorrectRuns || correctDuration() != defaultCorrectDuration {
+		b.report = b.report[:len(b.perf)]
+		return b
+	})
+	t.Logf("error reduction of perf's intervals, --correct none --schedule kernel -> --correct bayesperf: %.2fx over %d events (%d pairs of runs); %.2fx without task-clock", r.two, r.k, r.runs, r.twoNC)
+	t.Logf("error reduction within the bayesperf run, kernel-style scaling on the kernel's round robin -> bayesperf: %.2fx over %d events; %.2fx without task-clock", r.same, r.k2, r.sameNC)
+	if r.runs != defaultCorrectRuns || correctDuration() != defaultCorrectDuration {
 		return
 	}
-	if two < minReductionBetween {
-		t.Errorf("error reduction between the runs %.2fx, below %.2fx", two, minReductionBetween)
+	if r.two < minReductionBetween {
+		t.Errorf("error reduction between the runs %.2fx, below %.2fx", r.two, minReductionBetween)
 	}
-	if same < minReductionSame {
-		t.Errorf("error reduction within the bayesperf run %.2fx, below %.2fx", same, minReductionSame)
+	if r.same < minReductionSame {
+		t.Errorf("error reduction within the bayesperf run %.2fx, below %.2fx", r.same, minReductionSame)
 	}
+}
+
+// pairedReductions are the error reductions of perf's intervals that comparePairs
+// measures over runs pairs of runs pooled: from the uncorrected to the corrected runs
+// (two), and within the corrected runs from the report's kernel-style values to the
+// corrected ones (same), over k and k2 events, and the same without task-clock (NC).
+type pairedReductions struct {
+	runs                     int
+	two, same, twoNC, sameNC float64
+	k, k2                    int
+}
+
+// comparePairs runs BAYESPERF_CORRECT_RUNS (default 3) pairs of runs, none then
+// corrected (each returns a run whose report has perf's intervals only), and measures
+// the reductions from none's to corrected's errors; name names the correction in the
+// log. It fails t unless at least 16 events have a truth in both runs.
+func comparePairs(t *testing.T, name string, none, corrected func() correctedRun) pairedReductions {
+	t.Helper()
+	r := pairedReductions{runs: defaultCorrectRuns}
+	if n, err := strconv.Atoi(os.Getenv("BAYESPERF_CORRECT_RUNS")); err == nil && n > 0 {
+		r.runs = n
+	}
+	var base, pooled correctedRun
+	for i := range r.runs {
+		n, b := none(), corrected()
+		base.perf, base.report = append(base.perf, n.perf...), append(base.report, n.report...)
+		pooled.perf, pooled.report = append(pooled.perf, b.perf...), append(pooled.report, b.report...)
+		if r.runs > 1 {
+			two, _ := reduction(t, "", n.wapes(false), b.wapes(false))
+			same, _ := reduction(t, "", b.wapes(true), b.wapes(false))
+			t.Logf("pair %d: error reduction %.2fx (two runs), %.2fx (same run)", i+1, two, same)
+		}
+	}
+	r.two, r.k = reduction(t, "none -> "+name, base.wapes(false), pooled.wapes(false))
+	r.same, r.k2 = reduction(t, "same run, linux -> "+name, pooled.wapes(true), pooled.wapes(false))
+	if r.k < 16 || r.k2 < 16 {
+		t.Fatalf("only %d (%d) events with a truth in both runs (in the corrected run), want 16", r.k, r.k2)
+	}
+	r.twoNC, _ = reduction(t, "", withoutEvent(base.wapes(false), "task-clock"), withoutEvent(pooled.wapes(false), "task-clock"))
+	r.sameNC, _ = reduction(t, "", withoutEvent(pooled.wapes(true), "task-clock"), withoutEvent(pooled.wapes(false), "task-clock"))
+	return r
 }
 
 const (
@@ -369,14 +378,7 @@ func TestDropinCorrectedTotals(t *testing.T) {
 	if r.status != 0 {
 		t.Fatalf("status %d\n%s", r.status, r.stderr)
 	}
-	b, err := os.ReadFile(rf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep runReport
-	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Clients) == 0 {
-		t.Fatalf("parse report: %v\n%s", err, b)
-	}
+	rep := readReport(t, rf)
 	totals := map[string]reportEvent{}
 	for _, e := range rep.Clients[len(rep.Clients)-1].Totals {
 		totals[e.Event] = e

@@ -147,6 +147,10 @@ type stats struct {
 	SelfReads        uint64 `json:"self_reads"`
 	Clients          uint64 `json:"clients"`
 	SidecarLost      bool   `json:"sidecar_lost"`
+	// Collector is the virtual PMU's collector; Truth the hidden always-on copies'
+	// counts by event (both with --virtual-counters).
+	Collector string            `json:"collector"`
+	Truth     map[string]uint64 `json:"truth"`
 }
 
 // bayesperfRun runs `bayesperf run --stats F -- argv...` and returns the result and the
@@ -161,15 +165,33 @@ func bayesperfRun(t testing.TB, argv ...string) (result, stats) {
 
 func readStats(t testing.TB, path string) stats {
 	t.Helper()
+	var s stats
+	readJSON(t, path, &s)
+	return s
+}
+
+// readReport reads the --report of bayesperf run, which must name a client.
+func readReport(t testing.TB, path string) runReport {
+	t.Helper()
+	var rep runReport
+	readJSON(t, path, &rep)
+	if len(rep.Clients) == 0 {
+		t.Fatalf("report %s names no client", path)
+	}
+	return rep
+}
+
+// readJSON decodes the JSON file path (a --stats or --report) into v, failing t if it
+// cannot.
+func readJSON(t testing.TB, path string, v any) {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("read stats: %v", err)
+		t.Fatal(err)
 	}
-	var s stats
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatalf("parse stats %q: %v", b, err)
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("parse %s: %v\n%s", path, err, b)
 	}
-	return s
 }
 
 // statLine is one line of `perf stat -x,` output.
@@ -203,6 +225,17 @@ func parseStatCSV(t testing.TB, s string, interval bool) []statLine {
 		out = append(out, l)
 	}
 	return out
+}
+
+// nativeStat runs `perf stat -x, args...` without bayesperf, which must succeed, and
+// returns its lines by event.
+func nativeStat(t testing.TB, args ...string) map[string]statLine {
+	t.Helper()
+	r := run(t, nil, append([]string{"perf", "stat", "-x,"}, args...)...)
+	if r.status != 0 {
+		t.Fatalf("perf stat: status %d\n%s", r.status, r.stderr)
+	}
+	return byEvent(parseStatCSV(t, r.stderr, false))
 }
 
 func (l statLine) num(t testing.TB) float64 {
@@ -297,4 +330,60 @@ func startPiped(t testing.TB, cmd *exec.Cmd) (stdin io.WriteCloser, stdout io.Re
 		t.Fatalf("start %s: %v", cmd.Path, err)
 	}
 	return stdin, stdout, stderr
+}
+
+// startRun starts `bayesperf run --pidfile F args...` (args: run's flags, "--" and the
+// tool) with the extra environment entries env and its stderr going to stderr, and waits
+// for the sidecar's pid in F. It returns the started command and the sidecar's pid.
+func startRun(t *testing.T, env []string, stderr io.Writer, args ...string) (*exec.Cmd, int) {
+	t.Helper()
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	cmd := exec.Command(filepath.Join(dropinBins(t), "bayesperf"), append([]string{"run", "--pidfile", pidfile}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, waitPidfile(t, cmd, pidfile)
+}
+
+// waitPidfile waits for bayesperf run (cmd) to write the sidecar's pid.
+func waitPidfile(t *testing.T, cmd *exec.Cmd, pidfile string) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(pidfile); err == nil && strings.HasSuffix(string(b), "\n") {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				return pid
+			}
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	t.Fatal("no sidecar pid in the pidfile after 10 s")
+	return 0
+}
+
+// errWaitTimeout is waitTimeout's error for a command it had to kill.
+var errWaitTimeout = errors.New("no exit in time")
+
+// waitTimeout waits at most d for the started cmd to exit and returns Wait's error. A
+// command still running then is killed, with the processes pids (a sidecar that holds
+// cmd's stderr open would keep Wait from returning), and reaped; the error is then
+// errWaitTimeout.
+func waitTimeout(cmd *exec.Cmd, d time.Duration, pids ...int) error {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		cmd.Process.Kill()
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		<-done
+		return errWaitTimeout
+	}
 }

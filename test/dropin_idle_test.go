@@ -3,7 +3,6 @@ package test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,7 +24,6 @@ import (
 // backing off to every 3.2 s).
 func TestDropinIdleWakeups(t *testing.T) {
 	const idleWakeupsPerSec = 10
-	dir := dropinBins(t)
 	modes := [][]string{nil}
 	if os.Geteuid() == 0 {
 		modes = append(modes, []string{"--virtual-counters", "2"})
@@ -38,18 +36,9 @@ func TestDropinIdleWakeups(t *testing.T) {
 			name = strings.Join(flags, " ")
 		}
 		t.Run(name, func(t *testing.T) {
-			tmp := t.TempDir()
-			pidfile := filepath.Join(tmp, "pid")
-			argv := append([]string{filepath.Join(dir, "bayesperf"), "run", "--pidfile", pidfile}, flags...)
-			argv = append(argv, "--", "perf", "stat", "-I", "10000", "-x,", "-e", "page-faults,context-switches,task-clock", "--", "sleep", "14")
-			cmd := exec.Command(argv[0], argv[1:]...)
-			cmd.Env = append(os.Environ(), patientShim...)
 			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			pid := waitPidfile(t, cmd, pidfile)
+			cmd, pid := startRun(t, patientShim, &stderr, append(flags,
+				"--", "perf", "stat", "-I", "10000", "-x,", "-e", "page-faults,context-switches,task-clock", "--", "sleep", "14")...)
 			ready := time.Now()
 			at := func(d time.Duration) int {
 				time.Sleep(time.Until(ready.Add(d)))

@@ -1,12 +1,9 @@
 package test
 
 import (
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -64,40 +61,23 @@ func runValues(t *testing.T, flags ...string) correctedRun {
 // 2.46x of TestDropinCorrected comes with bayesperf's schedule, which a real PMU's
 // kernel does not follow.
 func TestDropinKernelMux(t *testing.T) {
-	runs := defaultCorrectRuns
-	if n, err := strconv.Atoi(os.Getenv("BAYESPERF_CORRECT_RUNS")); err == nil && n > 0 {
-		runs = n
-	}
-	var none, pooled correctedRun
-	for i := range runs {
-		n := runValues(t, "--correct", "none")
+	r := comparePairs(t, "values", func() correctedRun {
+		return runValues(t, "--correct", "none")
+	}, func() correctedRun {
 		b := runValues(t, "--infer-from", "values")
 		checkIntervalTotals(t, b)
-		none.perf, none.report = append(none.perf, n.perf...), append(none.report, n.report...)
-		pooled.perf, pooled.report = append(pooled.perf, b.perf...), append(pooled.report, b.report...)
-		if runs > 1 {
-			r, _ := reduction(t, "", n.wapes(false), b.wapes(false))
-			r2, _ := reduction(t, "", b.wapes(true), b.wapes(false))
-			t.Logf("pair %d: error reduction %.2fx (two runs), %.2fx (same run)", i+1, r, r2)
-		}
-	}
-	two, k := reduction(t, "none -> values", none.wapes(false), pooled.wapes(false))
-	same, k2 := reduction(t, "same run, linux -> values", pooled.wapes(true), pooled.wapes(false))
-	if k < 16 || k2 < 16 {
-		t.Fatalf("only %d (%d) events with a truth in both runs (in the corrected run), want 16", k, k2)
-	}
-	twoNC, _ := reduction(t, "", withoutEvent(none.wapes(false), "task-clock"), withoutEvent(pooled.wapes(false), "task-clock"))
-	sameNC, _ := reduction(t, "", withoutEvent(pooled.wapes(true), "task-clock"), withoutEvent(pooled.wapes(false), "task-clock"))
-	t.Logf("error reduction of perf's intervals, --correct none -> --infer-from values: %.2fx over %d events (%d pairs of runs); %.2fx without task-clock", two, k, runs, twoNC)
-	t.Logf("error reduction within the corrected run, the kernel's scaling -> bayesperf from values: %.2fx over %d events; %.2fx without task-clock", same, k2, sameNC)
-	if runs != defaultCorrectRuns || correctDuration() != defaultCorrectDuration {
+		return b
+	})
+	t.Logf("error reduction of perf's intervals, --correct none -> --infer-from values: %.2fx over %d events (%d pairs of runs); %.2fx without task-clock", r.two, r.k, r.runs, r.twoNC)
+	t.Logf("error reduction within the corrected run, the kernel's scaling -> bayesperf from values: %.2fx over %d events; %.2fx without task-clock", r.same, r.k2, r.sameNC)
+	if r.runs != defaultCorrectRuns || correctDuration() != defaultCorrectDuration {
 		return
 	}
-	if two < minKernelMuxBetween {
-		t.Errorf("error reduction between the runs %.2fx, below %.2fx", two, minKernelMuxBetween)
+	if r.two < minKernelMuxBetween {
+		t.Errorf("error reduction between the runs %.2fx, below %.2fx", r.two, minKernelMuxBetween)
 	}
-	if same < minKernelMuxSame {
-		t.Errorf("error reduction within the corrected run %.2fx, below %.2fx", same, minKernelMuxSame)
+	if r.same < minKernelMuxSame {
+		t.Errorf("error reduction within the corrected run %.2fx, below %.2fx", r.same, minKernelMuxSame)
 	}
 }
 
@@ -162,14 +142,7 @@ func TestDropinKernelMuxSyncReads(t *testing.T) {
 	if r.status != 0 {
 		t.Fatalf("status %d\n%s", r.status, r.stderr)
 	}
-	var st stats
-	b, err := os.ReadFile(sf)
-	if err == nil {
-		err = json.Unmarshal(b, &st)
-	}
-	if err != nil {
-		t.Fatalf("read stats: %v", err)
-	}
+	st := readStats(t, sf)
 	// The reads before the first multiplexed round (the command's start) may come from
 	// the mirror pages.
 	if st.MirrorReads < 100 || float64(st.SyncRefreshes) < 0.8*float64(st.MirrorReads) {
@@ -200,16 +173,7 @@ func TestDropinKernelMuxTotals(t *testing.T) {
 	if r.status != 0 {
 		t.Fatalf("status %d\n%s", r.status, r.stderr)
 	}
-	var st struct {
-		Truth map[string]uint64 `json:"truth"`
-	}
-	b, err := os.ReadFile(sf)
-	if err == nil {
-		err = json.Unmarshal(b, &st)
-	}
-	if err != nil {
-		t.Fatalf("read stats: %v", err)
-	}
+	st := readStats(t, sf)
 	lines := parseStatCSV(t, r.stderr, false)
 	if len(lines) != len(strings.Split(evs, ",")) {
 		t.Fatalf("perf printed %d lines, want %d:\n%s", len(lines), len(strings.Split(evs, ",")), r.stderr)

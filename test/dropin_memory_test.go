@@ -3,7 +3,6 @@ package test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -52,19 +51,13 @@ func TestDropinMemoryBounded(t *testing.T) {
 	to := from + windows*window
 	dir := dropinBins(t)
 	tmp := t.TempDir()
-	pidfile, sf := filepath.Join(tmp, "pid"), filepath.Join(tmp, "stats.json")
+	sf := filepath.Join(tmp, "stats.json")
 	bp := filepath.Join(dir, "bayesperf")
-	argv := []string{bp, "run", "-v", "--virtual-counters", "2", "--pidfile", pidfile, "--stats", sf, "--",
-		"perf", "stat", "-I", "1000", "-x,", "-e", memoryEvents, "--", bp, "workload", "mixed", "--duration", duration.String()}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	// GOGC=25: see above.
-	cmd.Env = append(append(os.Environ(), patientShim...), "GOGC=25")
 	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := waitPidfile(t, cmd, pidfile)
+	// GOGC=25: see above.
+	cmd, pid := startRun(t, slices.Concat(patientShim, []string{"GOGC=25"}), &stderr,
+		"-v", "--virtual-counters", "2", "--stats", sf, "--",
+		"perf", "stat", "-I", "1000", "-x,", "-e", memoryEvents, "--", bp, "workload", "mixed", "--duration", duration.String())
 	start := time.Now()
 	type sample struct{ at, kib float64 }
 	var samples []sample

@@ -1,7 +1,6 @@
 package test
 
 import (
-	"encoding/json"
 	"math"
 	"os"
 	"os/exec"
@@ -24,20 +23,9 @@ type repeatReport struct {
 // readRepeat reads the --stats truth and the --report of a run.
 func readRepeat(t *testing.T, sf, rf string) (map[string]uint64, repeatReport) {
 	t.Helper()
-	var st struct {
-		Truth map[string]uint64 `json:"truth"`
-	}
 	var rep repeatReport
-	for f, v := range map[string]any{sf: &st, rf: &rep} {
-		b, err := os.ReadFile(f)
-		if err == nil {
-			err = json.Unmarshal(b, v)
-		}
-		if err != nil {
-			t.Fatalf("read %s: %v", f, err)
-		}
-	}
-	return st.Truth, rep
+	readJSON(t, rf, &rep)
+	return readStats(t, sf).Truth, rep
 }
 
 // TestDropinRepeatTruth: `perf stat -r 3` under --virtual-counters 2 with --stats and

@@ -286,19 +286,28 @@ func TestDropinPerfStatSystemWide(t *testing.T) {
 	}
 }
 
+// runCProgram runs the test/c program name natively, where it must pass (else the
+// program itself is wrong), then through bayesperf, where it must pass too; it returns
+// the second run and its stats.
+func runCProgram(t *testing.T, name string) (result, stats) {
+	t.Helper()
+	prog := filepath.Join(dropinBins(t), name)
+	if r := run(t, nil, prog); r.status != 0 {
+		t.Fatalf("%s fails natively (the program itself is wrong):\n%s", name, r.stdout)
+	}
+	r, st := bayesperfRun(t, prog)
+	if r.status != 0 {
+		t.Fatalf("%s through bayesperf: status %d\n%s%s", name, r.status, r.stdout, r.stderr)
+	}
+	return r, st
+}
+
 // TestDropinReadFormats runs test/c/readformat.c: every read_format combination, groups,
 // short reads, readv, dup, and the self-monitoring user page; read() through the shim
 // must equal the kernel's read byte for byte, and (nearly) every read must come from a
 // mirror.
 func TestDropinReadFormats(t *testing.T) {
-	prog := filepath.Join(dropinBins(t), "readformat")
-	if r := run(t, nil, prog); r.status != 0 {
-		t.Fatalf("readformat fails natively (the program itself is wrong):\n%s", r.stdout)
-	}
-	r, st := bayesperfRun(t, prog)
-	if r.status != 0 {
-		t.Fatalf("readformat through bayesperf: status %d\n%s%s", r.status, r.stdout, r.stderr)
-	}
+	r, st := runCProgram(t, "readformat")
 	var reads uint64
 	for line := range strings.Lines(r.stdout) {
 		if n, ok := strings.CutPrefix(strings.TrimSpace(line), "reads "); ok {
@@ -324,14 +333,7 @@ func TestDropinReadFormats(t *testing.T) {
 // child opening its own events), concurrent readers, and syscall() numbers other than
 // perf_event_open. Every read() must equal the kernel's read of the same fd.
 func TestDropinFdLifecycle(t *testing.T) {
-	prog := filepath.Join(dropinBins(t), "fdlife")
-	if r := run(t, nil, prog); r.status != 0 {
-		t.Fatalf("fdlife fails natively (the program itself is wrong):\n%s", r.stdout)
-	}
-	r, st := bayesperfRun(t, prog)
-	if r.status != 0 {
-		t.Fatalf("fdlife through bayesperf: status %d\n%s%s", r.status, r.stdout, r.stderr)
-	}
+	_, st := runCProgram(t, "fdlife")
 	// 4 threads x 2001 reads plus the single reads of the sleeping child's events, all
 	// from mirrors; the forked child's own event counts itself (2 kernel reads).
 	if st.MirrorReads < 8000 || st.PassthroughReads != 0 || st.Clients != 2 {
@@ -401,18 +403,10 @@ func TestDropinNoSidecar(t *testing.T) {
 // TestDropinSidecarKilled: SIGKILL to the sidecar in the middle of perf stat -I 100: perf
 // finishes with status 0 and one warning, and its interval values still add up.
 func TestDropinSidecarKilled(t *testing.T) {
-	dir := dropinBins(t)
-	tmp := t.TempDir()
-	pidfile, sf := filepath.Join(tmp, "pid"), filepath.Join(tmp, "stats.json")
-	argv := append([]string{filepath.Join(dir, "bayesperf"), "run", "--pidfile", pidfile, "--stats", sf, "--",
-		"perf", "stat", "-I", "100", "-x,", "-e", "page-faults,task-clock", "--"}, workload(t, "0", "0", "0", "800")...)
-	cmd := exec.Command(argv[0], argv[1:]...)
+	sf := filepath.Join(t.TempDir(), "stats.json")
 	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := waitPidfile(t, cmd, pidfile)
+	cmd, pid := startRun(t, nil, &stderr, append([]string{"--stats", sf, "--",
+		"perf", "stat", "-I", "100", "-x,", "-e", "page-faults,task-clock", "--"}, workload(t, "0", "0", "0", "800")...)...)
 	time.Sleep(350 * time.Millisecond)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill sidecar %d: %v", pid, err)
@@ -487,20 +481,4 @@ func TestDropinExitStatusAndSignals(t *testing.T) {
 	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != 42 {
 		t.Errorf("SIGTERM to bayesperf run: %v, want CMD's trap status 42", err)
 	}
-}
-
-// waitPidfile waits for bayesperf run (cmd) to write the sidecar's pid.
-func waitPidfile(t *testing.T, cmd *exec.Cmd, pidfile string) int {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if b, err := os.ReadFile(pidfile); err == nil && strings.HasSuffix(string(b), "\n") {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				return pid
-			}
-		}
-	}
-	cmd.Process.Kill()
-	cmd.Wait()
-	t.Fatal("no sidecar pid in the pidfile after 10 s")
-	return 0
 }

@@ -1,7 +1,6 @@
 package test
 
 import (
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -167,18 +166,10 @@ func TestDropinPerfTrace(t *testing.T) {
 // workload through mirror rings: perf record finishes with status 0 and one warning, and
 // no sample is lost (the shim keeps the kernel's ring alive and pumps it itself).
 func TestDropinPerfRecordSidecarKilled(t *testing.T) {
-	dir := dropinBins(t)
-	tmp := t.TempDir()
-	pidfile, data := filepath.Join(tmp, "pid"), filepath.Join(tmp, "perf.data")
-	argv := append([]string{filepath.Join(dir, "bayesperf"), "run", "--pidfile", pidfile, "--",
-		"perf", "record", "-q", "-o", data, "-e", "page-faults", "-c", "1", "--"}, workload(t, "0", "0", "0", "1000")...)
-	cmd := exec.Command(argv[0], argv[1:]...)
+	data := filepath.Join(t.TempDir(), "perf.data")
 	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := waitPidfile(t, cmd, pidfile)
+	cmd, pid := startRun(t, nil, &stderr, append([]string{"--",
+		"perf", "record", "-q", "-o", data, "-e", "page-faults", "-c", "1", "--"}, workload(t, "0", "0", "0", "1000")...)...)
 	waitSidecarHolds(t, cmd, pid, 1)
 	time.Sleep(200 * time.Millisecond) // well inside the workload's 1000 ms
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {

@@ -12,7 +12,6 @@ package test
 import (
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -251,24 +250,5 @@ func runCmd(t *testing.T, env []string, argv ...string) result {
 // home) for this test and removed after it. It needs root.
 func errorsUser(t *testing.T) (uint32, uint32) {
 	t.Helper()
-	u, err := user.Lookup("bperr")
-	if err != nil {
-		if out, err := exec.Command("useradd", "-M", "-s", "/usr/sbin/nologin", "bperr").CombinedOutput(); err != nil {
-			t.Fatalf("useradd bperr: %v\n%s", err, out)
-		}
-		t.Cleanup(func() {
-			if out, err := exec.Command("userdel", "bperr").CombinedOutput(); err != nil {
-				t.Errorf("userdel bperr: %v\n%s", err, out)
-			}
-		})
-		if u, err = user.Lookup("bperr"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	if uid == 0 {
-		t.Fatal("bperr is uid 0")
-	}
-	return uint32(uid), uint32(gid)
+	return systemUser(t, "bperr")
 }

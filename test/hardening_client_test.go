@@ -170,18 +170,10 @@ func perfAttr(config uint64, readFormat uint64) *unix.PerfEventAttr {
 // sidecar's pid, the socket path and the stats file.
 func sidecarUnderRun(t *testing.T, stderr io.Writer, argv ...string) (*exec.Cmd, int, string, string) {
 	t.Helper()
-	dir := dropinBins(t)
 	tmp := t.TempDir()
-	pidfile, sf, sockfile := filepath.Join(tmp, "pid"), filepath.Join(tmp, "stats.json"), filepath.Join(tmp, "sock")
+	sf, sockfile := filepath.Join(tmp, "stats.json"), filepath.Join(tmp, "sock")
 	script := `echo "$BAYESPERF_SOCKET" > "$0.tmp" && mv "$0.tmp" "$0" && exec "$@"`
-	args := append([]string{filepath.Join(dir, "bayesperf"), "run", "--pidfile", pidfile, "--stats", sf, "--",
-		"sh", "-c", script, sockfile}, argv...)
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := waitPidfile(t, cmd, pidfile)
+	cmd, pid := startRun(t, nil, stderr, append([]string{"--stats", sf, "--", "sh", "-c", script, sockfile}, argv...)...)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if b, err := os.ReadFile(sockfile); err == nil {
 			return cmd, pid, strings.TrimSpace(string(b)), sf

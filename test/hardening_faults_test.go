@@ -69,33 +69,19 @@ func collectTimedLines(r io.Reader) <-chan []timedLine {
 // collects stderr lines with the time each arrived.
 func runFaultTrial(t *testing.T, sig syscall.Signal, delay time.Duration, workMs int) faultTrial {
 	t.Helper()
-	dir := dropinBins(t)
-	tmp := t.TempDir()
-	pidfile, sf := filepath.Join(tmp, "pid"), filepath.Join(tmp, "stats.json")
-	argv := append([]string{filepath.Join(dir, "bayesperf"), "run", "--pidfile", pidfile, "--stats", sf, "--",
+	sf := filepath.Join(t.TempDir(), "stats.json")
+	argv := append([]string{"--stats", sf, "--",
 		"perf", "stat", "-I", "50", "--summary", "-x,", "-e", "page-faults,task-clock", "--"}, workload(t, "0", "0", "3", strconv.Itoa(workMs))...)
-	cmd := exec.Command(argv[0], argv[1:]...)
 	pr, pw := io.Pipe()
-	cmd.Stderr = pw
 	lines := collectTimedLines(pr)
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := waitPidfile(t, cmd, pidfile)
+	cmd, pid := startRun(t, nil, pw, argv...)
 	time.Sleep(delay)
 	var tr faultTrial
 	tr.sigAt = time.Now()
 	syscall.Kill(pid, sig) // ESRCH is fine: the sidecar may be gone with the tool already
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		syscall.Kill(pid, syscall.SIGKILL)
-		<-done
+	err := waitTimeout(cmd, 30*time.Second, pid)
+	if err == errWaitTimeout {
 		pw.Close()
 		t.Fatalf("%v after %v: the tool hung for 30 s", sig, delay)
 	}
@@ -231,6 +217,18 @@ func TestHardeningSidecarStopped(t *testing.T) {
 		detect.Round(time.Millisecond), tr.status, tr.elapsed.Round(time.Millisecond), tr.interval, tr.faults, tr.summary, native)
 }
 
+// nativeRecordCount runs `perf record -e page-faults -c 1 -- wl` without bayesperf and
+// returns the number of samples it wrote.
+func nativeRecordCount(t *testing.T, wl []string) int {
+	t.Helper()
+	data := filepath.Join(t.TempDir(), "native.data")
+	if r := run(t, nil, append([]string{"perf", "record", "-q", "-o", data, "-e", "page-faults", "-c", "1", "--"}, wl...)...); r.status != 0 {
+		t.Fatalf("native perf record: %d\n%s", r.status, r.stderr)
+	}
+	n, _ := recordCount(t, data)
+	return n
+}
+
 // recordCount runs perf report on data and returns the event count (samples: -c 1) and
 // whether it reports lost samples.
 func recordCount(t *testing.T, data string) (int, bool) {
@@ -255,38 +253,20 @@ func TestHardeningRecordSidecarKilled(t *testing.T) {
 	trials := envInt("BAYESPERF_RECORD_FAULT_TRIALS", 6)
 	seed := uint64(envInt("BAYESPERF_FAULT_SEED", 1))
 	rng := rand.New(rand.NewPCG(seed, 0x7265636f7264))
-	dir := dropinBins(t)
 	const work = 500
 	wl := workload(t, "0", "0", "0", strconv.Itoa(work))
-	ndata := filepath.Join(t.TempDir(), "native.data")
-	if r := run(t, nil, append([]string{"perf", "record", "-q", "-o", ndata, "-e", "page-faults", "-c", "1", "--"}, wl...)...); r.status != 0 {
-		t.Fatalf("native perf record: %d\n%s", r.status, r.stderr)
-	}
-	native, _ := recordCount(t, ndata)
+	native := nativeRecordCount(t, wl)
 	var survived, mid int
 	for i := range trials {
-		tmp := t.TempDir()
-		pidfile, data := filepath.Join(tmp, "pid"), filepath.Join(tmp, "perf.data")
-		argv := append([]string{filepath.Join(dir, "bayesperf"), "run", "--pidfile", pidfile, "--",
-			"perf", "record", "-q", "-o", data, "-e", "page-faults", "-c", "1", "--"}, wl...)
-		cmd := exec.Command(argv[0], argv[1:]...)
+		data := filepath.Join(t.TempDir(), "perf.data")
 		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		pid := waitPidfile(t, cmd, pidfile)
+		cmd, pid := startRun(t, nil, &stderr, append([]string{"--",
+			"perf", "record", "-q", "-o", data, "-e", "page-faults", "-c", "1", "--"}, wl...)...)
 		delay := time.Duration(rng.Int64N(int64(work * 5 / 4 * int(time.Millisecond))))
 		time.Sleep(delay)
 		syscall.Kill(pid, syscall.SIGKILL)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		var err error
-		select {
-		case err = <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-done
+		err := waitTimeout(cmd, 30*time.Second)
+		if err == errWaitTimeout {
 			t.Fatalf("trial %d (kill after %v): perf record hung for 30 s", i, delay)
 		}
 		n, lost := recordCount(t, data)
@@ -310,27 +290,15 @@ func TestHardeningRecordSidecarKilled(t *testing.T) {
 // itself, and perf record finishes with status 0 and the native number of samples,
 // none lost; bayesperf run then wakes the stopped sidecar with its SIGTERM and a SIGCONT.
 func TestHardeningRecordSidecarStopped(t *testing.T) {
-	dir := dropinBins(t)
 	const work = 1000
 	wl := workload(t, "0", "0", "0", strconv.Itoa(work))
-	ndata := filepath.Join(t.TempDir(), "native.data")
-	if r := run(t, nil, append([]string{"perf", "record", "-q", "-o", ndata, "-e", "page-faults", "-c", "1", "--"}, wl...)...); r.status != 0 {
-		t.Fatalf("native perf record: %d\n%s", r.status, r.stderr)
-	}
-	native, _ := recordCount(t, ndata)
-	tmp := t.TempDir()
-	pidfile, data := filepath.Join(tmp, "pid"), filepath.Join(tmp, "perf.data")
-	argv := append([]string{filepath.Join(dir, "bayesperf"), "run", "--pidfile", pidfile, "--",
-		"perf", "record", "-q", "-o", data, "-e", "page-faults", "-c", "1", "--"}, wl...)
-	cmd := exec.Command(argv[0], argv[1:]...)
+	native := nativeRecordCount(t, wl)
+	data := filepath.Join(t.TempDir(), "perf.data")
 	pr, pw := io.Pipe()
-	cmd.Stderr = pw
 	lines := collectTimedLines(pr)
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := waitPidfile(t, cmd, pidfile)
+	cmd, pid := startRun(t, nil, pw, append([]string{"--",
+		"perf", "record", "-q", "-o", data, "-e", "page-faults", "-c", "1", "--"}, wl...)...)
 	waitSidecarHolds(t, cmd, pid, 1)
 	time.Sleep(150 * time.Millisecond)
 	stopped := time.Now()
@@ -338,14 +306,8 @@ func TestHardeningRecordSidecarStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syscall.Kill(pid, syscall.SIGKILL)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-done
+	err := waitTimeout(cmd, 30*time.Second)
+	if err == errWaitTimeout {
 		t.Fatal("perf record hung for 30 s with the sidecar stopped")
 	}
 	elapsed := time.Since(start)

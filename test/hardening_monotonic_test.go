@@ -59,27 +59,14 @@ func TestHardeningVirtualSidecarKilledMonotonic(t *testing.T) {
 	worst := 0.0 // the largest page-fault sum over the native total
 	for i := range trials {
 		delay := time.Duration(rng.Int64N(int64(800 * time.Millisecond)))
-		tmp := t.TempDir()
-		pidfile := filepath.Join(tmp, "pid")
-		cmd := exec.Command(filepath.Join(dir, "bayesperf"), append([]string{"run", "--virtual-counters", "2", "--pidfile", pidfile, "--"}, argvOf(i)...)...)
 		pr, pw := io.Pipe()
-		cmd.Stderr = pw
 		got := collectTimedLines(pr)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		pid := waitPidfile(t, cmd, pidfile)
+		cmd, pid := startRun(t, nil, pw, append([]string{"--virtual-counters", "2", "--"}, argvOf(i)...)...)
 		waitSidecarHolds(t, cmd, pid, 6)
 		time.Sleep(delay)
 		syscall.Kill(pid, syscall.SIGKILL) // ESRCH is fine: perf may be done already
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		var err error
-		select {
-		case err = <-done:
-		case <-time.After(60 * time.Second):
-			cmd.Process.Kill()
-			<-done
+		err := waitTimeout(cmd, 60*time.Second)
+		if err == errWaitTimeout {
 			pw.Close()
 			t.Fatalf("trial %d (kill after %v): the tool hung for 60 s", i, delay)
 		}

@@ -6,7 +6,6 @@ package test
 // sealing.
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -19,7 +18,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -30,43 +28,8 @@ import (
 // returns its pid and socket; it stops when the test ends.
 func startSidecar(t *testing.T) (int, string) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "bayesperf-hardening-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "sock")
-	cmd := exec.Command(filepath.Join(dropinBins(t), "bayesperf"), "sidecar", "--socket", sock)
-	lifeline, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		lifeline.Close()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("sidecar exited with %v", err)
-			}
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("sidecar did not stop within 5 s of its lifeline closing")
-		}
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || line != "ready\n" {
-		t.Fatalf("sidecar said %q, %v; want ready", line, err)
-	}
-	return cmd.Process.Pid, sock
+	pid, sock, _ := startSidecarArgs(t, 0o700)
+	return pid, sock
 }
 
 // secondUser returns the uid and gid of bpuser, creating it (without a home directory)
@@ -74,24 +37,31 @@ func startSidecar(t *testing.T) (int, string) {
 func secondUser(t *testing.T) (uint32, uint32) {
 	t.Helper()
 	needRoot(t, "creates a second user and runs programs as it")
-	u, err := user.Lookup("bpuser")
+	return systemUser(t, "bpuser")
+}
+
+// systemUser returns the uid and gid of the user name, creating it (without a home
+// directory, without a login shell) if missing and removing it when the test ends.
+func systemUser(t *testing.T, name string) (uint32, uint32) {
+	t.Helper()
+	u, err := user.Lookup(name)
 	if err != nil {
-		if out, err := exec.Command("useradd", "-M", "-s", "/usr/sbin/nologin", "bpuser").CombinedOutput(); err != nil {
-			t.Fatalf("useradd bpuser: %v\n%s", err, out)
+		if out, err := exec.Command("useradd", "-M", "-s", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
+			t.Fatalf("useradd %s: %v\n%s", name, err, out)
 		}
 		t.Cleanup(func() {
-			if out, err := exec.Command("userdel", "bpuser").CombinedOutput(); err != nil {
-				t.Errorf("userdel bpuser: %v\n%s", err, out)
+			if out, err := exec.Command("userdel", name).CombinedOutput(); err != nil {
+				t.Errorf("userdel %s: %v\n%s", name, err, out)
 			}
 		})
-		if u, err = user.Lookup("bpuser"); err != nil {
+		if u, err = user.Lookup(name); err != nil {
 			t.Fatal(err)
 		}
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	if uid == 0 {
-		t.Fatal("bpuser is uid 0")
+		t.Fatalf("%s is uid 0", name)
 	}
 	return uint32(uid), uint32(gid)
 }

@@ -43,17 +43,12 @@ func startSidecarArgs(t *testing.T, dirMode os.FileMode, args ...string) (pid in
 		}
 		stopped = true
 		lifeline.Close()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("sidecar exited with %v\n%s", err, stderr.String())
-			}
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
+		switch err := waitTimeout(cmd, 10*time.Second); {
+		case err == errWaitTimeout:
 			t.Errorf("sidecar did not stop within 10 s of its lifeline closing")
 			return sidecarStatsFull{}
+		case err != nil:
+			t.Errorf("sidecar exited with %v\n%s", err, stderr.String())
 		}
 		var s sidecarStatsFull
 		b, err := os.ReadFile(sf)
@@ -95,17 +90,11 @@ func userRun(t *testing.T, uid, gid uint32, wd, sock string, argv ...string) res
 	}
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	done := make(chan error, 1)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %q as uid %d: %v", argv, uid, err)
 	}
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(time.Minute):
-		cmd.Process.Kill()
-		<-done
+	err := waitTimeout(cmd, time.Minute)
+	if err == errWaitTimeout {
 		t.Fatalf("%q as uid %d: no exit within a minute", argv, uid)
 	}
 	r := result{stdout: out.String(), stderr: errb.String()}

@@ -1,58 +1,30 @@
 package test
 
 // End-to-end tests of `bayesperf stat` and `bayesperf attach`. They need Linux with
-// perf_event_open for software events and tracepoints (tracefs readable: root here) and the
-// Go toolchain to build cmd/bayesperf.
+// perf_event_open for software events and tracepoints (tracefs readable: root here), and
+// what dropinBins needs to build bayesperf and the C programs (Go, gcc, make, perf).
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-var (
-	statBinOnce sync.Once
-	statBinPath string
-	statBinErr  error
-)
-
-// statBin returns a bayesperf built from this tree (once per test process, into a
-// private directory: a bin/bayesperf left by an older build may lack these commands), or
+// statBin is the bayesperf of dropinBins: built from this tree into a private directory
+// (a bin/bayesperf left by an older build may lack these commands), or
 // $BAYESPERF_BIN/bayesperf when set.
 func statBin(t *testing.T) string {
 	t.Helper()
-	statBinOnce.Do(func() {
-		if d := os.Getenv("BAYESPERF_BIN"); d != "" {
-			statBinPath = filepath.Join(d, "bayesperf")
-			return
-		}
-		dir, err := os.MkdirTemp("", "bayesperf-stat-test-")
-		if err != nil {
-			statBinErr = err
-			return
-		}
-		statBinPath = filepath.Join(dir, "bayesperf")
-		cmd := exec.Command("go", "build", "-o", statBinPath, "./cmd/bayesperf")
-		cmd.Dir = ".."
-		if out, err := cmd.CombinedOutput(); err != nil {
-			statBinErr = fmt.Errorf("go build ./cmd/bayesperf: %v\n%s", err, out)
-		}
-	})
-	if statBinErr != nil {
-		t.Fatal(statBinErr)
-	}
-	return statBinPath
+	return filepath.Join(dropinBins(t), "bayesperf")
 }
 
 // runBin runs bayesperf with args, returning stdout, stderr and the exit status.
@@ -61,16 +33,10 @@ func runBin(t *testing.T, args ...string) (string, string, int) {
 	cmd := exec.Command(statBin(t), args...)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
-	done := make(chan error, 1)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		<-done
+	if waitTimeout(cmd, 60*time.Second) == errWaitTimeout {
 		t.Fatalf("bayesperf %v: no exit within a minute\n%s", args, se.String())
 	}
 	return so.String(), se.String(), cmd.ProcessState.ExitCode()
@@ -481,27 +447,9 @@ func TestAttachSIGINT(t *testing.T) {
 // same number up to the few faults around the exec, which perf's enable_on_exec and our
 // stop after the exec split differently (the drop-in tests' tolerance: 3 + 1%).
 func TestStatMatchesPerfStat(t *testing.T) {
-	if _, err := exec.LookPath("perf"); err != nil {
-		t.Fatalf("the perf binary is required (apt-get install linux-perf): %v", err)
-	}
-	wl := filepath.Join(t.TempDir(), "workload")
-	if out, err := exec.Command("gcc", "-O2", "-o", wl, "c/workload.c").CombinedOutput(); err != nil {
-		t.Fatalf("compile c/workload.c (gcc is required): %v\n%s", err, out)
-	}
+	wl := filepath.Join(dropinBins(t), "workload")
 	evs := "page-faults,minor-faults,major-faults"
-	perf := exec.Command("perf", "stat", "-x,", "-e", evs, wl, "5000", "5", "0")
-	var pe bytes.Buffer
-	perf.Stderr = &pe
-	if err := perf.Run(); err != nil {
-		t.Fatalf("perf stat: %v\n%s", err, pe.String())
-	}
-	want := map[string]float64{}
-	for line := range strings.Lines(pe.String()) {
-		f := strings.Split(strings.TrimSpace(line), ",")
-		if len(f) > 2 {
-			want[f[2]], _ = strconv.ParseFloat(f[0], 64)
-		}
-	}
+	native := nativeStat(t, "-e", evs, wl, "5000", "5", "0")
 	_, errOut, code := runBin(t, "stat", "-x,", "-e", evs, "--", wl, "5000", "5", "0")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errOut)
@@ -511,10 +459,11 @@ func TestStatMatchesPerfStat(t *testing.T) {
 		t.Fatalf("%d lines\n%s", len(ls), errOut)
 	}
 	for _, l := range ls {
-		w, ok := want[l.event]
+		nl, ok := native[l.event]
 		if !ok {
-			t.Fatalf("perf printed no %s:\n%s", l.event, pe.String())
+			t.Fatalf("perf stat printed no %s", l.event)
 		}
+		w := nl.num(t)
 		if d := l.value - w; d > 3+0.01*w || d < -3-0.01*w {
 			t.Errorf("%s: bayesperf stat %v, perf stat %v", l.event, l.value, w)
 		}
@@ -535,23 +484,11 @@ func TestStatMatchesPerfStat(t *testing.T) {
 // (its errors vary 0-50% a run) against bayesperf's 734, where 12 runs by hand gave
 // bayesperf about 1000 and Linux several thousand.
 func TestStatVirtualTotalsBeatLinux(t *testing.T) {
-	if _, err := exec.LookPath("perf"); err != nil {
-		t.Fatalf("the perf binary is required (apt-get install linux-perf): %v", err)
-	}
-	wl := filepath.Join(t.TempDir(), "workload")
-	if out, err := exec.Command("gcc", "-O2", "-o", wl, "c/workload.c").CombinedOutput(); err != nil {
-		t.Fatalf("compile c/workload.c (gcc is required): %v\n%s", err, out)
-	}
+	wl := filepath.Join(dropinBins(t), "workload")
 	args := []string{wl, "2000", "20", "0", "600"}
-	perf := exec.Command("perf", append([]string{"stat", "-x,", "-e", "page-faults"}, args...)...)
-	var pe bytes.Buffer
-	perf.Stderr = &pe
-	if err := perf.Run(); err != nil {
-		t.Fatalf("perf stat: %v\n%s", err, pe.String())
-	}
-	truth, err := strconv.ParseFloat(strings.Split(strings.TrimSpace(pe.String()), ",")[0], 64)
-	if err != nil || truth < 2600 {
-		t.Fatalf("perf stat page-faults %q: %v (want 2600 and more)", pe.String(), err)
+	truth := nativeStat(t, append([]string{"-e", "page-faults"}, args...)...)["page-faults"].num(t)
+	if truth < 2600 {
+		t.Fatalf("perf stat page-faults %v, want 2600 and more", truth)
 	}
 	var bpErr, lxErr float64
 	inside := 0

@@ -1,7 +1,8 @@
 package perf
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -146,12 +147,7 @@ func isCacheName(s string) bool {
 
 // SymbolNames lists perf's generic hardware and software event names and aliases, sorted.
 func SymbolNames() []string {
-	out := make([]string, 0, len(symbols))
-	for n := range symbols {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(symbols))
 }
 
 // CacheEventNames lists the canonical cache event names (cache-op-result).

@@ -31,14 +31,7 @@ func BenchmarkStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			p, err := Open(Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true, Pid: perf.ThisPid, CPU: perf.AnyCPU})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer p.Close()
-			if err := p.Start(); err != nil {
-				b.Fatal(err)
-			}
+			p := startOnThread(b, evs, ks, true)
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := p.Step(); err != nil {

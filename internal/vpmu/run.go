@@ -67,14 +67,7 @@ func RunCommand(cfg Config, cmd *exec.Cmd, interval time.Duration) (*Result, err
 				res.Steps = append(res.Steps, st)
 			}
 		}
-		werr := <-done
-		res.WallNs = time.Since(start).Nanoseconds()
-		var ee *exec.ExitError
-		if werr != nil && !errors.As(werr, &ee) {
-			return nil, fmt.Errorf("wait for %s: %w", cmd.Path, werr)
-		}
-		res.ExitErr = werr
-		return res, nil
+		return res.finish(cmd, start, <-done)
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -86,13 +79,7 @@ func RunCommand(cfg Config, cmd *exec.Cmd, interval time.Duration) (*Result, err
 				return nil, fmt.Errorf("final step %d: %w", p.step, serr)
 			}
 			res.Steps = append(res.Steps, st)
-			res.WallNs = time.Since(start).Nanoseconds()
-			var ee *exec.ExitError
-			if err != nil && !errors.As(err, &ee) {
-				return nil, fmt.Errorf("wait for %s: %w", cmd.Path, err)
-			}
-			res.ExitErr = err
-			return res, nil
+			return res.finish(cmd, start, err)
 		case <-tick.C:
 			st, err := p.Step()
 			if err != nil {
@@ -105,4 +92,16 @@ func RunCommand(cfg Config, cmd *exec.Cmd, interval time.Duration) (*Result, err
 			}
 		}
 	}
+}
+
+// finish completes the result of cmd, started at start, whose Wait returned werr: the
+// command's own failure (an exit status) is part of the result, any other is an error.
+func (res *Result) finish(cmd *exec.Cmd, start time.Time, werr error) (*Result, error) {
+	res.WallNs = time.Since(start).Nanoseconds()
+	var ee *exec.ExitError
+	if werr != nil && !errors.As(werr, &ee) {
+		return nil, fmt.Errorf("wait for %s: %w", cmd.Path, werr)
+	}
+	res.ExitErr = werr
+	return res, nil
 }

@@ -97,13 +97,11 @@ func (r *Runner) snapLoop() {
 		if err == nil && werr != nil {
 			err = werr
 		}
-		if err != nil {
-			r.err = err
-			r.mu.Unlock()
+		ok := r.settle(st, err)
+		r.mu.Unlock()
+		if !ok {
 			return
 		}
-		r.keepStep(st)
-		r.mu.Unlock()
 	}
 }
 
@@ -118,15 +116,25 @@ func (r *Runner) loop(iv time.Duration) {
 		case <-t.C:
 			r.mu.Lock()
 			st, err := r.p.Step()
-			if err != nil {
-				r.err = err
-				r.mu.Unlock()
+			ok := r.settle(st, err)
+			r.mu.Unlock()
+			if !ok {
 				return
 			}
-			r.keepStep(st)
-			r.mu.Unlock()
 		}
 	}
+}
+
+// settle keeps st, the result of a step that failed with err unless nil; a failure is
+// kept instead, for Stop and the reads to report, and ends the stepping (false). r.mu
+// is held.
+func (r *Runner) settle(st Step, err error) bool {
+	if err != nil {
+		r.err = err
+		return false
+	}
+	r.keepStep(st)
+	return true
 }
 
 // Virtual is PMU.Virtual, safe while the runner steps.

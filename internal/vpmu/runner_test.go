@@ -103,6 +103,32 @@ func (f *fakeSnaps) Close() error {
 	return nil
 }
 
+// fakeSnapsConfig is a Config of page-faults and context-switches of this process on
+// one counter, with the truth, whose snapshotting collector is the returned fakeSnaps.
+func fakeSnapsConfig(t *testing.T) (*fakeSnaps, Config) {
+	t.Helper()
+	evs, ks := kernelEvents(t, "page-faults,context-switches", 1, nil)
+	f := newFakeSnaps(1 + 2*len(evs)) // the clock, the truth copies, the view's copies
+	return f, Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true, Pid: os.Getpid(),
+		Snapshots: func(SnapshotRequest) (Switchable, error) { return f, nil }}
+}
+
+// openRunner opens the PMU of cfg, closed when the test ends, and a Runner stepping it
+// that keeps its steps.
+func openRunner(t *testing.T, cfg Config) (*PMU, *Runner) {
+	t.Helper()
+	p, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	r, err := NewRunner(p, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, r
+}
+
 // within fails the test if fn has not returned after a second.
 func within(t *testing.T, what string, fn func()) {
 	t.Helper()
@@ -193,18 +219,8 @@ func TestRunnerSnapshots(t *testing.T) {
 // and the read took the lock first). The split then reported everything up to the
 // snapshot, and the step finds nothing new: it must be idle, not a slice of no time.
 func TestRunnerSplitBeforeStep(t *testing.T) {
-	evs, ks := kernelEvents(t, "page-faults,context-switches", 1, nil)
-	f := newFakeSnaps(1 + 2*len(evs))
-	p, err := Open(Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true, Pid: os.Getpid(),
-		Snapshots: func(SnapshotRequest) (Switchable, error) { return f, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	r, err := NewRunner(p, 0, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, cfg := fakeSnapsConfig(t)
+	p, r := openRunner(t, cfg)
 	f.set(0, perf.Count{Enabled: 1000})
 	f.set(1, perf.Count{Value: 10})
 	r.mu.Lock() // a read in progress
@@ -239,18 +255,8 @@ func TestRunnerSplitBeforeStep(t *testing.T) {
 // TestRunnerNotifyBacklog: the backlog notification comes when the kept steps reach n
 // (not before), once per time they do, and its callback may drain the runner.
 func TestRunnerNotifyBacklog(t *testing.T) {
-	evs, ks := kernelEvents(t, "page-faults,context-switches", 1, nil)
-	f := newFakeSnaps(1 + 2*len(evs))
-	p, err := Open(Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true, Pid: os.Getpid(),
-		Snapshots: func(SnapshotRequest) (Switchable, error) { return f, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	r, err := NewRunner(p, 0, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, cfg := fakeSnapsConfig(t)
+	_, r := openRunner(t, cfg)
 	drained := make(chan int, 4)
 	r.NotifyBacklog(3, func() { drained <- len(r.Drain()) })
 	en := uint64(0)

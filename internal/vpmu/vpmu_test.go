@@ -236,14 +236,7 @@ func TestVirtualTimes(t *testing.T) {
 	evs, ks := kernelEvents(t, "task-clock,page-faults,minor-faults", 1, nil)
 	// Allocate before starting: zeroing 64 MiB would make the first slice long.
 	buf := make([]byte, 64<<20)
-	p, err := Open(Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true, Pid: perf.ThisPid, CPU: perf.AnyCPU})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := startOnThread(t, evs, ks, true)
 	for k := range 30 {
 		for i := k * 4096 * 16; i < (k+1)*4096*16 && i < len(buf); i += 4096 {
 			buf[i] = 1 // fresh pages: minor faults on this thread
@@ -292,16 +285,8 @@ func TestEnableOnExecRunner(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Open(Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true, Pid: cmd.Process.Pid,
+	p, r := openRunner(t, Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true, Pid: cmd.Process.Pid,
 		CPU: perf.AnyCPU, Inherit: true, EnableOnExec: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	r, err := NewRunner(p, 0, true)
-	if err != nil {
-		t.Fatal(err)
-	}
 	time.Sleep(20 * time.Millisecond) // idle steps before the exec must not rotate or count
 	if c, err := r.Virtual(0, 0); err != nil || c.Enabled != 0 || c.Value != 0 {
 		t.Fatalf("counted before exec: %+v %v", c, err)
@@ -365,14 +350,7 @@ func TestSplitKeepsConfiguration(t *testing.T) {
 	runtime.LockOSThread() // the events follow this thread
 	defer runtime.UnlockOSThread()
 	evs, ks := kernelEvents(t, "task-clock,page-faults,minor-faults", 1, nil)
-	p, err := Open(Config{Events: evs, Views: []View{{"kernel", ks}}, Pid: perf.ThisPid, CPU: perf.AnyCPU})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := startOnThread(t, evs, ks, false)
 	counted := func(st Step) []int {
 		var out []int
 		for _, r := range st.Views[0].Readings {
@@ -438,6 +416,21 @@ func TestOneKernelEventPerEvent(t *testing.T) {
 		}
 		p.Close()
 	}
+}
+
+// startOnThread opens and starts a PMU of evs on this thread with one view, ks, and the
+// truth if truth is set; it is closed when the test ends.
+func startOnThread(tb testing.TB, evs []perf.EventDesc, ks *schedule.Schedule, truth bool) *PMU {
+	tb.Helper()
+	p, err := Open(Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: truth, Pid: perf.ThisPid, CPU: perf.AnyCPU})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { p.Close() })
+	if err := p.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	return p
 }
 
 // kernelEvents parses names (perf syntax) and returns the events with the kernel's round

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"sort"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -35,12 +36,7 @@ func add(w Workload) { all[w.Name] = w }
 
 // Names lists the workloads, sorted.
 func Names() []string {
-	out := make([]string, 0, len(all))
-	for n := range all {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(all))
 }
 
 // Lookup finds a workload by name.

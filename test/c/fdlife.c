@@ -22,18 +22,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check_helpers.h"
 #include "perf_helpers.h"
-
-static int fails;
-#define CHECK(cond, ...)                                              \
-	do {                                                          \
-		if (!(cond)) {                                        \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);   \
-			printf(__VA_ARGS__);                          \
-			printf("\n");                                 \
-			fails++;                                      \
-		}                                                     \
-	} while (0)
 
 static pid_t target; /* a sleeping child: its events are served from mirrors */
 

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "perf_helpers.h"
+#include "time_helpers.h"
 
 #define NEV 64
 #define NTHREADS 8
@@ -157,13 +158,6 @@ static void *reader(void *arg)
 	__atomic_add_fetch(&total_reads, reads, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&total_polls, polls, __ATOMIC_RELAXED);
 	return NULL;
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 int main(int argc, char **argv)

@@ -27,21 +27,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check_helpers.h"
 #include "perf_helpers.h"
 
-static int fails, reads;
+static int reads;
 static pid_t target;
 static int cmd_w, ack_r;
-
-#define CHECK(cond, ...)                                      \
-	do {                                                  \
-		if (!(cond)) {                                \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__);                  \
-			printf("\n");                         \
-			fails++;                              \
-		}                                             \
-	} while (0)
 
 static int open_event(uint64_t config, uint64_t fmt, int group_fd)
 {

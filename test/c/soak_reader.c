@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "perf_helpers.h"
+#include "time_helpers.h"
 
 #define DATA_PAGES 8
 
@@ -79,13 +80,6 @@ static uint64_t rnd(uint64_t n)
 {
 	rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
 	return (rng_state >> 33) % n;
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 static int open_event(uint64_t config, int sampling, uint64_t read_format, pid_t pid, int group)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/bayesperf/bayesperf/inference/relation"
-	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
 	"github.com/bayesperf/bayesperf/shim"
 )
@@ -21,11 +20,7 @@ func TestCorrectedClient(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: opens tracepoints on another process")
 	}
-	descs, err := perf.ParseEvents("page-faults,minor-faults,context-switches,raw_syscalls:sys_enter,syscalls:sys_enter_getppid,syscalls:sys_enter_mmap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd, in, evs := heldWorker(t, descs, false)
+	cmd, in, descs, evs := heldWorker(t, "page-faults,minor-faults,context-switches,raw_syscalls:sys_enter,syscalls:sys_enter_getppid,syscalls:sys_enter_mmap", false)
 	st := &Stage{Counters: 2, Infer: true, Truth: true, Intervals: true, Schedule: "kernel", Relations: relation.Builtins(), Logf: t.Logf}
 	defer st.Close()
 	all := make([]shim.Values, len(evs))
@@ -35,8 +30,6 @@ func TestCorrectedClient(t *testing.T) {
 	st.Correct(0, evs, all) // registration: builds the client's virtual PMU
 	in.Write([]byte("go\n"))
 	in.Close()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	last := make([]shim.Values, len(evs))
 	for i := range last {
 		last[i].Members = []shim.MirrorValue{{}}
@@ -55,18 +48,8 @@ func TestCorrectedClient(t *testing.T) {
 			last[i] = got
 		}
 	}
-	var werr error
-loop:
-	for {
-		select {
-		case werr = <-done:
-			break loop
-		case <-time.After(20 * time.Millisecond):
-			readRound()
-		}
-	}
-	if werr != nil {
-		t.Fatal(werr)
+	if err := readUntilExit(cmd, 20*time.Millisecond, readRound); err != nil {
+		t.Fatal(err)
 	}
 	readRound() // after the exit: the final totals
 	rep := st.Report()

@@ -60,11 +60,7 @@ func TestPerfStatLikeClient(t *testing.T) {
 
 func testPerfStatLikeClient(t *testing.T, coll string) {
 	names := "task-clock,page-faults,minor-faults,context-switches,raw_syscalls:sys_enter,raw_syscalls:sys_exit,syscalls:sys_enter_getppid,syscalls:sys_enter_mmap"
-	descs, err := perf.ParseEvents(names)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd, in, evs := heldWorker(t, descs, true)
+	cmd, in, descs, evs := heldWorker(t, names, true)
 	vals := func() []shim.Values {
 		out := make([]shim.Values, len(evs))
 		for i := range out {
@@ -91,9 +87,6 @@ func testPerfStatLikeClient(t *testing.T, coll string) {
 	}
 	in.Write([]byte("go\n"))
 	in.Close()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var werr error
 	prev := v
 	// What a tool reads never goes back: perf stat -I prints the difference of two
 	// reads, and a count, enabled or running time below the last read would wrap.
@@ -108,19 +101,12 @@ func testPerfStatLikeClient(t *testing.T, coll string) {
 		}
 		prev = v
 	}
-loop:
-	for {
-		select {
-		case werr = <-done:
-			break loop
-		case <-time.After(2 * time.Millisecond):
-			v := vals()
-			st.Correct(0, evs, v)
-			monotonic(v)
-		}
-	}
-	if werr != nil {
-		t.Fatal(werr)
+	if err := readUntilExit(cmd, 2*time.Millisecond, func() {
+		v := vals()
+		st.Correct(0, evs, v)
+		monotonic(v)
+	}); err != nil {
+		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond) // let the runner take a slice after the exit
 	v = vals()
@@ -155,11 +141,7 @@ func TestCollectorFallback(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: opens events on another process")
 	}
-	descs, err := perf.ParseEvents("task-clock,page-faults,context-switches")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd, in, evs := heldWorker(t, descs, false)
+	cmd, in, _, evs := heldWorker(t, "task-clock,page-faults,context-switches", false)
 	defer func() {
 		in.Close()
 		cmd.Wait()
@@ -221,21 +203,9 @@ func TestGroupRead(t *testing.T) {
 	}
 	st := &Stage{Counters: 2, Logf: t.Logf}
 	defer st.Close()
-	done := make(chan error, 1)
 	st.Correct(0, evs, vals())
-	go func() { done <- cmd.Wait() }()
-	var werr error
-loop:
-	for {
-		select {
-		case werr = <-done:
-			break loop
-		case <-time.After(2 * time.Millisecond):
-			st.Correct(0, evs, vals())
-		}
-	}
-	if werr != nil {
-		t.Fatal(werr)
+	if err := readUntilExit(cmd, 2*time.Millisecond, func() { st.Correct(0, evs, vals()) }); err != nil {
+		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond)
 	v := vals()
@@ -252,12 +222,31 @@ loop:
 	}
 }
 
+// readUntilExit calls read every period until cmd exits, as a tool reads its events
+// while its command runs, and returns cmd's Wait error.
+func readUntilExit(cmd *exec.Cmd, period time.Duration, read func()) error {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(period):
+			read()
+		}
+	}
+}
+
 // heldWorker starts this test binary as the worker (BAYESPERF_VSTAGE_WORK=1) behind a
-// shell that execs it once a line arrives on in, and returns the events a perf stat-like
-// client registers for descs on it: disabled, inherited, enabled on exec, with the
-// descs' read_format when withReadFormat is set.
-func heldWorker(t *testing.T, descs []perf.EventDesc, withReadFormat bool) (*exec.Cmd, io.WriteCloser, []sidecar.Event) {
+// shell that execs it once a line arrives on in, and returns the events names (perf
+// syntax) and those a perf stat-like client registers for them on it: disabled,
+// inherited, enabled on exec, with the events' read_format when withReadFormat is set.
+func heldWorker(t *testing.T, names string, withReadFormat bool) (*exec.Cmd, io.WriteCloser, []perf.EventDesc, []sidecar.Event) {
 	t.Helper()
+	descs, err := perf.ParseEvents(names)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("sh", "-c", `read x; exec "$0" -test.run=^$`, os.Args[0])
 	cmd.Env = append(os.Environ(), "BAYESPERF_VSTAGE_WORK=1")
 	in, err := cmd.StdinPipe()
@@ -276,5 +265,5 @@ func heldWorker(t *testing.T, descs []perf.EventDesc, withReadFormat bool) (*exe
 		}
 		evs = append(evs, sidecar.Event{Client: 1, ClientPid: pid, Handle: uint32(i + 1), Pid: pid, CPU: -1, Attr: a})
 	}
-	return cmd, in, evs
+	return cmd, in, descs, evs
 }
