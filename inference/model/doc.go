@@ -28,7 +28,9 @@
 // below the reading's noise, so that a rate asleep at zero, whose learned step is nil,
 // still wakes on its first reading of a new phase; it widens the step out of the slice
 // as well as the step into it, so that the next reading, not the walk, says whether the
-// rate stays up.
+// rate stays up. The step out of a rate's first sighting is widened too (to half the
+// rate read), except for a term of an exact sum, which would then take all of the sum's
+// readings.
 //
 // Activity: a rate's level need not be constant. Events that the schedule counts in
 // (nearly) every slice, as fixed counters are, are known in every slice (so are

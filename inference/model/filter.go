@@ -233,11 +233,12 @@ func (md *Model) predict(d float64) {
 		if len(o.h) == 1 && !md.seen[o.h[0].i] && o.full && !md.inSum[o.h[0].i] {
 			// A first sighting says nothing about persistence either: the step out
 			// of it has a deviation of half the rate it read, so that the next
-			// reading, more than the walk, says whether the rate stays up. A start-up burst (a
-			// program's execs and forks, all in its first slice) was otherwise
-			// carried into every slice until the next reading. Not for a term of
-			// an exact sum: the sum's readings are split over its terms by their
-			// step variances, and the widened term would take all of them.
+			// reading, more than the walk, says whether the rate stays up (a
+			// program's start-up burst, its execs and forks all in its first
+			// slice, was otherwise carried into every slice until the next
+			// reading). Not for a term of an exact sum: the sum's readings are
+			// split over its terms by their step variances, and the widened term
+			// would take all of them.
 			r := o.y / o.h[0].c
 			l.first[o.h[0].i] = r * r / 4
 		}
