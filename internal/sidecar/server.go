@@ -435,7 +435,7 @@ func (s *Server) publishLoop(ctx context.Context) {
 		s.mu.Unlock()
 		var reads uint64
 		var pace time.Duration // the shortest period a Pacer stage asks for
-		rings := false
+		rings, busy := false, false
 		for _, c := range cs {
 			c.mu.Lock()
 			evs := make([]*event, 0, len(c.events))
@@ -444,16 +444,23 @@ func (s *Server) publishLoop(ctx context.Context) {
 			}
 			c.mu.Unlock()
 			slices.SortFunc(evs, func(a, b *event) int { return int(a.info.Handle) - int(b.info.Handle) })
-			if c.publish(evs, CallRound) {
-				rings = true
-			}
-			if p, ok := s.cfg.Stage.(Pacer); ok && len(evs) > 0 {
-				c.pub.Lock() // the Stage is called for a client by one goroutine at a time
-				s.guard(func() {
-					if d := p.Pace(c.id); d > 0 && (pace == 0 || d < pace) {
-						pace = d
-					}
-				})
+			if !c.pub.TryLock() {
+				// The client is in a registration or a read, which publish its
+				// values anyway (a registration may take tens of milliseconds in
+				// the Stage): the round leaves it rather than wait, so that no
+				// other client's round waits either, and the next round comes soon.
+				busy = true
+			} else {
+				if c.publishLocked(evs, CallRound) {
+					rings = true
+				}
+				if p, ok := s.cfg.Stage.(Pacer); ok && len(evs) > 0 {
+					s.guard(func() {
+						if d := p.Pace(c.id); d > 0 && (pace == 0 || d < pace) {
+							pace = d
+						}
+					})
+				}
 				c.pub.Unlock()
 			}
 			s.mu.Lock()
@@ -476,6 +483,9 @@ func (s *Server) publishLoop(ctx context.Context) {
 			if p := max(pace, s.cfg.Period); next == 0 || p < next {
 				next = p
 			}
+		}
+		if busy && (next == 0 || s.cfg.Period < next) {
+			next = s.cfg.Period
 		}
 		if !t.Stop() {
 			select {
@@ -510,12 +520,17 @@ func (s *Server) active() {
 // writes their mirrors. It holds c.pub throughout: another client's reads, Stage calls
 // and mirror writes go on meanwhile. It reports whether an event has a mirrored ring.
 func (c *client) publish(evs []*event, call Call) (rings bool) {
+	c.pub.Lock()
+	defer c.pub.Unlock()
+	return c.publishLocked(evs, call)
+}
+
+// publishLocked is publish with c.pub held.
+func (c *client) publishLocked(evs []*event, call Call) (rings bool) {
 	if len(evs) == 0 {
 		return false
 	}
 	s := c.srv
-	c.pub.Lock()
-	defer c.pub.Unlock()
 	infos := make([]Event, 0, len(evs))
 	vals := make([]shim.Values, 0, len(evs))
 	live := evs[:0:0]
