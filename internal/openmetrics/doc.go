@@ -15,6 +15,7 @@
 // (NaN adds nothing), so it never decreases, whatever the model said.
 //
 // A scrape sees one published interval whole: Publish and Collect hold the same lock.
-// Publish may be called from any goroutine, concurrently with scrapes. Errors of the
-// HTTP server are returned by Serve's caller-visible methods; nothing panics on a value.
+// Publish may be called from any goroutine, concurrently with scrapes. The HTTP server's
+// errors go to the function given to Serve; no value (NaN, infinities, negatives)
+// makes anything panic.
 package openmetrics
