@@ -105,3 +105,43 @@ func TestStreamLatency(t *testing.T) {
 	t.Logf("%d intervals; arrival after the interval's end: median %v, p90 %v, max %v; interval end after its nominal end: median %v, max %v",
 		len(bs), q(lat, 0.5), q(lat, 0.9), lat[len(lat)-1], q(late, 0.5), late[len(late)-1])
 }
+
+// stat streams too (software events, never multiplexed: exact values equal to the raw
+// counts), and --listen with port 0 says the port it got.
+func TestStatStreamAndListen(t *testing.T) {
+	st := exec.Command(statBin(t), "stat", "--json", "-I", "200", "--listen", "127.0.0.1:0", "-o", "/dev/stdout",
+		"-e", "page-faults,context-switches", "--", statBin(t), "workload", "memory", "--duration", "1.5s")
+	out, err := st.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var se strings.Builder
+	st.Stderr = &se
+	if err := st.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines, bad := readStream(out).wait()
+	if err := waitTimeout(st, 30*time.Second); err != nil {
+		t.Fatalf("stat: %v\n%s", err, se.String())
+	}
+	if len(bad) > 0 || len(lines) < 2*6 {
+		t.Fatalf("%d JSON lines (want 2 events x at least 6 intervals), non-JSON %q", len(lines), bad)
+	}
+	if !strings.Contains(se.String(), "serving OpenMetrics on http://127.0.0.1:") {
+		t.Errorf("no note of the port picked for --listen 127.0.0.1:0 on stderr:\n%s", se.String())
+	}
+	for _, l := range lines {
+		if l.EndUnixNs == 0 || l.Status != "exact" || float64(l.Count) != mustFloat(t, l.CounterValue) {
+			t.Errorf("software events are never multiplexed: want exact values equal to the raw count, got %+v", l)
+		}
+	}
+}
+
+func mustFloat(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("counter-value %q: %v", s, err)
+	}
+	return v
+}
