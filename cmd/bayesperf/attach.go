@@ -28,6 +28,7 @@ SYNOPSIS
                      [--summary] [--virtual-counters N] [--fixed-counters EVENTS]
                      [--schedule kernel|bayesperf] [--relations FILE]
                      [--pmu-events DIR] [--mux-interval D] [-o FILE]
+                     [--listen ADDR]
 
 DESCRIPTION
     Counts EVENTS for process PID (every thread it has when attach starts, and
@@ -51,13 +52,16 @@ OPTIONS
         Stop after S seconds (2.5) or a Go duration (2500ms); 0 (default)
         runs until SIGINT, SIGTERM or the exit of PID.
     -e, -I, -x, --json, --summary, --virtual-counters, --fixed-counters,
-    --schedule, --relations, --pmu-events, --mux-interval, -o
-        As for bayesperf stat.
+    --schedule, --relations, --pmu-events, --mux-interval, -o, --listen
+        As for bayesperf stat. --json -I MS streams one JSON line per event
+        and interval to a controller; --listen serves /metrics for Prometheus
+        (docs/consumers.md).
 
 EXAMPLES
     bayesperf attach -p 1234 -e task-clock,page-faults,context-switches
     bayesperf attach -p 1234 -I 1000 --duration 10 --virtual-counters 2 \
         -e 'page-faults,minor-faults,major-faults,sched:sched_switch'
+    bayesperf attach -p 1234 --json -I 100 --listen 127.0.0.1:9464 -o /dev/stdout
 
 EXIT STATUS
     0 after a clean stop (SIGINT included); 2 for a usage error; 1 when the
@@ -107,7 +111,9 @@ func runAttach(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
+	s.serve(*pid)
 	s.start = time.Now()
+	s.pr.Start = s.start
 	var deadline <-chan time.Time
 	if dur > 0 {
 		tm := time.NewTimer(dur)

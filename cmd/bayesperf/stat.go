@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -20,6 +21,7 @@ import (
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/schedule"
 	"github.com/bayesperf/bayesperf/internal/eval"
+	"github.com/bayesperf/bayesperf/internal/openmetrics"
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/statfmt"
 	"github.com/bayesperf/bayesperf/internal/vpmu"
@@ -36,7 +38,8 @@ SYNOPSIS
     bayesperf stat [-e EVENTS] [-I MS] [-x SEP | --json] [--summary]
                    [--virtual-counters N] [--fixed-counters EVENTS]
                    [--schedule kernel|bayesperf] [--relations FILE]
-                   [--pmu-events DIR] [--mux-interval D] [-o FILE] -- CMD [ARGS...]
+                   [--pmu-events DIR] [--mux-interval D] [-o FILE]
+                   [--listen ADDR] -- CMD [ARGS...]
 
 DESCRIPTION
     Runs CMD, counts EVENTS for it and its children from its first instruction
@@ -87,8 +90,13 @@ OPTIONS
         value was obtained: exact, scaled, inferred or not-counted, and the
         kernel-style scaled value).
     --json
-        One JSON object per line, as perf stat -j, plus "lo", "hi" (95%
-        interval), "status" and "linux" (the kernel-style scaled value).
+        One JSON object per line and event, as perf stat -j, plus "lo", "hi"
+        (95% interval), "status", "linux" (the kernel-style scaled value) and
+        the raw "count", "enabled" and "running" (a count and ns, the kernel's
+        units). With -I it is a stream for controllers: the lines of an
+        interval are written in one write as soon as it ends, each with its
+        "interval" (seconds since the start) and "end-unix-ns" (the wall-clock
+        end, ns since the Unix epoch). See docs/consumers.md.
     --summary
         With -I, also print the totals of the whole run at the end (smoothed:
         every slice informs every other).
@@ -111,6 +119,15 @@ OPTIONS
         Multiplexing interval (Go duration, e.g. 4ms). Default: the kernel's.
     -o FILE
         Write the output to FILE instead of stderr.
+    --listen ADDR
+        Serve the corrected counters at http://ADDR/metrics in the OpenMetrics
+        text format, for Prometheus: per event the corrected running total
+        (bayesperf_event_count_total), the last interval's value, 95% bounds,
+        kernel-scaled value and status, the raw count and times, and the
+        measurement's health (docs/consumers.md lists them). Values are
+        published at the end of every -I interval, or every second without
+        -I. ADDR is HOST:PORT; with port 0 the kernel picks one and it is
+        printed on stderr. The endpoint stops when the measurement ends.
 
 EXAMPLES
     bayesperf stat -e task-clock,page-faults,minor-faults,major-faults -- make
@@ -138,6 +155,7 @@ type statFlags struct {
 	pmuDir        string
 	mux           time.Duration
 	output        string
+	listen        string
 }
 
 func (f *statFlags) register(fs *flag.FlagSet) {
@@ -157,6 +175,7 @@ func (f *statFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.pmuDir, "pmu-events", "", "")
 	fs.DurationVar(&f.mux, "mux-interval", 0, "")
 	fs.StringVar(&f.output, "o", "", "")
+	fs.StringVar(&f.listen, "listen", "", "")
 }
 
 // splitShortValues lets perf's spellings through the flag package: a one-letter flag
@@ -204,7 +223,10 @@ type statSession struct {
 	unit     float64 // multiplexing interval, ns: the unit of slice durations
 	mux      time.Duration
 	interval time.Duration // -I, 0 without
-	virtual  bool          // --virtual-counters: the virtual PMU enforces a budget
+	// period is how often values are published: -I, or listenPeriod when only
+	// --listen asks for them; 0 for neither.
+	period  time.Duration
+	virtual bool // --virtual-counters: the virtual PMU enforces a budget
 	// sawMux says the kernel multiplexed some event (running < enabled in a slice).
 	sawMux  bool
 	steps   int // wake-ups so far
@@ -219,7 +241,17 @@ type statSession struct {
 	pr     *statfmt.Printer
 	out    io.Writer
 	closer io.Closer
+
+	ln         net.Listener          // --listen, bound by newStatSession
+	listenAddr string                // --listen as given
+	exp        *openmetrics.Exporter // serves ln once the target is known
+	numFail    int                   // slices the model skipped (numerical failure)
+	warn       func(string)
 }
+
+// listenPeriod is how often --listen publishes without -I: Prometheus' scrape interval
+// is rarely shorter than a second.
+const listenPeriod = time.Second
 
 // newStatSession checks the flags and builds everything but the PMU. warn receives
 // notes for the user (one line each).
@@ -274,7 +306,7 @@ func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
 		}
 		seen[e.Name] = true
 	}
-	s := &statSession{evs: evs, interval: time.Duration(f.intervalMs) * time.Millisecond, summary: f.summary, virtual: f.vcounters > 0}
+	s := &statSession{evs: evs, interval: time.Duration(f.intervalMs) * time.Millisecond, summary: f.summary, virtual: f.vcounters > 0, warn: warn}
 	for _, e := range evs {
 		s.names = append(s.names, e.Name)
 	}
@@ -328,8 +360,41 @@ func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
 	case f.sep != "":
 		s.pr.Mode, s.pr.Sep = statfmt.CSV, f.sep
 	}
-	s.nextIv = s.interval
+	s.period = s.interval
+	if f.listen != "" {
+		if s.period == 0 {
+			s.period = listenPeriod
+		}
+		s.listenAddr = f.listen
+		if s.ln, err = net.Listen("tcp", f.listen); err != nil {
+			if s.closer != nil {
+				s.closer.Close()
+			}
+			return nil, usageErr("--listen %s: %v; give a free HOST:PORT (port 0 picks one)", f.listen, err)
+		}
+	}
+	s.nextIv = s.period
 	return s, nil
+}
+
+// serve starts the --listen endpoint for target pid, if asked for. A port the kernel
+// picked (ADDR:0) is said on stderr, the only way to learn it.
+func (s *statSession) serve(pid int) {
+	if s.ln == nil {
+		return
+	}
+	s.exp = openmetrics.New(pid, s.names)
+	s.exp.Serve(s.ln, func(err error) { s.warn(fmt.Sprintf("--listen: %v", err)) })
+	if _, port, _ := net.SplitHostPort(s.ln.Addr().String()); port != "" && strings.HasSuffix(s.listenAddr, ":0") {
+		s.warn("serving OpenMetrics on http://" + s.ln.Addr().String() + "/metrics")
+	}
+}
+
+// publish hands one interval's lines, ending at end, to the --listen endpoint.
+func (s *statSession) publish(end time.Time, cs []statfmt.Counter) {
+	if s.exp != nil {
+		s.exp.Publish(end, cs, openmetrics.Health{Slices: len(s.slices), NumericalFailures: s.numFail})
+	}
 }
 
 // vpmuConfig is the virtual PMU for the session: one view (the schedule), no truth.
@@ -393,8 +458,11 @@ func (s *statSession) observe(steps []vpmu.Step) error {
 	for _, est := range []inference.Estimator{s.bp, s.lx} {
 		c := sl
 		c.Readings = slices.Clone(sl.Readings)
-		if err := est.Observe(c); err != nil && !errors.Is(err, model.ErrNumerical) {
-			return fmt.Errorf("feed %s slice %d: %w", est.Name(), sl.Index, err)
+		if err := est.Observe(c); err != nil {
+			if !errors.Is(err, model.ErrNumerical) {
+				return fmt.Errorf("feed %s slice %d: %w", est.Name(), sl.Index, err)
+			}
+			s.numFail++
 		}
 	}
 	return nil
@@ -413,6 +481,7 @@ func (s *statSession) counters(from, to int) []statfmt.Counter {
 	for i := range out {
 		c := &out[i]
 		for _, sl := range s.slices[from:to] {
+			c.Count += sl.Readings[i].Count
 			c.Enabled += sl.Readings[i].Enabled
 			c.Running += sl.Readings[i].Running
 		}
@@ -449,7 +518,7 @@ func (s *statSession) nextWake(last time.Time) time.Time {
 		period = max(quietPeriod, s.mux)
 	}
 	next := last.Add(period)
-	if s.interval > 0 {
+	if s.period > 0 {
 		if b := s.start.Add(s.nextIv); b.Before(next) {
 			next = b
 		}
@@ -457,19 +526,25 @@ func (s *statSession) nextWake(last time.Time) time.Time {
 	return next
 }
 
-// tick prints the -I intervals that have ended by now.
+// tick prints (-I) and publishes (--listen) the interval that has ended by now, if one
+// has: its lines are written and flushed before the loop reads the next slice.
 func (s *statSession) tick(now time.Time) error {
-	if s.interval <= 0 {
+	if s.period <= 0 {
 		return nil
 	}
 	el := now.Sub(s.start)
 	if el < s.nextIv {
 		return nil
 	}
-	err := s.pr.IntervalBlock(el, s.counters(s.ivFrom, len(s.slices)))
+	cs := s.counters(s.ivFrom, len(s.slices))
+	var err error
+	if s.interval > 0 {
+		err = s.pr.IntervalBlock(el, cs)
+	}
+	s.publish(now, cs)
 	s.ivFrom = len(s.slices)
 	for s.nextIv <= el {
-		s.nextIv += s.interval
+		s.nextIv += s.period
 	}
 	return err
 }
@@ -478,8 +553,17 @@ func (s *statSession) tick(now time.Time) error {
 // only with --summary).
 func (s *statSession) finish(target string, foot statfmt.Footer) error {
 	var errs []error
-	if s.interval > 0 && len(s.slices) > s.ivFrom {
-		errs = append(errs, s.pr.IntervalBlock(foot.Elapsed, s.counters(s.ivFrom, len(s.slices))))
+	if s.period > 0 && len(s.slices) > s.ivFrom {
+		cs := s.counters(s.ivFrom, len(s.slices))
+		if s.interval > 0 {
+			errs = append(errs, s.pr.IntervalBlock(foot.Elapsed, cs))
+		}
+		s.publish(s.start.Add(foot.Elapsed), cs)
+	}
+	if s.exp != nil {
+		errs = append(errs, s.exp.Close())
+	} else if s.ln != nil {
+		errs = append(errs, s.ln.Close())
 	}
 	if s.interval == 0 || s.summary {
 		s.bp.Finish() // totals are smoothed: later slices inform earlier ones
@@ -526,7 +610,9 @@ func runStat(args []string) int {
 		return fail(err)
 	}
 	defer p.Close()
+	s.serve(cmd.Process.Pid)
 	s.start = time.Now()
+	s.pr.Start = s.start
 
 	// SIGINT ends the command, not us: like perf stat we then print what was counted.
 	// A terminal already delivered it to the command's process group.

@@ -43,6 +43,9 @@ var rules = []rule{
 	{"internal/collect", []string{"internal/collect", "bpf", "internal/vpmu", "internal/perf", "golang.org/x/sys"}, nil},
 	// BPF collection: owns the BPF objects; produces perf.Snapshots.
 	{"bpf", []string{"bpf", "internal/perf", "github.com/cilium/ebpf", "golang.org/x/sys"}, nil},
+	// The OpenMetrics endpoint: an output format like statfmt, with Prometheus' library;
+	// it knows no collector, model or sidecar.
+	{"internal/openmetrics", []string{"internal/openmetrics", "internal/statfmt", "github.com/prometheus/client_golang"}, nil},
 	// perf_event_open and event names: the bottom of the system side.
 	{"internal/perf", []string{"internal/perf", "golang.org/x/sys"}, nil},
 }

@@ -2,7 +2,10 @@
 // with bayesperf's uncertainty added: the normal layout (header, one line per event,
 // footer), interval lines (-I) with perf's timestamp column, CSV (-x SEP) in perf's field
 // order with the interval bounds in extra trailing fields, and JSON (-j) with one object
-// per line and the extra fields "lo", "hi", "status" and "linux".
+// per line and the extra fields "lo", "hi", "status", "linux", the raw "count",
+// "enabled" and "running" and, on interval lines when the start is known, "end-unix-ns".
+// An interval's lines go out in one write, flushed at once: the JSON-lines stream a
+// controller reads (docs/consumers.md).
 //
 // A Counter is what one event's line shows: bayesperf's estimate with its 95% interval,
 // the kernel-style scaled value, and the time the event was enabled and running in the

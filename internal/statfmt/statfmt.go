@@ -33,8 +33,9 @@ type Counter struct {
 	Linux float64
 	// Status says how Value was obtained (exact, scaled, inferred, not-counted).
 	Status string
-	// Enabled and Running are the ns the event was enabled and counting in the span.
-	Enabled, Running uint64
+	// Enabled and Running are the ns the event was enabled and counting in the span;
+	// Count is the raw count the kernel gave in it: the triple every value derives from.
+	Count, Enabled, Running uint64
 }
 
 // Footer is what perf prints after the counters of a whole run.
@@ -55,6 +56,10 @@ type Printer struct {
 	// Interval is the -I period; 0 without -I. Interval lines use it as the time base of
 	// "CPUs utilized", as perf does.
 	Interval time.Duration
+	// Start is the wall-clock time of the run's start. When set, JSON interval lines
+	// carry "end-unix-ns": Start plus the interval's timestamp, in ns since the Unix
+	// epoch, so that a consumer can tell how late a line reached it.
+	Start time.Time
 
 	printed int // interval blocks printed, for the std header every 25 blocks
 }
@@ -220,7 +225,7 @@ func (p *Printer) Totals(cs []Counter, elapsed time.Duration, summary bool) erro
 		if summary && p.Mode == CSV {
 			prefix = fmt.Sprintf("%16s%s", "summary", p.sep())
 		}
-		p.line(bw, prefix, "", c, ms[i], uw)
+		p.line(bw, prefix, "", "", c, ms[i], uw)
 	}
 	return bw.Flush()
 }
@@ -257,19 +262,25 @@ func (p *Printer) IntervalBlock(ts time.Duration, cs []Counter) error {
 	case JSON:
 		jsonPrefix = fmt.Sprintf("\"interval\" : %d.%09d, ", sec, nsec)
 	}
+	var jsonSuffix string
+	if p.Mode == JSON && !p.Start.IsZero() {
+		jsonSuffix = fmt.Sprintf(", \"end-unix-ns\" : %d", p.Start.Add(ts).UnixNano())
+	}
 	wall := p.Interval
 	if wall <= 0 {
 		wall = ts
 	}
 	ms := metrics(cs, wall)
 	for i, c := range cs {
-		p.line(bw, prefix, jsonPrefix, c, ms[i], uw)
+		p.line(bw, prefix, jsonPrefix, jsonSuffix, c, ms[i], uw)
 	}
+	// One write per block: a reader of a pipe gets the whole interval at once, as soon
+	// as it is printed.
 	return bw.Flush()
 }
 
 // line writes one counter line in p's mode.
-func (p *Printer) line(w *bufio.Writer, prefix, jsonPrefix string, c Counter, m metric, uw int) {
+func (p *Printer) line(w *bufio.Writer, prefix, jsonPrefix, jsonSuffix string, c Counter, m metric, uw int) {
 	unit, scale := Unit(c.Event)
 	const notCounted = "<not counted>"
 	switch p.Mode {
@@ -340,11 +351,13 @@ func (p *Printer) line(w *bufio.Writer, prefix, jsonPrefix string, c Counter, m 
 		}
 		fmt.Fprintf(w, "\"metric-value\" : %s, \"metric-unit\" : %s", jnum(mv), quote(mu))
 		if c.Counted {
-			fmt.Fprintf(w, ", \"lo\" : %s, \"hi\" : %s, \"status\" : %s, \"linux\" : %s}\n",
+			fmt.Fprintf(w, ", \"lo\" : %s, \"hi\" : %s, \"status\" : %s, \"linux\" : %s",
 				jnum(c.Lo*scale), jnum(c.Hi*scale), quote(c.Status), jnum(c.Linux*scale))
 		} else {
-			fmt.Fprintf(w, ", \"lo\" : null, \"hi\" : null, \"status\" : %s, \"linux\" : null}\n", quote(c.Status))
+			fmt.Fprintf(w, ", \"lo\" : null, \"hi\" : null, \"status\" : %s, \"linux\" : null", quote(c.Status))
 		}
+		// The raw triple, in the kernel's units (a count, ns), whatever the event's unit.
+		fmt.Fprintf(w, ", \"count\" : %d, \"enabled\" : %d, \"running\" : %d%s}\n", c.Count, c.Enabled, c.Running, jsonSuffix)
 	}
 }
 

@@ -291,7 +291,8 @@ func TestJSONMatchesPerf(t *testing.T) {
 				t.Fatalf("line %q is not one JSON object: %v", ours[i], err)
 			}
 			pk, ok := jsonKey.FindAllStringSubmatch(perf[i], -1), jsonKey.FindAllStringSubmatch(ours[i], -1)
-			if len(ok) != len(pk)+4 {
+			extra := []string{"lo", "hi", "status", "linux", "count", "enabled", "running"}
+			if len(ok) != len(pk)+len(extra) {
 				t.Fatalf("keys %v, perf %v", ok, pk)
 			}
 			for k := range pk {
@@ -299,7 +300,7 @@ func TestJSONMatchesPerf(t *testing.T) {
 					t.Errorf("key %d %q, perf %q", k, ok[k][1], pk[k][1])
 				}
 			}
-			for k, want := range []string{"lo", "hi", "status", "linux"} {
+			for k, want := range extra {
 				if ok[len(pk)+k][1] != want {
 					t.Errorf("extra key %q, want %q", ok[len(pk)+k][1], want)
 				}
@@ -394,5 +395,23 @@ func TestNotCountedMatchesPerf(t *testing.T) {
 		if ours[1+i] != perf[1+i] {
 			t.Errorf("not counted line\nperf: %q\nours: %q", perf[1+i], ours[1+i])
 		}
+	}
+}
+
+// With Start set, JSON interval lines say when their interval ended, in wall-clock ns.
+func TestJSONEndUnixNs(t *testing.T) {
+	start := time.Unix(1700000000, 0)
+	p := &Printer{Mode: JSON, Interval: 100 * time.Millisecond, Start: start}
+	c := Counter{Event: "page-faults", Counted: true, Value: 3, Lo: 3, Hi: 3, Linux: 3, Status: "exact", Count: 3, Enabled: 5, Running: 5}
+	l := render(t, p, func() error { return p.IntervalBlock(250*time.Millisecond, []Counter{c}) })[0]
+	var m map[string]any
+	if err := json.Unmarshal([]byte(l), &m); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m["end-unix-ns"], float64(start.Add(250*time.Millisecond).UnixNano()); got != want {
+		t.Errorf("end-unix-ns %v, want %v", got, want)
+	}
+	if m["count"] != 3.0 || m["enabled"] != 5.0 || m["running"] != 5.0 {
+		t.Errorf("raw triple %v %v %v, want 3 5 5", m["count"], m["enabled"], m["running"])
 	}
 }

@@ -1,0 +1,180 @@
+package openmetrics
+
+import (
+	"errors"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/bayesperf/bayesperf/internal/statfmt"
+)
+
+// Statuses are the values of the status label of bayesperf_event_status, one series
+// each (inference's Status names).
+var Statuses = []string{"exact", "scaled", "inferred", "not-counted"}
+
+// Health is the measurement loop's own state at a publication.
+type Health struct {
+	// Slices is the number of multiplexing slices observed so far.
+	Slices int
+	// NumericalFailures counts slices the model could not use (a numerical failure
+	// it recovered from by skipping them).
+	NumericalFailures int
+}
+
+// series is one event's published state.
+type series struct {
+	total                   float64 // corrected running total
+	value, lo, hi, kernel   float64 // last interval
+	status                  string
+	count, enabled, running uint64 // raw running totals
+	seen                    bool   // published at least once
+}
+
+// Exporter is the state /metrics shows. The zero value is not usable: use New.
+type Exporter struct {
+	pid   string
+	descs map[string]*prometheus.Desc
+
+	mu        sync.Mutex
+	events    []string
+	ev        []series
+	intervals int
+	lastEnd   time.Time
+	health    Health
+
+	srv *http.Server
+}
+
+// New returns an exporter for the events of process pid, in the given order (the -e
+// list); nothing is published yet, so a scrape shows the health metrics only.
+func New(pid int, events []string) *Exporter {
+	x := &Exporter{pid: strconv.Itoa(pid), events: append([]string(nil), events...), ev: make([]series, len(events))}
+	ev := []string{"event", "pid"}
+	d := func(name, help string, labels []string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	x.descs = map[string]*prometheus.Desc{
+		"total":    d("bayesperf_event_count_total", "Corrected running total of the event since the start, in the kernel's unit of the event (ns for task-clock and cpu-clock, a count otherwise): the sum of the interval values, each clamped at 0.", ev),
+		"value":    d("bayesperf_event_interval_value", "Corrected value of the event over the last interval, in the kernel's unit of the event.", ev),
+		"lo":       d("bayesperf_event_interval_lower", "Lower bound of the 95% interval of the last interval's value.", ev),
+		"hi":       d("bayesperf_event_interval_upper", "Upper bound of the 95% interval of the last interval's value.", ev),
+		"kernel":   d("bayesperf_event_kernel_scaled", "Kernel-style scaled value of the last interval: count * enabled / running.", ev),
+		"status":   d("bayesperf_event_status", "How the last interval's value was obtained: 1 for the current status, 0 for the others.", []string{"event", "pid", "status"}),
+		"count":    d("bayesperf_event_raw_count_total", "Raw count the kernel reported while the event was counting, summed since the start.", ev),
+		"enabled":  d("bayesperf_event_enabled_seconds_total", "Time the event was enabled (time_enabled), summed since the start.", ev),
+		"running":  d("bayesperf_event_running_seconds_total", "Time the event was counting (time_running), summed since the start.", ev),
+		"slices":   d("bayesperf_slices_total", "Multiplexing slices observed.", []string{"pid"}),
+		"numfail":  d("bayesperf_model_numerical_failures_total", "Slices the model skipped after a numerical failure.", []string{"pid"}),
+		"ivs":      d("bayesperf_intervals_total", "Intervals published.", []string{"pid"}),
+		"last_end": d("bayesperf_last_interval_end_timestamp_seconds", "Wall-clock end of the last published interval, in seconds since the Unix epoch.", []string{"pid"}),
+	}
+	return x
+}
+
+// Publish records one interval ending at end: cs holds the events in New's order (extra
+// or missing entries are ignored).
+func (x *Exporter) Publish(end time.Time, cs []statfmt.Counter, h Health) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for i := range x.ev {
+		if i >= len(cs) {
+			break
+		}
+		c, s := cs[i], &x.ev[i]
+		s.seen = true
+		s.status = c.Status
+		s.count += c.Count
+		s.enabled += c.Enabled
+		s.running += c.Running
+		if !c.Counted {
+			s.value, s.lo, s.hi, s.kernel = 0, 0, 0, 0
+			continue
+		}
+		s.value, s.lo, s.hi, s.kernel = c.Value, c.Lo, c.Hi, c.Linux
+		if c.Value > 0 && !math.IsInf(c.Value, 1) {
+			s.total += c.Value
+		}
+	}
+	x.intervals++
+	x.lastEnd = end
+	x.health = h
+}
+
+// Describe sends every metric's description (prometheus.Collector).
+func (x *Exporter) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range x.descs {
+		ch <- d
+	}
+}
+
+// Collect sends the last published state (prometheus.Collector).
+func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	m := func(key string, t prometheus.ValueType, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(x.descs[key], t, v, labels...)
+	}
+	for i, s := range x.ev {
+		if !s.seen {
+			continue
+		}
+		e := x.events[i]
+		m("total", prometheus.CounterValue, s.total, e, x.pid)
+		m("value", prometheus.GaugeValue, s.value, e, x.pid)
+		m("lo", prometheus.GaugeValue, s.lo, e, x.pid)
+		m("hi", prometheus.GaugeValue, s.hi, e, x.pid)
+		m("kernel", prometheus.GaugeValue, s.kernel, e, x.pid)
+		for _, st := range Statuses {
+			v := 0.0
+			if st == s.status {
+				v = 1
+			}
+			m("status", prometheus.GaugeValue, v, e, x.pid, st)
+		}
+		m("count", prometheus.CounterValue, float64(s.count), e, x.pid)
+		m("enabled", prometheus.CounterValue, float64(s.enabled)/1e9, e, x.pid)
+		m("running", prometheus.CounterValue, float64(s.running)/1e9, e, x.pid)
+	}
+	m("slices", prometheus.CounterValue, float64(x.health.Slices), x.pid)
+	m("numfail", prometheus.CounterValue, float64(x.health.NumericalFailures), x.pid)
+	m("ivs", prometheus.CounterValue, float64(x.intervals), x.pid)
+	if !x.lastEnd.IsZero() {
+		m("last_end", prometheus.GaugeValue, float64(x.lastEnd.UnixNano())/1e9, x.pid)
+	}
+}
+
+// Handler is the /metrics handler: OpenMetrics when the scraper accepts it (Prometheus
+// does), else Prometheus' text format.
+func (x *Exporter) Handler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(x) // the descriptions are fixed and distinct: cannot fail
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorHandling: promhttp.ContinueOnError})
+}
+
+// Serve serves /metrics on ln until Close. It returns at once; the server's error,
+// other than its closing, is reported to errf.
+func (x *Exporter) Serve(ln net.Listener, errf func(error)) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", x.Handler())
+	x.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := x.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && errf != nil {
+			errf(err)
+		}
+	}()
+}
+
+// Close stops the server started by Serve.
+func (x *Exporter) Close() error {
+	if x.srv == nil {
+		return nil
+	}
+	return x.srv.Close()
+}

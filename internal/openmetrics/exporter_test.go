@@ -1,0 +1,88 @@
+package openmetrics
+
+import (
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bayesperf/bayesperf/internal/statfmt"
+)
+
+func scrape(t *testing.T, x *Exporter) (string, string) {
+	t.Helper()
+	srv := httptest.NewServer(x.Handler())
+	defer srv.Close()
+	req, _ := http.NewRequest("GET", srv.URL, nil)
+	// What Prometheus 2.x sends.
+	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Header.Get("Content-Type"), string(b)
+}
+
+// The running total adds each interval's value clamped at 0, so it never decreases;
+// the gauges show the last interval as given; the status is a state set.
+func TestPublishAndScrape(t *testing.T) {
+	x := New(42, []string{"page-faults", "minor-faults"})
+	end := time.Unix(1700000000, 500_000_000)
+	x.Publish(end, []statfmt.Counter{
+		{Event: "page-faults", Counted: true, Value: 100, Lo: 90, Hi: 110, Linux: 120, Status: "inferred", Count: 50, Enabled: 2e9, Running: 1e9},
+		{Event: "minor-faults", Counted: true, Value: 10, Lo: 10, Hi: 10, Linux: 10, Status: "exact", Count: 10, Enabled: 2e9, Running: 2e9},
+	}, Health{Slices: 7})
+	x.Publish(end.Add(time.Second), []statfmt.Counter{
+		{Event: "page-faults", Counted: true, Value: -5, Lo: -20, Hi: 10, Linux: 0, Status: "inferred"},
+		{Event: "minor-faults", Counted: true, Value: math.NaN(), Status: "inferred"},
+	}, Health{Slices: 9, NumericalFailures: 1})
+	ct, body := scrape(t, x)
+	if !strings.HasPrefix(ct, "application/openmetrics-text") {
+		t.Errorf("content type %q, want OpenMetrics", ct)
+	}
+	if !strings.HasSuffix(strings.TrimSpace(body), "# EOF") {
+		t.Errorf("OpenMetrics exposition must end with # EOF:\n%s", body)
+	}
+	for _, want := range []string{
+		"# TYPE bayesperf_event_count counter",
+		`bayesperf_event_count_total{event="page-faults",pid="42"} 100.0`,
+		`bayesperf_event_count_total{event="minor-faults",pid="42"} 10.0`,
+		`bayesperf_event_interval_value{event="page-faults",pid="42"} -5.0`,
+		`bayesperf_event_interval_lower{event="page-faults",pid="42"} -20.0`,
+		`bayesperf_event_interval_upper{event="page-faults",pid="42"} 10.0`,
+		`bayesperf_event_kernel_scaled{event="page-faults",pid="42"} 0.0`,
+		`bayesperf_event_status{event="page-faults",pid="42",status="inferred"} 1.0`,
+		`bayesperf_event_status{event="page-faults",pid="42",status="exact"} 0.0`,
+		`bayesperf_event_raw_count_total{event="page-faults",pid="42"} 50.0`,
+		`bayesperf_event_enabled_seconds_total{event="page-faults",pid="42"} 2.0`,
+		`bayesperf_event_running_seconds_total{event="page-faults",pid="42"} 1.0`,
+		`bayesperf_slices_total{pid="42"} 9.0`,
+		`bayesperf_model_numerical_failures_total{pid="42"} 1.0`,
+		`bayesperf_intervals_total{pid="42"} 2.0`,
+		`bayesperf_last_interval_end_timestamp_seconds{pid="42"} 1.7000000015e+09`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("no line %q in\n%s", want, body)
+		}
+	}
+}
+
+// Before the first interval only the health metrics exist: no series with made-up
+// zeros.
+func TestNothingPublished(t *testing.T) {
+	_, body := scrape(t, New(1, []string{"page-faults"}))
+	if strings.Contains(body, "bayesperf_event_") {
+		t.Errorf("event series before any interval:\n%s", body)
+	}
+	if !strings.Contains(body, `bayesperf_intervals_total{pid="1"} 0`) {
+		t.Errorf("no intervals_total:\n%s", body)
+	}
+}
