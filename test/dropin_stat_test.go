@@ -125,7 +125,9 @@ func TestDropinPerfStatSoftwareEvents(t *testing.T) {
 	if gsw[0] < 10 || nsw[0] < 10 || gsw[0] > nsw[1]+10 {
 		t.Errorf("context-switches: %v through bayesperf, %v natively; want all >= 10 and the smallest through bayesperf at most the native median + 10", gsw, nsw)
 	}
-	if gclk[1] < 40 || !within(gclk[1], nclk[1], clockAbs, clockRel) {
+	// The 50 ms spin is wall-clock: on a loaded machine it gets less CPU (28 ms natively
+	// was seen), so task-clock is judged against the native runs, not against 50 ms.
+	if gclk[1] <= 0 || !within(gclk[1], nclk[1], clockAbs, clockRel) {
 		t.Errorf("task-clock: median %v ms through bayesperf (%v), %v natively (%v); the workload spins 50 ms", gclk[1], gclk, nclk[1], nclk)
 	}
 	if st.Events != 6 || st.MirrorReads < 6 || st.PassthroughReads != 0 {
