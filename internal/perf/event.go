@@ -1,7 +1,6 @@
 package perf
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/bayesperf/bayesperf/perfabi"
 	"golang.org/x/sys/unix"
 )
 
@@ -129,7 +129,7 @@ func permissionAdvice(attr Attr, pid, euid, level int) string {
 	switch {
 	case level > 2:
 		return fmt.Sprintf("perf_event_paranoid is %d, which forbids unprivileged users every perf event; run as root or lower it (%s)", level, lower)
-	case level > 1 && attr.Flags&FlagExcludeKern == 0:
+	case level > 1 && attr.Flags&perfabi.FlagExcludeKern == 0:
 		return fmt.Sprintf("perf_event_paranoid is %d, which forbids unprivileged users to count kernel activity; count user space only with the :u modifier (task-clock:u), run as root, or lower it (%s)", level, lower)
 	}
 	return fmt.Sprintf("perf_event_paranoid is %d; run as root or lower it (%s)", level, lower)
@@ -203,29 +203,6 @@ type Reading struct {
 	Values           []Value
 }
 
-// ReadSize is the number of bytes read(2) returns for read_format rf and n group members
-// (n is ignored without FormatGroup).
-func ReadSize(rf uint64, n int) int {
-	per := 8
-	if rf&FormatID != 0 {
-		per += 8
-	}
-	if rf&FormatLost != 0 {
-		per += 8
-	}
-	hdr := 0
-	if rf&FormatTotalTimeEnabled != 0 {
-		hdr += 8
-	}
-	if rf&FormatTotalTimeRunning != 0 {
-		hdr += 8
-	}
-	if rf&FormatGroup != 0 {
-		return 8 + hdr + n*per
-	}
-	return hdr + per
-}
-
 // DecodeReading decodes the bytes of a read(2) with read_format rf into r, reusing
 // r.Values. It fails, never panics, on short or inconsistent input.
 func DecodeReading(b []byte, rf uint64, r *Reading) error {
@@ -239,13 +216,13 @@ func DecodeReading(b []byte, rf uint64, r *Reading) error {
 var errShort = errors.New("short read")
 
 func decodeReading(b []byte, rf uint64, r *Reading) error {
-	le := binary.LittleEndian
+	bo := perfabi.ByteOrder
 	off := 0
 	next := func() (uint64, bool) {
 		if off+8 > len(b) {
 			return 0, false
 		}
-		v := le.Uint64(b[off:])
+		v := bo.Uint64(b[off:])
 		off += 8
 		return v, true
 	}
@@ -253,12 +230,12 @@ func decodeReading(b []byte, rf uint64, r *Reading) error {
 	// end, so that the common, successful decode does not allocate.
 	var ok bool
 	readTimes := func() error {
-		if rf&FormatTotalTimeEnabled != 0 {
+		if rf&perfabi.FormatTotalTimeEnabled != 0 {
 			if r.Enabled, ok = next(); !ok {
 				return errShort
 			}
 		}
-		if rf&FormatTotalTimeRunning != 0 {
+		if rf&perfabi.FormatTotalTimeRunning != 0 {
 			if r.Running, ok = next(); !ok {
 				return errShort
 			}
@@ -270,17 +247,17 @@ func decodeReading(b []byte, rf uint64, r *Reading) error {
 		if v.Value, ok = next(); !ok {
 			return v, errShort
 		}
-		if rf&FormatGroup == 0 {
+		if rf&perfabi.FormatGroup == 0 {
 			if err := readTimes(); err != nil {
 				return v, err
 			}
 		}
-		if rf&FormatID != 0 {
+		if rf&perfabi.FormatID != 0 {
 			if v.ID, ok = next(); !ok {
 				return v, errShort
 			}
 		}
-		if rf&FormatLost != 0 {
+		if rf&perfabi.FormatLost != 0 {
 			if v.Lost, ok = next(); !ok {
 				return v, errShort
 			}
@@ -292,7 +269,7 @@ func decodeReading(b []byte, rf uint64, r *Reading) error {
 	// Layouts (include/uapi/linux/perf_event.h): a single event reads value, enabled,
 	// running, id, lost; a group reads nr, enabled, running, then nr × (value, id, lost).
 	n := uint64(1)
-	if rf&FormatGroup != 0 {
+	if rf&perfabi.FormatGroup != 0 {
 		if n, ok = next(); !ok {
 			return errShort
 		}
@@ -341,10 +318,10 @@ func (e *Event) ReadInto(buf []byte, r *Reading) error {
 // triple.
 func (e *Event) ReadCount() (Count, error) {
 	rf := e.Attr.ReadFormat
-	if rf&FormatGroup != 0 {
-		return Count{}, fmt.Errorf("read count of %s: event has FormatGroup, use ReadInto", e.Name)
+	if rf&perfabi.FormatGroup != 0 {
+		return Count{}, fmt.Errorf("read count of %s: event has perfabi.FormatGroup, use ReadInto", e.Name)
 	}
-	buf := make([]byte, ReadSize(rf, 1))
+	buf := make([]byte, perfabi.ReadSize(rf, 1))
 	var r Reading
 	r.Values = make([]Value, 0, 1)
 	if err := e.ReadInto(buf, &r); err != nil {

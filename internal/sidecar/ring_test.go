@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/ringbuf"
 	"github.com/bayesperf/bayesperf/shim"
 )
@@ -139,7 +140,7 @@ func TestPumpSurvivesLyingTail(t *testing.T) {
 func TestPumpBackward(t *testing.T) {
 	kmem, mmem := ringMem(t, 2), ringMem(t, 2)
 	kw, _ := ringbuf.NewWriter(kmem, ringbuf.WriterOptions{PageSize: testPage, Backward: true, Overwrite: true})
-	r, err := newMirrorRingMem(kmem, mmem, shim.Attr{Bits: shim.AttrWriteBackward}, false)
+	r, err := newMirrorRingMem(kmem, mmem, shim.Attr{Flags: perfabi.FlagWriteBackward}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

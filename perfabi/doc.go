@@ -1,0 +1,12 @@
+// Package perfabi is the perf_event_open(2) ABI as Go sees it: struct perf_event_attr
+// (Attr) and its one decoder, the attr flag bits, the read_format bits and the size of
+// the layout read(2) returns for them.
+//
+// The ABI is the host's: the kernel and the tool lay these structures out in the byte
+// order of the machine they run on, so every encoding and decoding here uses ByteOrder,
+// binary.NativeEndian, and nothing else in the module picks an order of its own.
+//
+// It is a leaf: it imports only the standard library, so the shim, the ring reader, the
+// perf layer and the BPF collector can all share it (internal/archtest). Decoders return
+// errors, never panic, on any bytes; the package holds no state.
+package perfabi
