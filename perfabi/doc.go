@@ -1,6 +1,6 @@
 // Package perfabi is the perf_event_open(2) ABI as Go sees it: struct perf_event_attr
-// (Attr) and its one decoder, the attr flag bits, the read_format bits and the size of
-// the layout read(2) returns for them.
+// (Attr) and its one decoder, the attr flag bits, the read_format bits, and the layout
+// read(2) returns for them (ReadSize, and its one decoder DecodeRead).
 //
 // The ABI is the host's: the kernel and the tool lay these structures out in the byte
 // order of the machine they run on, so every encoding and decoding here uses ByteOrder,

@@ -192,72 +192,31 @@ type Values struct {
 }
 
 // ParseRead decodes a buffer returned by read() on a perf fd whose attr has read_format.
+// Beyond the layout (perfabi.DecodeRead) it demands known read_format bits, a group of
+// 1..MirrorMaxValues members (what a mirror page holds) and no trailing bytes.
 func ParseRead(format uint64, b []byte) (Values, error) {
 	var v Values
 	if format&^perfabi.FormatKnown != 0 {
 		return v, fmt.Errorf("parse perf read: unknown read_format bits %#x: %w", format&^perfabi.FormatKnown, ErrMalformed)
 	}
-	ne := binary.NativeEndian
-	off := 0
-	next := func() (uint64, bool) {
-		if off+8 > len(b) {
-			return 0, false
-		}
-		x := ne.Uint64(b[off:])
-		off += 8
-		return x, true
-	}
 	short := fmt.Errorf("parse perf read: %d bytes, too short for read_format %#x: %w", len(b), format, ErrMalformed)
 	nr := uint64(1)
 	if format&perfabi.FormatGroup != 0 {
-		var ok bool
-		if nr, ok = next(); !ok {
+		if len(b) < 8 {
 			return v, short
 		}
-		if nr == 0 || nr > uint64(MirrorMaxValues) {
+		if nr = perfabi.ByteOrder.Uint64(b); nr == 0 || nr > uint64(MirrorMaxValues) {
 			return v, fmt.Errorf("parse perf read: group of %d members, want 1..%d: %w", nr, MirrorMaxValues, ErrMalformed)
 		}
 	}
-	// The kernel's layouts (perf_read_one and perf_read_group): a single event is
-	// { value, enabled, running, id, lost }; a group is { nr, enabled, running,
-	// { value, id, lost } x nr }. The times follow the value only in the first.
-	var ok bool
-	v.Members = make([]MirrorValue, nr)
-	if format&perfabi.FormatGroup == 0 {
-		if v.Members[0].Value, ok = next(); !ok {
-			return v, short
-		}
+	r := perfabi.Read{Values: make([]MirrorValue, 0, nr)}
+	n, err := perfabi.DecodeRead(b, format, &r)
+	v = Values{Enabled: r.Enabled, Running: r.Running, Members: r.Values}
+	if err != nil {
+		return v, short
 	}
-	if format&perfabi.FormatTotalTimeEnabled != 0 {
-		if v.Enabled, ok = next(); !ok {
-			return v, short
-		}
-	}
-	if format&perfabi.FormatTotalTimeRunning != 0 {
-		if v.Running, ok = next(); !ok {
-			return v, short
-		}
-	}
-	for i := range v.Members {
-		m := &v.Members[i]
-		if format&perfabi.FormatGroup != 0 {
-			if m.Value, ok = next(); !ok {
-				return v, short
-			}
-		}
-		if format&perfabi.FormatID != 0 {
-			if m.ID, ok = next(); !ok {
-				return v, short
-			}
-		}
-		if format&perfabi.FormatLost != 0 {
-			if m.Lost, ok = next(); !ok {
-				return v, short
-			}
-		}
-	}
-	if off != len(b) {
-		return v, fmt.Errorf("parse perf read: %d trailing bytes for read_format %#x: %w", len(b)-off, format, ErrMalformed)
+	if n != len(b) {
+		return v, fmt.Errorf("parse perf read: %d trailing bytes for read_format %#x: %w", len(b)-n, format, ErrMalformed)
 	}
 	return v, nil
 }

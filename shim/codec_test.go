@@ -185,7 +185,7 @@ func FuzzDecode(f *testing.F) {
 
 func FuzzParseRead(f *testing.F) {
 	f.Add(uint64(3), AppendRead(nil, 3, Values{Enabled: 1, Running: 2, Members: []MirrorValue{{Value: 3}}}))
-	f.Add(uint64(15), AppendRead(nil, 15, Values{Members: []MirrorValue{{1, 2, 0}, {3, 4, 0}}}))
+	f.Add(uint64(15), AppendRead(nil, 15, Values{Members: []MirrorValue{{Value: 1, ID: 2}, {Value: 3, ID: 4}}}))
 	f.Fuzz(func(t *testing.T, format uint64, b []byte) {
 		v, err := ParseRead(format, b)
 		if err != nil {
@@ -227,7 +227,7 @@ func TestReadLayoutIsTheKernels(t *testing.T) {
 		{"single value+running", perfabi.FormatTotalTimeRunning, []uint64{7, 50},
 			Values{Running: 50, Members: []MirrorValue{{Value: 7}}}},
 		{"group", all | perfabi.FormatGroup, []uint64{2, 100, 50, 7, 9, 2, 8, 10, 3},
-			Values{Enabled: 100, Running: 50, Members: []MirrorValue{{7, 9, 2}, {8, 10, 3}}}},
+			Values{Enabled: 100, Running: 50, Members: []MirrorValue{{Value: 7, ID: 9, Lost: 2}, {Value: 8, ID: 10, Lost: 3}}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -26,13 +26,13 @@ func TestMirrorPublishSnapshot(t *testing.T) {
 	if !ok || h.State != MirrorEmpty || h.Magic != MirrorMagic || h.ReadFormat != perfabi.FormatGroup|perfabi.FormatID {
 		t.Fatalf("fresh page: %+v ok=%v", h, ok)
 	}
-	v := Values{Enabled: 10, Running: 9, Members: []MirrorValue{{5, 100, 0}, {6, 101, 0}, {7, 102, 0}}}
+	v := Values{Enabled: 10, Running: 9, Members: []MirrorValue{{Value: 5, ID: 100}, {Value: 6, ID: 101}, {Value: 7, ID: 102}}}
 	m.Publish(MirrorOK, MirrorFinal, 1234, v)
 	h, got, ok := m.Snapshot()
 	if !ok || h.State != MirrorOK || h.Flags != MirrorFinal || h.UpdateNs != 1234 || h.Nr != 3 || h.Generation != 1 || h.Seq != 2 {
 		t.Fatalf("after publish: %+v ok=%v", h, ok)
 	}
-	if got.Enabled != 10 || got.Running != 9 || len(got.Members) != 3 || got.Members[2] != (MirrorValue{7, 102, 0}) {
+	if got.Enabled != 10 || got.Running != 9 || len(got.Members) != 3 || got.Members[2] != (MirrorValue{Value: 7, ID: 102}) {
 		t.Errorf("snapshot %+v, want %+v", got, v)
 	}
 	// A group too big for the page is not truncated: the shim is told to read the kernel.

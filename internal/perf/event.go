@@ -192,100 +192,24 @@ func groupFlag(g bool) int {
 }
 
 // Value is one event's part of a read: its count and, per read_format, its id and lost count.
-type Value struct {
-	Value, ID, Lost uint64
-}
+type Value = perfabi.ReadValue
 
 // Reading is a decoded read(2) of an event: the times are the (group leader's) enabled
 // and running ns, and Values has one entry, or one per group member with FormatGroup.
-type Reading struct {
-	Enabled, Running uint64
-	Values           []Value
-}
+type Reading = perfabi.Read
 
 // DecodeReading decodes the bytes of a read(2) with read_format rf into r, reusing
 // r.Values. It fails, never panics, on short or inconsistent input.
 func DecodeReading(b []byte, rf uint64, r *Reading) error {
-	err := decodeReading(b, rf, r)
-	if err == errShort {
-		return fmt.Errorf("decode perf read: %d bytes too short for read_format %#x", len(b), rf)
-	}
-	return err
-}
-
-var errShort = errors.New("short read")
-
-func decodeReading(b []byte, rf uint64, r *Reading) error {
-	bo := perfabi.ByteOrder
-	off := 0
-	next := func() (uint64, bool) {
-		if off+8 > len(b) {
-			return 0, false
-		}
-		v := bo.Uint64(b[off:])
-		off += 8
-		return v, true
-	}
-	// errShort is returned by the helpers and replaced by the descriptive error at the
-	// end, so that the common, successful decode does not allocate.
-	var ok bool
-	readTimes := func() error {
-		if rf&perfabi.FormatTotalTimeEnabled != 0 {
-			if r.Enabled, ok = next(); !ok {
-				return errShort
-			}
-		}
-		if rf&perfabi.FormatTotalTimeRunning != 0 {
-			if r.Running, ok = next(); !ok {
-				return errShort
-			}
-		}
-		return nil
-	}
-	readValue := func() (Value, error) {
-		var v Value
-		if v.Value, ok = next(); !ok {
-			return v, errShort
-		}
-		if rf&perfabi.FormatGroup == 0 {
-			if err := readTimes(); err != nil {
-				return v, err
-			}
-		}
-		if rf&perfabi.FormatID != 0 {
-			if v.ID, ok = next(); !ok {
-				return v, errShort
-			}
-		}
-		if rf&perfabi.FormatLost != 0 {
-			if v.Lost, ok = next(); !ok {
-				return v, errShort
-			}
-		}
-		return v, nil
-	}
-	r.Enabled, r.Running = 0, 0
-	r.Values = r.Values[:0]
-	// Layouts (include/uapi/linux/perf_event.h): a single event reads value, enabled,
-	// running, id, lost; a group reads nr, enabled, running, then nr × (value, id, lost).
-	n := uint64(1)
-	if rf&perfabi.FormatGroup != 0 {
-		if n, ok = next(); !ok {
-			return errShort
-		}
-		if n > uint64(len(b))/8 {
+	// A group size that could not fit even without the times is named as such.
+	if rf&perfabi.FormatGroup != 0 && len(b) >= 8 {
+		if n := perfabi.ByteOrder.Uint64(b); n > uint64(len(b))/8 {
+			r.Enabled, r.Running, r.Values = 0, 0, r.Values[:0]
 			return fmt.Errorf("decode perf read: %d members claimed in %d bytes", n, len(b))
 		}
-		if err := readTimes(); err != nil {
-			return err
-		}
 	}
-	for range n {
-		v, err := readValue()
-		if err != nil {
-			return err
-		}
-		r.Values = append(r.Values, v)
+	if _, err := perfabi.DecodeRead(b, rf, r); err != nil {
+		return fmt.Errorf("decode perf read: %d bytes too short for read_format %#x", len(b), rf)
 	}
 	return nil
 }
