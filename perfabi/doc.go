@@ -3,8 +3,8 @@
 // read(2) returns for them (ReadSize, and its one decoder DecodeRead).
 //
 // The ABI is the host's: the kernel and the tool lay these structures out in the byte
-// order of the machine they run on, so every encoding and decoding here uses ByteOrder,
-// binary.NativeEndian, and nothing else in the module picks an order of its own.
+// order of the machine they run on. ByteOrder (binary.NativeEndian) is that decision,
+// made once; every encoder and decoder of perf structures in the module uses it.
 //
 // It is a leaf: it imports only the standard library, so the shim, the ring reader, the
 // perf layer and the BPF collector can all share it (internal/archtest). Decoders return

@@ -1,6 +1,9 @@
 package perfabi
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ReadSize is the number of bytes read(2) returns for read_format rf and n group members
 // (n is ignored without FormatGroup). The layouts (perf_read_one and perf_read_group in
@@ -42,69 +45,112 @@ type Read struct {
 	Values           []ReadValue
 }
 
-// ErrShortRead is DecodeRead's only error: b ends before the layout of its read_format.
+// ErrShortRead is wrapped by every DecodeRead error: b ends before the layout of its
+// read_format.
 var ErrShortRead = errors.New("perf read shorter than its read_format")
+
+// A ReadError says where a read layout ran past its bytes; it wraps ErrShortRead.
+type ReadError struct {
+	Field  string // "nr", "value", "time_enabled", "time_running", "id" or "lost"
+	Offset int    // of Field, or of the first group member when Members is set
+	Left   int    // bytes from Offset to the end
+	// Members is the group's nr when the nr members of Per bytes each do not fit in Left
+	// (Field is then "nr"); 0 when a single field does not fit.
+	Members uint64
+	Per     int
+}
+
+func (e *ReadError) Error() string {
+	if e.Members != 0 {
+		return fmt.Sprintf("perf read: %d values of %d bytes exceed the %d bytes left", e.Members, e.Per, e.Left)
+	}
+	return fmt.Sprintf("perf read: %s at offset %d needs 8 bytes, %d left", e.Field, e.Offset, e.Left)
+}
+
+func (e *ReadError) Unwrap() error { return ErrShortRead }
+
+// reader reads the u64 fields of a read layout in order and remembers the first that did
+// not fit; later reads are no-ops, so a decoder checks once at the end.
+type reader struct {
+	b   []byte
+	off int
+	err *ReadError
+}
+
+func (d *reader) u64(field string) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b)-d.off < 8 {
+		d.err = &ReadError{Field: field, Offset: d.off, Left: len(d.b) - d.off}
+		return 0
+	}
+	v := ByteOrder.Uint64(d.b[d.off:])
+	d.off += 8
+	return v
+}
 
 // DecodeRead decodes the read(2) layout of read_format rf at the start of b into r,
 // reusing r.Values, and returns the number of bytes it used. It does not allocate when
-// r.Values has the capacity, and fails only with ErrShortRead. Unknown rf bits, bytes
-// after the layout and bounds on the group size are the caller's rules.
+// r.Values has the capacity; its errors are *ReadError. Unknown rf bits, bytes after the
+// layout and bounds on the group size are the caller's rules.
 func DecodeRead(b []byte, rf uint64, r *Read) (int, error) {
 	r.Enabled, r.Running = 0, 0
 	r.Values = r.Values[:0]
-	per, times := 8, 0
+	d := reader{b: b}
+	var v ReadValue
+	group := rf&FormatGroup != 0
+	nr := uint64(1)
+	if group {
+		nr = d.u64("nr")
+	} else {
+		v.Value = d.u64("value")
+	}
+	if rf&FormatTotalTimeEnabled != 0 {
+		r.Enabled = d.u64("time_enabled")
+	}
+	if rf&FormatTotalTimeRunning != 0 {
+		r.Running = d.u64("time_running")
+	}
+	if !group {
+		if rf&FormatID != 0 {
+			v.ID = d.u64("id")
+		}
+		if rf&FormatLost != 0 {
+			v.Lost = d.u64("lost")
+		}
+		if d.err != nil {
+			return 0, d.err
+		}
+		r.Values = append(r.Values, v)
+		return d.off, nil
+	}
+	if d.err != nil {
+		return 0, d.err
+	}
+	per := 8
 	if rf&FormatID != 0 {
 		per += 8
 	}
 	if rf&FormatLost != 0 {
 		per += 8
 	}
-	if rf&FormatTotalTimeEnabled != 0 {
-		times += 8
+	// Checked before any member is read, so a huge nr neither allocates nor loops.
+	if left := len(b) - d.off; nr > uint64(left/per) {
+		return 0, &ReadError{Field: "nr", Offset: d.off, Left: left, Members: nr, Per: per}
 	}
-	if rf&FormatTotalTimeRunning != 0 {
-		times += 8
-	}
-	bo := ByteOrder
-	off := 0
-	next := func() uint64 {
-		v := bo.Uint64(b[off:])
-		off += 8
-		return v
-	}
-	group := rf&FormatGroup != 0
-	nr := uint64(1)
-	if group {
-		if len(b) < 8 {
-			return 0, ErrShortRead
-		}
-		nr = next()
-	}
-	// Every bound is checked here, once, so the reads below cannot run past b.
-	if len(b)-off < times || nr > uint64(len(b)-off-times)/uint64(per) {
-		return 0, ErrShortRead
-	}
-	var v ReadValue
-	if !group {
-		v.Value = next()
-	}
-	if rf&FormatTotalTimeEnabled != 0 {
-		r.Enabled = next()
-	}
-	if rf&FormatTotalTimeRunning != 0 {
-		r.Running = next()
+	if cap(r.Values) < int(nr) {
+		r.Values = make([]ReadValue, 0, nr)
 	}
 	for range nr {
-		if group {
-			v.Value = next()
-		}
+		v.Value = d.u64("value")
 		if rf&FormatID != 0 {
-			v.ID = next()
+			v.ID = d.u64("id")
 		}
 		if rf&FormatLost != 0 {
-			v.Lost = next()
+			v.Lost = d.u64("lost")
 		}
 		r.Values = append(r.Values, v)
 	}
-	return off, nil
+	return d.off, nil
 }

@@ -1,6 +1,7 @@
 package perfabi
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 )
@@ -36,7 +37,7 @@ func TestDecodeReadLayouts(t *testing.T) {
 		if n != ReadSize(c.rf, len(r.Values)) {
 			t.Errorf("%s: used %d bytes, ReadSize says %d", c.name, n, ReadSize(c.rf, len(r.Values)))
 		}
-		if _, err := DecodeRead(c.b[:len(c.b)-1], c.rf, &r); err != ErrShortRead {
+		if _, err := DecodeRead(c.b[:len(c.b)-1], c.rf, &r); !errors.Is(err, ErrShortRead) {
 			t.Errorf("%s: one byte short: %v", c.name, err)
 		}
 	}
@@ -58,8 +59,8 @@ func FuzzDecodeRead(f *testing.F) {
 		var r Read
 		n, err := DecodeRead(b, rf, &r)
 		if err != nil {
-			if err != ErrShortRead {
-				t.Fatalf("error %v, want ErrShortRead", err)
+			if !errors.Is(err, ErrShortRead) {
+				t.Fatalf("error %v does not wrap ErrShortRead", err)
 			}
 			return
 		}

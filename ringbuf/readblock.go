@@ -64,7 +64,7 @@ func FindReadBlock(rec []byte, f *Format) (ReadBlock, error) {
 		if p+8 > len(rec) {
 			return ReadBlock{}, &DecodeError{Record: h.Type, Field: "read_format.nr", Offset: p, Err: ErrTruncated}
 		}
-		nr := le.Uint64(rec[p:])
+		nr := bo.Uint64(rec[p:])
 		if nr > uint64(len(rec)) {
 			return ReadBlock{}, &DecodeError{Record: h.Type, Field: "read_format.nr", Offset: p, Err: fmt.Errorf("%d values: %w", nr, ErrTruncated)}
 		}
@@ -109,17 +109,17 @@ func (b ReadBlock) Len() int { return b.n }
 func (b ReadBlock) at(i int) int { return b.values + i*b.stride }
 
 // Value returns the i-th counter value, 0 <= i < Len().
-func (b ReadBlock) Value(i int) uint64 { return le.Uint64(b.rec[b.at(i):]) }
+func (b ReadBlock) Value(i int) uint64 { return bo.Uint64(b.rec[b.at(i):]) }
 
 // SetValue overwrites the i-th counter value in place.
-func (b ReadBlock) SetValue(i int, v uint64) { le.PutUint64(b.rec[b.at(i):], v) }
+func (b ReadBlock) SetValue(i int, v uint64) { bo.PutUint64(b.rec[b.at(i):], v) }
 
 // ID returns the i-th value's id, if the format has FormatID.
 func (b ReadBlock) ID(i int) (uint64, bool) {
 	if b.id < 0 {
 		return 0, false
 	}
-	return le.Uint64(b.rec[b.at(i)+b.id:]), true
+	return bo.Uint64(b.rec[b.at(i)+b.id:]), true
 }
 
 // Lost returns the i-th value's lost count, if the format has FormatLost.
@@ -127,7 +127,7 @@ func (b ReadBlock) Lost(i int) (uint64, bool) {
 	if b.lost < 0 {
 		return 0, false
 	}
-	return le.Uint64(b.rec[b.at(i)+b.lost:]), true
+	return bo.Uint64(b.rec[b.at(i)+b.lost:]), true
 }
 
 // TimeEnabled returns time_enabled, if the format has FormatTotalTimeEnabled.
@@ -135,7 +135,7 @@ func (b ReadBlock) TimeEnabled() (uint64, bool) {
 	if b.enabled < 0 {
 		return 0, false
 	}
-	return le.Uint64(b.rec[b.enabled:]), true
+	return bo.Uint64(b.rec[b.enabled:]), true
 }
 
 // TimeRunning returns time_running, if the format has FormatTotalTimeRunning.
@@ -143,7 +143,7 @@ func (b ReadBlock) TimeRunning() (uint64, bool) {
 	if b.running < 0 {
 		return 0, false
 	}
-	return le.Uint64(b.rec[b.running:]), true
+	return bo.Uint64(b.rec[b.running:]), true
 }
 
 // SetTimes overwrites time_enabled and time_running where the format has them. Setting
@@ -151,9 +151,9 @@ func (b ReadBlock) TimeRunning() (uint64, bool) {
 // does this when it writes a corrected count.
 func (b ReadBlock) SetTimes(enabled, running uint64) {
 	if b.enabled >= 0 {
-		le.PutUint64(b.rec[b.enabled:], enabled)
+		bo.PutUint64(b.rec[b.enabled:], enabled)
 	}
 	if b.running >= 0 {
-		le.PutUint64(b.rec[b.running:], running)
+		bo.PutUint64(b.rec[b.running:], running)
 	}
 }

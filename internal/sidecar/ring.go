@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"encoding/binary"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -178,7 +177,7 @@ func (r *mirrorRing) pumpBackward() (moved, lost uint64) {
 		}
 		moved++
 		if h, err := ringbuf.ParseHeader(rec); err == nil && h.Type == ringbuf.RecordLost && len(rec) >= 24 {
-			lost += binary.LittleEndian.Uint64(rec[16:])
+			lost += perfabi.ByteOrder.Uint64(rec[16:])
 		}
 	}
 	return moved, lost
@@ -220,7 +219,7 @@ func (r *mirrorRing) pump() (moved, lost uint64) {
 		}
 		moved++
 		if h, err := ringbuf.ParseHeader(rec); err == nil && h.Type == ringbuf.RecordLost && len(rec) >= 24 {
-			lost += binary.LittleEndian.Uint64(rec[16:])
+			lost += perfabi.ByteOrder.Uint64(rec[16:])
 		}
 	}
 	r.rd.Commit()
