@@ -154,3 +154,37 @@ func DecodeRead(b []byte, rf uint64, r *Read) (int, error) {
 	}
 	return d.off, nil
 }
+
+// AppendRead appends r in the read(2) layout of read_format rf: the inverse of DecodeRead.
+// A group writes every value; a single event only the first (none if Values is empty).
+func AppendRead(b []byte, rf uint64, r Read) []byte {
+	bo := ByteOrder
+	vals := r.Values
+	group := rf&FormatGroup != 0
+	if group {
+		b = bo.AppendUint64(b, uint64(len(vals)))
+	} else if len(vals) > 1 {
+		vals = vals[:1]
+	}
+	if !group && len(vals) > 0 {
+		b = bo.AppendUint64(b, vals[0].Value)
+	}
+	if rf&FormatTotalTimeEnabled != 0 {
+		b = bo.AppendUint64(b, r.Enabled)
+	}
+	if rf&FormatTotalTimeRunning != 0 {
+		b = bo.AppendUint64(b, r.Running)
+	}
+	for _, v := range vals {
+		if group {
+			b = bo.AppendUint64(b, v.Value)
+		}
+		if rf&FormatID != 0 {
+			b = bo.AppendUint64(b, v.ID)
+		}
+		if rf&FormatLost != 0 {
+			b = bo.AppendUint64(b, v.Lost)
+		}
+	}
+	return b
+}

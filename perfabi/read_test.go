@@ -34,6 +34,9 @@ func TestDecodeReadLayouts(t *testing.T) {
 		if err != nil || n != len(c.b) || !reflect.DeepEqual(r, c.want) {
 			t.Errorf("%s: %+v, %d bytes, %v; want %+v, %d bytes", c.name, r, n, err, c.want, len(c.b))
 		}
+		if got := AppendRead(nil, c.rf, c.want); string(got) != string(c.b) {
+			t.Errorf("%s: AppendRead = % x, want % x", c.name, got, c.b)
+		}
 		if n != ReadSize(c.rf, len(r.Values)) {
 			t.Errorf("%s: used %d bytes, ReadSize says %d", c.name, n, ReadSize(c.rf, len(r.Values)))
 		}
@@ -66,6 +69,9 @@ func FuzzDecodeRead(f *testing.F) {
 		}
 		if n > len(b) || n != ReadSize(rf, len(r.Values)) {
 			t.Fatalf("used %d of %d bytes for %d values, ReadSize says %d", n, len(b), len(r.Values), ReadSize(rf, len(r.Values)))
+		}
+		if again := AppendRead(nil, rf, r); string(again) != string(b[:n]) {
+			t.Fatalf("re-encoding differs: % x, want % x", again, b[:n])
 		}
 	})
 }

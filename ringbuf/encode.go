@@ -3,6 +3,8 @@ package ringbuf
 import (
 	"fmt"
 	"strings"
+
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // Append encodes r per f after dst, header included, and returns the extended slice.
@@ -212,43 +214,11 @@ func putSampleID(dst []byte, f *Format, s *IDFields) []byte {
 	return dst
 }
 
-// appendReadValues encodes a struct read_format per rf.
+// appendReadValues encodes a struct read_format per rf (perfabi.AppendRead), refusing a
+// single-event format with other than one value.
 func appendReadValues(dst []byte, v *ReadValues, rf ReadFormat) ([]byte, error) {
-	if rf&FormatGroup == 0 {
-		if len(v.Values) != 1 {
-			return dst, fmt.Errorf("encode read_format: %d values without FormatGroup, want 1: %w", len(v.Values), ErrCorrupt)
-		}
-		cv := v.Values[0]
-		dst = bo.AppendUint64(dst, cv.Value)
-		if rf&FormatTotalTimeEnabled != 0 {
-			dst = bo.AppendUint64(dst, v.TimeEnabled)
-		}
-		if rf&FormatTotalTimeRunning != 0 {
-			dst = bo.AppendUint64(dst, v.TimeRunning)
-		}
-		if rf&FormatID != 0 {
-			dst = bo.AppendUint64(dst, cv.ID)
-		}
-		if rf&FormatLost != 0 {
-			dst = bo.AppendUint64(dst, cv.Lost)
-		}
-		return dst, nil
+	if rf&FormatGroup == 0 && len(v.Values) != 1 {
+		return dst, fmt.Errorf("encode read_format: %d values without FormatGroup, want 1: %w", len(v.Values), ErrCorrupt)
 	}
-	dst = bo.AppendUint64(dst, uint64(len(v.Values)))
-	if rf&FormatTotalTimeEnabled != 0 {
-		dst = bo.AppendUint64(dst, v.TimeEnabled)
-	}
-	if rf&FormatTotalTimeRunning != 0 {
-		dst = bo.AppendUint64(dst, v.TimeRunning)
-	}
-	for _, cv := range v.Values {
-		dst = bo.AppendUint64(dst, cv.Value)
-		if rf&FormatID != 0 {
-			dst = bo.AppendUint64(dst, cv.ID)
-		}
-		if rf&FormatLost != 0 {
-			dst = bo.AppendUint64(dst, cv.Lost)
-		}
-	}
-	return dst, nil
+	return perfabi.AppendRead(dst, uint64(rf), perfabi.Read{Enabled: v.TimeEnabled, Running: v.TimeRunning, Values: v.Values}), nil
 }

@@ -224,33 +224,5 @@ func ParseRead(format uint64, b []byte) (Values, error) {
 // AppendRead appends v in the layout read() returns for format: the inverse of ParseRead
 // and the same encoding the C shim performs from a mirror page.
 func AppendRead(b []byte, format uint64, v Values) []byte {
-	bo := perfabi.ByteOrder
-	members := v.Members
-	if format&perfabi.FormatGroup != 0 {
-		b = bo.AppendUint64(b, uint64(len(members)))
-	} else if len(members) > 1 {
-		members = members[:1]
-	}
-	group := format&perfabi.FormatGroup != 0
-	if !group && len(members) > 0 {
-		b = bo.AppendUint64(b, members[0].Value)
-	}
-	if format&perfabi.FormatTotalTimeEnabled != 0 {
-		b = bo.AppendUint64(b, v.Enabled)
-	}
-	if format&perfabi.FormatTotalTimeRunning != 0 {
-		b = bo.AppendUint64(b, v.Running)
-	}
-	for _, m := range members {
-		if group {
-			b = bo.AppendUint64(b, m.Value)
-		}
-		if format&perfabi.FormatID != 0 {
-			b = bo.AppendUint64(b, m.ID)
-		}
-		if format&perfabi.FormatLost != 0 {
-			b = bo.AppendUint64(b, m.Lost)
-		}
-	}
-	return b
+	return perfabi.AppendRead(b, format, perfabi.Read{Enabled: v.Enabled, Running: v.Running, Values: v.Members})
 }
