@@ -6,29 +6,61 @@ import (
 )
 
 // ReadSize is the number of bytes read(2) returns for read_format rf and n group members
-// (n is ignored without FormatGroup). The layouts (perf_read_one and perf_read_group in
-// kernel/events/core.c) are { value, enabled, running, id, lost } for one event and
+// (n is ignored without FormatGroup).
+func ReadSize(rf uint64, n int) int { return LayoutRead(rf, n).Size }
+
+// ReadLayout is where the fields of a read(2) layout lie, in bytes from its start, for
+// finding and rewriting values in place. The layouts (perf_read_one and perf_read_group
+// in kernel/events/core.c) are { value, enabled, running, id, lost } for one event and
 // { nr, enabled, running, { value, id, lost } x nr } for a group, each field present only
 // when its bit is set.
-func ReadSize(rf uint64, n int) int {
-	per := 8
+type ReadLayout struct {
+	Enabled, Running int // time_enabled and time_running, -1 when absent
+	Values           int // the first value
+	Stride           int // from one group member's value to the next; 0 for one event
+	ID, Lost         int // id and lost from their value, -1 when absent
+	Size             int // the whole layout
+}
+
+// LayoutRead returns the layout of read_format rf with n group members (n is ignored
+// without FormatGroup).
+func LayoutRead(rf uint64, n int) ReadLayout {
+	l := ReadLayout{Enabled: -1, Running: -1, ID: -1, Lost: -1}
+	entry := 8
 	if rf&FormatID != 0 {
-		per += 8
+		l.ID = entry
+		entry += 8
 	}
 	if rf&FormatLost != 0 {
-		per += 8
+		l.Lost = entry
+		entry += 8
 	}
-	hdr := 0
+	group := rf&FormatGroup != 0
+	p := 8 // nr, or the value of a single event
 	if rf&FormatTotalTimeEnabled != 0 {
-		hdr += 8
+		l.Enabled = p
+		p += 8
 	}
 	if rf&FormatTotalTimeRunning != 0 {
-		hdr += 8
+		l.Running = p
+		p += 8
 	}
-	if rf&FormatGroup != 0 {
-		return 8 + hdr + n*per
+	if group {
+		l.Values, l.Stride = p, entry
+		p += n * entry
+	} else {
+		// id and lost follow the times: their offsets are still taken from the value.
+		if l.ID >= 0 {
+			l.ID = p
+			p += 8
+		}
+		if l.Lost >= 0 {
+			l.Lost = p
+			p += 8
+		}
 	}
-	return hdr + per
+	l.Size = p
+	return l
 }
 
 // ReadValue is one counter of a read(2) block: its count and, per read_format, its id and

@@ -75,3 +75,38 @@ func FuzzDecodeRead(f *testing.F) {
 		}
 	})
 }
+
+// TestLayoutReadFindsTheFields checks every offset LayoutRead gives against the bytes
+// AppendRead writes, for every read_format.
+func TestLayoutReadFindsTheFields(t *testing.T) {
+	for rf := range FormatKnown + 1 {
+		for _, n := range []int{0, 1, 3} {
+			if rf&FormatGroup == 0 && n != 1 {
+				continue
+			}
+			r := Read{Enabled: 1001, Running: 1002}
+			for i := range n {
+				r.Values = append(r.Values, ReadValue{Value: uint64(10 * i), ID: uint64(10*i + 1), Lost: uint64(10*i + 2)})
+			}
+			b := AppendRead(nil, rf, r)
+			l := LayoutRead(rf, n)
+			if l.Size != len(b) || ReadSize(rf, n) != len(b) {
+				t.Errorf("rf %#x n %d: size %d, ReadSize %d, encoded %d", rf, n, l.Size, ReadSize(rf, n), len(b))
+				continue
+			}
+			at := func(off int) uint64 { return ByteOrder.Uint64(b[off:]) }
+			if (rf&FormatTotalTimeEnabled != 0) != (l.Enabled >= 0) || l.Enabled >= 0 && at(l.Enabled) != 1001 {
+				t.Errorf("rf %#x n %d: enabled at %d", rf, n, l.Enabled)
+			}
+			if (rf&FormatTotalTimeRunning != 0) != (l.Running >= 0) || l.Running >= 0 && at(l.Running) != 1002 {
+				t.Errorf("rf %#x n %d: running at %d", rf, n, l.Running)
+			}
+			for i, v := range r.Values {
+				base := l.Values + i*l.Stride
+				if at(base) != v.Value || l.ID >= 0 && at(base+l.ID) != v.ID || l.Lost >= 0 && at(base+l.Lost) != v.Lost {
+					t.Errorf("rf %#x n %d: value %d misplaced (%+v)", rf, n, i, l)
+				}
+			}
+		}
+	}
+}
