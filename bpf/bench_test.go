@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // benchEvents returns n counting events: the software counters, then syscall tracepoints.
@@ -45,13 +46,13 @@ func benchEvents(b *testing.B, n int) []unix.PerfEventAttr {
 // toPerfAttr converts through the kernel byte layout both types mirror.
 func toPerfAttr(b *testing.B, u unix.PerfEventAttr) perf.Attr {
 	raw := unsafe.Slice((*byte)(unsafe.Pointer(&u)), unsafe.Sizeof(u))
-	buf := make([]byte, perf.AttrSize)
+	buf := make([]byte, perfabi.AttrSize)
 	copy(buf, raw)
-	a, err := perf.DecodeAttr(buf)
+	a, err := perfabi.DecodeAttr(buf)
 	if err != nil {
 		b.Fatal(err)
 	}
-	a.Size = perf.AttrSize
+	a.Size = perfabi.AttrSize
 	return a
 }
 
@@ -131,9 +132,9 @@ func benchSliceCost(b *testing.B, n int) {
 		var leader *perf.Event
 		for i, u := range attrs {
 			a := toPerfAttr(b, u)
-			a.ReadFormat = perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning
+			a.ReadFormat = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning
 			if group && i == 0 {
-				a.ReadFormat |= perf.FormatGroup
+				a.ReadFormat |= perfabi.FormatGroup
 			}
 			e, err := perf.Open(a, pid, -1, leader)
 			if err != nil {

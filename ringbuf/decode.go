@@ -2,8 +2,10 @@ package ringbuf
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"math/bits"
+
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // cursor reads little-endian fields from a record body. The first failure sticks: later
@@ -37,7 +39,7 @@ func (c *cursor) u64(field string) uint64 {
 	if !c.need(8, field) {
 		return 0
 	}
-	v := le.Uint64(c.b[c.off:])
+	v := bo.Uint64(c.b[c.off:])
 	c.off += 8
 	return v
 }
@@ -46,7 +48,7 @@ func (c *cursor) u32(field string) uint32 {
 	if !c.need(4, field) {
 		return 0
 	}
-	v := le.Uint32(c.b[c.off:])
+	v := bo.Uint32(c.b[c.off:])
 	c.off += 4
 	return v
 }
@@ -55,7 +57,7 @@ func (c *cursor) u16(field string) uint16 {
 	if !c.need(2, field) {
 		return 0
 	}
-	v := le.Uint16(c.b[c.off:])
+	v := bo.Uint16(c.b[c.off:])
 	c.off += 2
 	return v
 }
@@ -95,7 +97,7 @@ func (c *cursor) u64s(dst []uint64, n int, field string) []uint64 {
 	}
 	dst = grow(dst, n)
 	for i := range dst {
-		dst[i] = le.Uint64(c.b[c.off:])
+		dst[i] = bo.Uint64(c.b[c.off:])
 		c.off += 8
 	}
 	return dst
@@ -330,27 +332,27 @@ func parseSampleID(b []byte, f *Format) IDFields {
 	st := f.SampleType
 	i := 0
 	if st&SampleTID != 0 {
-		s.Pid, s.Tid = le.Uint32(b[i:]), le.Uint32(b[i+4:])
+		s.Pid, s.Tid = bo.Uint32(b[i:]), bo.Uint32(b[i+4:])
 		i += 8
 	}
 	if st&SampleTime != 0 {
-		s.Time = le.Uint64(b[i:])
+		s.Time = bo.Uint64(b[i:])
 		i += 8
 	}
 	if st&SampleID != 0 {
-		s.ID = le.Uint64(b[i:])
+		s.ID = bo.Uint64(b[i:])
 		i += 8
 	}
 	if st&SampleStreamID != 0 {
-		s.StreamID = le.Uint64(b[i:])
+		s.StreamID = bo.Uint64(b[i:])
 		i += 8
 	}
 	if st&SampleCPU != 0 {
-		s.CPU, s.Res = le.Uint32(b[i:]), le.Uint32(b[i+4:])
+		s.CPU, s.Res = bo.Uint32(b[i:]), bo.Uint32(b[i+4:])
 		i += 8
 	}
 	if st&SampleIdentifier != 0 {
-		s.Identifier = le.Uint64(b[i:])
+		s.Identifier = bo.Uint64(b[i:])
 	}
 	return s
 }
@@ -363,7 +365,7 @@ func idOf(rec []byte, f *Format) (IDFields, bool) {
 	if len(rec) < HeaderSize {
 		return s, false
 	}
-	if RecordType(le.Uint32(rec)) != RecordSample {
+	if RecordType(bo.Uint32(rec)) != RecordSample {
 		n := f.IDTrailerSize()
 		if n == 0 || len(rec)-HeaderSize < n {
 			return s, false
@@ -399,61 +401,31 @@ func idOf(rec []byte, f *Format) (IDFields, bool) {
 	return s, c.err == nil
 }
 
-// decodeReadValues decodes a struct read_format per rf into v, reusing v.Values.
-//
-//	single: value, [time_enabled], [time_running], [id], [lost]
-//	group:  nr, [time_enabled], [time_running], { value, [id], [lost] } * nr
+// decodeReadValues decodes a struct read_format per rf into v, reusing v.Values; the
+// layout is perfabi.DecodeRead's, its errors become the cursor's.
 func decodeReadValues(c *cursor, rf ReadFormat, v *ReadValues) {
 	*v = ReadValues{Values: v.Values[:0]}
-	if rf&FormatGroup == 0 {
-		cv := CounterValue{Value: c.u64("read_format.value")}
-		if rf&FormatTotalTimeEnabled != 0 {
-			v.TimeEnabled = c.u64("read_format.time_enabled")
-		}
-		if rf&FormatTotalTimeRunning != 0 {
-			v.TimeRunning = c.u64("read_format.time_running")
-		}
-		if rf&FormatID != 0 {
-			cv.ID = c.u64("read_format.id")
-		}
-		if rf&FormatLost != 0 {
-			cv.Lost = c.u64("read_format.lost")
-		}
-		v.Values = append(v.Values, cv)
-		return
-	}
-	nr := c.u64("read_format.nr")
-	if rf&FormatTotalTimeEnabled != 0 {
-		v.TimeEnabled = c.u64("read_format.time_enabled")
-	}
-	if rf&FormatTotalTimeRunning != 0 {
-		v.TimeRunning = c.u64("read_format.time_running")
-	}
-	per := uint64(8 * (1 + bits.OnesCount64(uint64(rf&(FormatID|FormatLost)))))
 	if c.err != nil {
 		return
 	}
-	if nr > uint64(c.end-c.off)/per {
-		c.fail("read_format.nr", fmt.Errorf("%d values of %d bytes exceed the %d bytes left: %w", nr, per, c.end-c.off, ErrTruncated))
-		return
-	}
-	if nr == 0 {
-		if cap(v.Values) == 0 {
-			v.Values = nil
+	r := perfabi.Read{Values: v.Values}
+	n, err := perfabi.DecodeRead(c.b[c.off:c.end], uint64(rf), &r)
+	v.TimeEnabled, v.TimeRunning, v.Values = r.Enabled, r.Running, r.Values
+	if err != nil {
+		var re *perfabi.ReadError
+		if !errors.As(err, &re) {
+			c.fail("read_format", err)
+			return
+		}
+		c.off += re.Offset
+		if re.Members != 0 {
+			c.fail("read_format.nr", fmt.Errorf("%d values of %d bytes exceed the %d bytes left: %w", re.Members, re.Per, re.Left, ErrTruncated))
+		} else {
+			c.fail("read_format."+re.Field, fmt.Errorf("need %d bytes, %d left: %w", 8, re.Left, ErrTruncated))
 		}
 		return
 	}
-	v.Values = grow(v.Values, int(nr))
-	for i := range v.Values {
-		cv := CounterValue{Value: c.u64("read_format.values.value")}
-		if rf&FormatID != 0 {
-			cv.ID = c.u64("read_format.values.id")
-		}
-		if rf&FormatLost != 0 {
-			cv.Lost = c.u64("read_format.values.lost")
-		}
-		v.Values[i] = cv
-	}
+	c.off += n
 }
 
 // Identifier returns the PERF_SAMPLE_IDENTIFIER value of rec without decoding it, for
@@ -466,12 +438,12 @@ func Identifier(rec []byte) (id uint64, ok bool) {
 	if len(rec) < HeaderSize {
 		return 0, false
 	}
-	size := int(le.Uint16(rec[6:]))
+	size := int(bo.Uint16(rec[6:]))
 	if size < HeaderSize+8 || size > len(rec) {
 		return 0, false
 	}
-	if RecordType(le.Uint32(rec)) == RecordSample {
-		return le.Uint64(rec[HeaderSize:]), true
+	if RecordType(bo.Uint32(rec)) == RecordSample {
+		return bo.Uint64(rec[HeaderSize:]), true
 	}
-	return le.Uint64(rec[size-8:]), true
+	return bo.Uint64(rec[size-8:]), true
 }

@@ -3,6 +3,8 @@ package ringbuf
 import (
 	"fmt"
 	"strings"
+
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // Append encodes r per f after dst, header included, and returns the extended slice.
@@ -23,32 +25,32 @@ func Append(dst []byte, r Record, f *Format) ([]byte, error) {
 	case *Mmap:
 		cm = &r.Common
 		dst = appendHeader(dst, RecordMmap, r.Misc)
-		dst = le.AppendUint32(le.AppendUint32(dst, r.Pid), r.Tid)
-		dst = le.AppendUint64(le.AppendUint64(le.AppendUint64(dst, r.Addr), r.Len), r.Pgoff)
+		dst = bo.AppendUint32(bo.AppendUint32(dst, r.Pid), r.Tid)
+		dst = bo.AppendUint64(bo.AppendUint64(bo.AppendUint64(dst, r.Addr), r.Len), r.Pgoff)
 		dst = appendString(dst, r.Filename)
 	case *Lost:
 		cm = &r.Common
 		dst = appendHeader(dst, RecordLost, r.Misc)
-		dst = le.AppendUint64(le.AppendUint64(dst, r.EventID), r.Lost)
+		dst = bo.AppendUint64(bo.AppendUint64(dst, r.EventID), r.Lost)
 	case *Comm:
 		cm = &r.Common
 		dst = appendHeader(dst, RecordComm, r.Misc)
-		dst = le.AppendUint32(le.AppendUint32(dst, r.Pid), r.Tid)
+		dst = bo.AppendUint32(bo.AppendUint32(dst, r.Pid), r.Tid)
 		dst = appendString(dst, r.Comm)
 	case *Exit:
 		cm = &r.Common
 		dst = appendHeader(dst, r.Type(), r.Misc)
-		dst = le.AppendUint32(le.AppendUint32(dst, r.Pid), r.Ppid)
-		dst = le.AppendUint32(le.AppendUint32(dst, r.Tid), r.Ptid)
-		dst = le.AppendUint64(dst, r.Time)
+		dst = bo.AppendUint32(bo.AppendUint32(dst, r.Pid), r.Ppid)
+		dst = bo.AppendUint32(bo.AppendUint32(dst, r.Tid), r.Ptid)
+		dst = bo.AppendUint64(dst, r.Time)
 	case *Throttle:
 		cm = &r.Common
 		dst = appendHeader(dst, r.Type(), r.Misc)
-		dst = le.AppendUint64(le.AppendUint64(le.AppendUint64(dst, r.Time), r.EventID), r.StreamID)
+		dst = bo.AppendUint64(bo.AppendUint64(bo.AppendUint64(dst, r.Time), r.EventID), r.StreamID)
 	case *Read:
 		cm = &r.Common
 		dst = appendHeader(dst, RecordRead, r.Misc)
-		dst = le.AppendUint32(le.AppendUint32(dst, r.Pid), r.Tid)
+		dst = bo.AppendUint32(bo.AppendUint32(dst, r.Pid), r.Tid)
 		var err error
 		if dst, err = appendReadValues(dst, &r.Values, f.ReadFormat); err != nil {
 			return dst[:start], err
@@ -56,8 +58,8 @@ func Append(dst []byte, r Record, f *Format) ([]byte, error) {
 	case *Mmap2:
 		cm = &r.Common
 		dst = appendHeader(dst, RecordMmap2, r.Misc)
-		dst = le.AppendUint32(le.AppendUint32(dst, r.Pid), r.Tid)
-		dst = le.AppendUint64(le.AppendUint64(le.AppendUint64(dst, r.Addr), r.Len), r.Pgoff)
+		dst = bo.AppendUint32(bo.AppendUint32(dst, r.Pid), r.Tid)
+		dst = bo.AppendUint64(bo.AppendUint64(bo.AppendUint64(dst, r.Addr), r.Len), r.Pgoff)
 		if r.Misc&MiscMmapBuildID != 0 {
 			if len(r.BuildID) > 20 {
 				return dst[:start], fmt.Errorf("encode MMAP2 record: build id of %d bytes, at most 20: %w", len(r.BuildID), ErrCorrupt)
@@ -70,72 +72,72 @@ func Append(dst []byte, r Record, f *Format) ([]byte, error) {
 			if len(r.BuildID) != 0 {
 				return dst[:start], fmt.Errorf("encode MMAP2 record: build id without MiscMmapBuildID: %w", ErrCorrupt)
 			}
-			dst = le.AppendUint32(le.AppendUint32(dst, r.Maj), r.Min)
-			dst = le.AppendUint64(le.AppendUint64(dst, r.Ino), r.InoGeneration)
+			dst = bo.AppendUint32(bo.AppendUint32(dst, r.Maj), r.Min)
+			dst = bo.AppendUint64(bo.AppendUint64(dst, r.Ino), r.InoGeneration)
 		}
-		dst = le.AppendUint32(le.AppendUint32(dst, r.Prot), r.Flags)
+		dst = bo.AppendUint32(bo.AppendUint32(dst, r.Prot), r.Flags)
 		dst = appendString(dst, r.Filename)
 	case *Aux:
 		cm = &r.Common
 		dst = appendHeader(dst, RecordAux, r.Misc)
-		dst = le.AppendUint64(le.AppendUint64(le.AppendUint64(dst, r.AuxOffset), r.AuxSize), r.Flags)
+		dst = bo.AppendUint64(bo.AppendUint64(bo.AppendUint64(dst, r.AuxOffset), r.AuxSize), r.Flags)
 	case *ItraceStart:
 		cm = &r.Common
 		dst = appendHeader(dst, RecordItraceStart, r.Misc)
-		dst = le.AppendUint32(le.AppendUint32(dst, r.Pid), r.Tid)
+		dst = bo.AppendUint32(bo.AppendUint32(dst, r.Pid), r.Tid)
 	case *LostSamples:
 		cm = &r.Common
 		dst = appendHeader(dst, RecordLostSamples, r.Misc)
-		dst = le.AppendUint64(dst, r.Lost)
+		dst = bo.AppendUint64(dst, r.Lost)
 	case *Switch:
 		cm = &r.Common
 		dst = appendHeader(dst, RecordSwitch, r.Misc)
 	case *SwitchCPUWide:
 		cm = &r.Common
 		dst = appendHeader(dst, RecordSwitchCPUWide, r.Misc)
-		dst = le.AppendUint32(le.AppendUint32(dst, r.NextPrevPid), r.NextPrevTid)
+		dst = bo.AppendUint32(bo.AppendUint32(dst, r.NextPrevPid), r.NextPrevTid)
 	case *Namespaces:
 		cm = &r.Common
 		dst = appendHeader(dst, RecordNamespaces, r.Misc)
-		dst = le.AppendUint32(le.AppendUint32(dst, r.Pid), r.Tid)
-		dst = le.AppendUint64(dst, uint64(len(r.Namespaces)))
+		dst = bo.AppendUint32(bo.AppendUint32(dst, r.Pid), r.Tid)
+		dst = bo.AppendUint64(dst, uint64(len(r.Namespaces)))
 		for _, n := range r.Namespaces {
-			dst = le.AppendUint64(le.AppendUint64(dst, n.Dev), n.Inode)
+			dst = bo.AppendUint64(bo.AppendUint64(dst, n.Dev), n.Inode)
 		}
 	case *Ksymbol:
 		cm = &r.Common
 		dst = appendHeader(dst, RecordKsymbol, r.Misc)
-		dst = le.AppendUint32(le.AppendUint64(dst, r.Addr), r.Len)
-		dst = le.AppendUint16(le.AppendUint16(dst, r.KsymType), r.Flags)
+		dst = bo.AppendUint32(bo.AppendUint64(dst, r.Addr), r.Len)
+		dst = bo.AppendUint16(bo.AppendUint16(dst, r.KsymType), r.Flags)
 		dst = appendString(dst, r.Name)
 	case *BPFEvent:
 		cm = &r.Common
 		dst = appendHeader(dst, RecordBPFEvent, r.Misc)
-		dst = le.AppendUint16(le.AppendUint16(dst, r.EventType), r.Flags)
-		dst = append(le.AppendUint32(dst, r.ProgID), r.Tag[:]...)
+		dst = bo.AppendUint16(bo.AppendUint16(dst, r.EventType), r.Flags)
+		dst = append(bo.AppendUint32(dst, r.ProgID), r.Tag[:]...)
 	case *Cgroup:
 		cm = &r.Common
 		dst = appendHeader(dst, RecordCgroup, r.Misc)
-		dst = appendString(le.AppendUint64(dst, r.CgroupID), r.Path)
+		dst = appendString(bo.AppendUint64(dst, r.CgroupID), r.Path)
 	case *TextPoke:
 		cm = &r.Common
 		if len(r.Old) > 0xffff || len(r.New) > 0xffff {
 			return dst, fmt.Errorf("encode TEXT_POKE record: %d old and %d new bytes: %w", len(r.Old), len(r.New), ErrNoSpace)
 		}
 		dst = appendHeader(dst, RecordTextPoke, r.Misc)
-		dst = le.AppendUint64(dst, r.Addr)
-		dst = le.AppendUint16(le.AppendUint16(dst, uint16(len(r.Old))), uint16(len(r.New)))
+		dst = bo.AppendUint64(dst, r.Addr)
+		dst = bo.AppendUint16(bo.AppendUint16(dst, uint16(len(r.Old))), uint16(len(r.New)))
 		dst = append(append(dst, r.Old...), r.New...)
 		n := 4 + len(r.Old) + len(r.New)
 		dst = append(dst, make([]byte, align8(n)-n)...)
 	case *AuxOutputHWID:
 		cm = &r.Common
 		dst = appendHeader(dst, RecordAuxOutputHWID, r.Misc)
-		dst = le.AppendUint64(dst, r.HWID)
+		dst = bo.AppendUint64(dst, r.HWID)
 	case *CallchainDeferred:
 		cm = &r.Common
 		dst = appendHeader(dst, RecordCallchainDeferred, r.Misc)
-		dst = le.AppendUint64(le.AppendUint64(dst, r.Cookie), uint64(len(r.IPs)))
+		dst = bo.AppendUint64(bo.AppendUint64(dst, r.Cookie), uint64(len(r.IPs)))
 		dst = appendU64s(dst, r.IPs)
 	default:
 		return dst, fmt.Errorf("encode record: unsupported Go type %T: %w", r, ErrCorrupt)
@@ -151,9 +153,9 @@ func Append(dst []byte, r Record, f *Format) ([]byte, error) {
 }
 
 func appendHeader(dst []byte, t RecordType, misc uint16) []byte {
-	dst = le.AppendUint32(dst, uint32(t))
-	dst = le.AppendUint16(dst, misc)
-	return le.AppendUint16(dst, 0) // size, patched by finishRecord
+	dst = bo.AppendUint32(dst, uint32(t))
+	dst = bo.AppendUint16(dst, misc)
+	return bo.AppendUint16(dst, 0) // size, patched by finishRecord
 }
 
 // finishRecord stores the size of the record that starts at dst[start:].
@@ -161,15 +163,15 @@ func finishRecord(dst []byte, start int) ([]byte, error) {
 	n := len(dst) - start
 	if n > 0xffff {
 		return dst[:start], fmt.Errorf("encode %v record: %d bytes exceed the 65535-byte header size: %w",
-			RecordType(le.Uint32(dst[start:])), n, ErrNoSpace)
+			RecordType(bo.Uint32(dst[start:])), n, ErrNoSpace)
 	}
-	le.PutUint16(dst[start+6:], uint16(n))
+	bo.PutUint16(dst[start+6:], uint16(n))
 	return dst, nil
 }
 
 func appendU64s(dst []byte, v []uint64) []byte {
 	for _, x := range v {
-		dst = le.AppendUint64(dst, x)
+		dst = bo.AppendUint64(dst, x)
 	}
 	return dst
 }
@@ -192,63 +194,31 @@ func appendString(dst []byte, s string) []byte {
 func putSampleID(dst []byte, f *Format, s *IDFields) []byte {
 	st := f.SampleType
 	if st&SampleTID != 0 {
-		dst = le.AppendUint32(le.AppendUint32(dst, s.Pid), s.Tid)
+		dst = bo.AppendUint32(bo.AppendUint32(dst, s.Pid), s.Tid)
 	}
 	if st&SampleTime != 0 {
-		dst = le.AppendUint64(dst, s.Time)
+		dst = bo.AppendUint64(dst, s.Time)
 	}
 	if st&SampleID != 0 {
-		dst = le.AppendUint64(dst, s.ID)
+		dst = bo.AppendUint64(dst, s.ID)
 	}
 	if st&SampleStreamID != 0 {
-		dst = le.AppendUint64(dst, s.StreamID)
+		dst = bo.AppendUint64(dst, s.StreamID)
 	}
 	if st&SampleCPU != 0 {
-		dst = le.AppendUint32(le.AppendUint32(dst, s.CPU), s.Res)
+		dst = bo.AppendUint32(bo.AppendUint32(dst, s.CPU), s.Res)
 	}
 	if st&SampleIdentifier != 0 {
-		dst = le.AppendUint64(dst, s.Identifier)
+		dst = bo.AppendUint64(dst, s.Identifier)
 	}
 	return dst
 }
 
-// appendReadValues encodes a struct read_format per rf.
+// appendReadValues encodes a struct read_format per rf (perfabi.AppendRead), refusing a
+// single-event format with other than one value.
 func appendReadValues(dst []byte, v *ReadValues, rf ReadFormat) ([]byte, error) {
-	if rf&FormatGroup == 0 {
-		if len(v.Values) != 1 {
-			return dst, fmt.Errorf("encode read_format: %d values without FormatGroup, want 1: %w", len(v.Values), ErrCorrupt)
-		}
-		cv := v.Values[0]
-		dst = le.AppendUint64(dst, cv.Value)
-		if rf&FormatTotalTimeEnabled != 0 {
-			dst = le.AppendUint64(dst, v.TimeEnabled)
-		}
-		if rf&FormatTotalTimeRunning != 0 {
-			dst = le.AppendUint64(dst, v.TimeRunning)
-		}
-		if rf&FormatID != 0 {
-			dst = le.AppendUint64(dst, cv.ID)
-		}
-		if rf&FormatLost != 0 {
-			dst = le.AppendUint64(dst, cv.Lost)
-		}
-		return dst, nil
+	if rf&FormatGroup == 0 && len(v.Values) != 1 {
+		return dst, fmt.Errorf("encode read_format: %d values without FormatGroup, want 1: %w", len(v.Values), ErrCorrupt)
 	}
-	dst = le.AppendUint64(dst, uint64(len(v.Values)))
-	if rf&FormatTotalTimeEnabled != 0 {
-		dst = le.AppendUint64(dst, v.TimeEnabled)
-	}
-	if rf&FormatTotalTimeRunning != 0 {
-		dst = le.AppendUint64(dst, v.TimeRunning)
-	}
-	for _, cv := range v.Values {
-		dst = le.AppendUint64(dst, cv.Value)
-		if rf&FormatID != 0 {
-			dst = le.AppendUint64(dst, cv.ID)
-		}
-		if rf&FormatLost != 0 {
-			dst = le.AppendUint64(dst, cv.Lost)
-		}
-	}
-	return dst, nil
+	return perfabi.AppendRead(dst, uint64(rf), perfabi.Read{Enabled: v.TimeEnabled, Running: v.TimeRunning, Values: v.Values}), nil
 }

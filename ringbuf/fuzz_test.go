@@ -52,7 +52,7 @@ func FuzzDecode(f *testing.F) {
 		fm := fuzzFormat(st, rf, flags)
 		r, err := Decode(b, &fm)
 		if err == nil {
-			size := int(le.Uint16(b[6:]))
+			size := int(bo.Uint16(b[6:]))
 			enc, err := Append(nil, r, &fm)
 			if err != nil {
 				t.Fatalf("decoded %v does not re-encode: %v", r.Type(), err)
@@ -94,11 +94,11 @@ func FuzzReader(f *testing.F) {
 		dataSize := 8 << (shift % 10)
 		mem := newMem(dataSize)
 		copy(mem[testPage:], data)
-		le.PutUint64(mem[OffDataHead:], head)
-		le.PutUint64(mem[OffDataTail:], tail)
+		bo.PutUint64(mem[OffDataHead:], head)
+		bo.PutUint64(mem[OffDataTail:], tail)
 		if off != 0 || size != 0 {
-			le.PutUint64(mem[OffDataOffset:], off)
-			le.PutUint64(mem[OffDataSize:], size)
+			bo.PutUint64(mem[OffDataOffset:], off)
+			bo.PutUint64(mem[OffDataSize:], size)
 		}
 		r, err := NewReader(mem, ReaderOptions{Backward: backward, PageSize: testPage})
 		if err == nil {
@@ -109,8 +109,8 @@ func FuzzReader(f *testing.F) {
 					if err != nil || rec == nil {
 						break
 					}
-					if len(rec) < HeaderSize || int(le.Uint16(rec[6:])) != len(rec) {
-						t.Fatalf("record of %d bytes with header size %d", len(rec), le.Uint16(rec[6:]))
+					if len(rec) < HeaderSize || int(bo.Uint16(rec[6:])) != len(rec) {
+						t.Fatalf("record of %d bytes with header size %d", len(rec), bo.Uint16(rec[6:]))
 					}
 					total += len(rec)
 					if total > r.DataSize() {

@@ -1,10 +1,11 @@
 package ringbuf
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // Byte offsets of the fields of struct perf_event_mmap_page (<linux/perf_event.h>).
@@ -86,7 +87,8 @@ type MetaPage struct {
 	AuxSize       uint64
 }
 
-var le = binary.LittleEndian
+// bo is the byte order of the ring and its records: the host's, as for all of the perf ABI.
+var bo = perfabi.ByteOrder
 
 // ReadMetaPage copies the header page at the start of mem into a MetaPage. It reads
 // data_head and data_tail with plain loads: use it for diagnostics, not to drive a ring.
@@ -95,31 +97,31 @@ func ReadMetaPage(mem []byte) (MetaPage, error) {
 		return MetaPage{}, fmt.Errorf("read meta page: %d bytes, need %d: %w", len(mem), MetaPageSize, ErrTruncated)
 	}
 	return MetaPage{
-		Version:       le.Uint32(mem[OffVersion:]),
-		CompatVersion: le.Uint32(mem[OffCompatVersion:]),
-		Lock:          le.Uint32(mem[OffLock:]),
-		Index:         le.Uint32(mem[OffIndex:]),
-		Offset:        int64(le.Uint64(mem[OffOffset:])),
-		TimeEnabled:   le.Uint64(mem[OffTimeEnabled:]),
-		TimeRunning:   le.Uint64(mem[OffTimeRunning:]),
-		Capabilities:  le.Uint64(mem[OffCapabilities:]),
-		PMCWidth:      le.Uint16(mem[OffPMCWidth:]),
-		TimeShift:     le.Uint16(mem[OffTimeShift:]),
-		TimeMult:      le.Uint32(mem[OffTimeMult:]),
-		TimeOffset:    le.Uint64(mem[OffTimeOffset:]),
-		TimeZero:      le.Uint64(mem[OffTimeZero:]),
-		Size:          le.Uint32(mem[OffSize:]),
-		Reserved1:     le.Uint32(mem[OffReserved1:]),
-		TimeCycles:    le.Uint64(mem[OffTimeCycles:]),
-		TimeMask:      le.Uint64(mem[OffTimeMask:]),
-		DataHead:      le.Uint64(mem[OffDataHead:]),
-		DataTail:      le.Uint64(mem[OffDataTail:]),
-		DataOffset:    le.Uint64(mem[OffDataOffset:]),
-		DataSize:      le.Uint64(mem[OffDataSize:]),
-		AuxHead:       le.Uint64(mem[OffAuxHead:]),
-		AuxTail:       le.Uint64(mem[OffAuxTail:]),
-		AuxOffset:     le.Uint64(mem[OffAuxOffset:]),
-		AuxSize:       le.Uint64(mem[OffAuxSize:]),
+		Version:       bo.Uint32(mem[OffVersion:]),
+		CompatVersion: bo.Uint32(mem[OffCompatVersion:]),
+		Lock:          bo.Uint32(mem[OffLock:]),
+		Index:         bo.Uint32(mem[OffIndex:]),
+		Offset:        int64(bo.Uint64(mem[OffOffset:])),
+		TimeEnabled:   bo.Uint64(mem[OffTimeEnabled:]),
+		TimeRunning:   bo.Uint64(mem[OffTimeRunning:]),
+		Capabilities:  bo.Uint64(mem[OffCapabilities:]),
+		PMCWidth:      bo.Uint16(mem[OffPMCWidth:]),
+		TimeShift:     bo.Uint16(mem[OffTimeShift:]),
+		TimeMult:      bo.Uint32(mem[OffTimeMult:]),
+		TimeOffset:    bo.Uint64(mem[OffTimeOffset:]),
+		TimeZero:      bo.Uint64(mem[OffTimeZero:]),
+		Size:          bo.Uint32(mem[OffSize:]),
+		Reserved1:     bo.Uint32(mem[OffReserved1:]),
+		TimeCycles:    bo.Uint64(mem[OffTimeCycles:]),
+		TimeMask:      bo.Uint64(mem[OffTimeMask:]),
+		DataHead:      bo.Uint64(mem[OffDataHead:]),
+		DataTail:      bo.Uint64(mem[OffDataTail:]),
+		DataOffset:    bo.Uint64(mem[OffDataOffset:]),
+		DataSize:      bo.Uint64(mem[OffDataSize:]),
+		AuxHead:       bo.Uint64(mem[OffAuxHead:]),
+		AuxTail:       bo.Uint64(mem[OffAuxTail:]),
+		AuxOffset:     bo.Uint64(mem[OffAuxOffset:]),
+		AuxSize:       bo.Uint64(mem[OffAuxSize:]),
 	}, nil
 }
 
@@ -130,32 +132,32 @@ func WriteMetaPage(mem []byte, p MetaPage) error {
 	if len(mem) < MetaPageSize {
 		return fmt.Errorf("write meta page: %d bytes, need %d: %w", len(mem), MetaPageSize, ErrTruncated)
 	}
-	le.PutUint32(mem[OffVersion:], p.Version)
-	le.PutUint32(mem[OffCompatVersion:], p.CompatVersion)
-	le.PutUint32(mem[OffLock:], p.Lock)
-	le.PutUint32(mem[OffIndex:], p.Index)
-	le.PutUint64(mem[OffOffset:], uint64(p.Offset))
-	le.PutUint64(mem[OffTimeEnabled:], p.TimeEnabled)
-	le.PutUint64(mem[OffTimeRunning:], p.TimeRunning)
-	le.PutUint64(mem[OffCapabilities:], p.Capabilities)
-	le.PutUint16(mem[OffPMCWidth:], p.PMCWidth)
-	le.PutUint16(mem[OffTimeShift:], p.TimeShift)
-	le.PutUint32(mem[OffTimeMult:], p.TimeMult)
-	le.PutUint64(mem[OffTimeOffset:], p.TimeOffset)
-	le.PutUint64(mem[OffTimeZero:], p.TimeZero)
-	le.PutUint32(mem[OffSize:], p.Size)
-	le.PutUint32(mem[OffReserved1:], p.Reserved1)
-	le.PutUint64(mem[OffTimeCycles:], p.TimeCycles)
-	le.PutUint64(mem[OffTimeMask:], p.TimeMask)
+	bo.PutUint32(mem[OffVersion:], p.Version)
+	bo.PutUint32(mem[OffCompatVersion:], p.CompatVersion)
+	bo.PutUint32(mem[OffLock:], p.Lock)
+	bo.PutUint32(mem[OffIndex:], p.Index)
+	bo.PutUint64(mem[OffOffset:], uint64(p.Offset))
+	bo.PutUint64(mem[OffTimeEnabled:], p.TimeEnabled)
+	bo.PutUint64(mem[OffTimeRunning:], p.TimeRunning)
+	bo.PutUint64(mem[OffCapabilities:], p.Capabilities)
+	bo.PutUint16(mem[OffPMCWidth:], p.PMCWidth)
+	bo.PutUint16(mem[OffTimeShift:], p.TimeShift)
+	bo.PutUint32(mem[OffTimeMult:], p.TimeMult)
+	bo.PutUint64(mem[OffTimeOffset:], p.TimeOffset)
+	bo.PutUint64(mem[OffTimeZero:], p.TimeZero)
+	bo.PutUint32(mem[OffSize:], p.Size)
+	bo.PutUint32(mem[OffReserved1:], p.Reserved1)
+	bo.PutUint64(mem[OffTimeCycles:], p.TimeCycles)
+	bo.PutUint64(mem[OffTimeMask:], p.TimeMask)
 	clear(mem[OffReserved:OffDataHead])
-	le.PutUint64(mem[OffDataHead:], p.DataHead)
-	le.PutUint64(mem[OffDataTail:], p.DataTail)
-	le.PutUint64(mem[OffDataOffset:], p.DataOffset)
-	le.PutUint64(mem[OffDataSize:], p.DataSize)
-	le.PutUint64(mem[OffAuxHead:], p.AuxHead)
-	le.PutUint64(mem[OffAuxTail:], p.AuxTail)
-	le.PutUint64(mem[OffAuxOffset:], p.AuxOffset)
-	le.PutUint64(mem[OffAuxSize:], p.AuxSize)
+	bo.PutUint64(mem[OffDataHead:], p.DataHead)
+	bo.PutUint64(mem[OffDataTail:], p.DataTail)
+	bo.PutUint64(mem[OffDataOffset:], p.DataOffset)
+	bo.PutUint64(mem[OffDataSize:], p.DataSize)
+	bo.PutUint64(mem[OffAuxHead:], p.AuxHead)
+	bo.PutUint64(mem[OffAuxTail:], p.AuxTail)
+	bo.PutUint64(mem[OffAuxOffset:], p.AuxOffset)
+	bo.PutUint64(mem[OffAuxSize:], p.AuxSize)
 	return nil
 }
 

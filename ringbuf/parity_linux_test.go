@@ -168,11 +168,11 @@ func checkForward(t *testing.T, k *kring) map[RecordType]int {
 		mr.Commit()
 	}
 	r.Commit()
-	kh := le.Uint64(k.mem[OffDataHead:])
+	kh := bo.Uint64(k.mem[OffDataHead:])
 	if w.Head() != kh {
 		t.Fatalf("%s: mirror data_head %d, kernel %d", k.name, w.Head(), kh)
 	}
-	off := le.Uint64(k.mem[OffDataOffset:])
+	off := bo.Uint64(k.mem[OffDataOffset:])
 	if !bytes.Equal(mirror[os.Getpagesize():], k.mem[off:off+uint64(dataSize)]) {
 		t.Fatalf("%s: mirror data area differs from the kernel's", k.name)
 	}
@@ -189,7 +189,7 @@ func checkBackward(t *testing.T, k *kring) map[RecordType]int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kh := le.Uint64(k.mem[OffDataHead:])
+	kh := bo.Uint64(k.mem[OffDataHead:])
 	if -kh > uint64(r.DataSize()) {
 		t.Fatalf("%s: the backward ring wrapped (%d bytes written, %d-byte ring): enlarge it", k.name, -kh, r.DataSize())
 	}
@@ -220,7 +220,7 @@ func checkBackward(t *testing.T, k *kring) map[RecordType]int {
 	if w.Head() != kh {
 		t.Fatalf("%s: mirror data_head %d, kernel %d", k.name, int64(w.Head()), int64(kh))
 	}
-	off := le.Uint64(k.mem[OffDataOffset:])
+	off := bo.Uint64(k.mem[OffDataOffset:])
 	if !bytes.Equal(mirror[os.Getpagesize():], k.mem[off:off+uint64(r.DataSize())]) {
 		t.Fatalf("%s: backward mirror data area differs from the kernel's", k.name)
 	}
@@ -440,7 +440,7 @@ func countRaw(t *testing.T, k *kring) int {
 	t.Helper()
 	tp := tracepointID(t, "sched/sched_switch")
 	// The ring was committed: read the whole data area from position 0 again.
-	le.PutUint64(k.mem[OffDataTail:], 0)
+	bo.PutUint64(k.mem[OffDataTail:], 0)
 	r, err := NewReader(k.mem, ReaderOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -448,13 +448,13 @@ func countRaw(t *testing.T, k *kring) int {
 	n := 0
 	var s Sample
 	for rec, _ := r.Next(); rec != nil; rec, _ = r.Next() {
-		if RecordType(le.Uint32(rec)) != RecordSample {
+		if RecordType(bo.Uint32(rec)) != RecordSample {
 			continue
 		}
 		if err := DecodeSample(rec, &k.f, &s); err != nil {
 			t.Fatal(err)
 		}
-		if len(s.Raw) >= 2 && uint64(le.Uint16(s.Raw)) == tp {
+		if len(s.Raw) >= 2 && uint64(bo.Uint16(s.Raw)) == tp {
 			n++
 		}
 	}
@@ -662,7 +662,7 @@ func TestKernelParityLost(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if RecordType(le.Uint32(rec)) == RecordLost && lost == nil {
+				if RecordType(bo.Uint32(rec)) == RecordLost && lost == nil {
 					lost = append([]byte(nil), rec...)
 					if next, err = r.Next(); err != nil || next == nil {
 						t.Fatalf("LOST is the last record: %v", err)
@@ -673,7 +673,7 @@ func TestKernelParityLost(t *testing.T) {
 			if lost == nil {
 				t.Fatal("the kernel wrote no LOST record: the ring did not overflow")
 			}
-			count := le.Uint64(lost[16:])
+			count := bo.Uint64(lost[16:])
 			mirror := newMemPage(4096)
 			w, err := NewWriter(mirror, WriterOptions{Format: k.f, EventID: uint64(eventID)})
 			if err != nil {
@@ -751,14 +751,14 @@ func TestKernelParityWrap(t *testing.T) {
 	}
 	disable(k)
 	drain()
-	kh := le.Uint64(k.mem[OffDataHead:])
+	kh := bo.Uint64(k.mem[OffDataHead:])
 	if kh < 10*uint64(r.DataSize()) {
 		t.Fatalf("only %d bytes written: the ring did not wrap enough", kh)
 	}
 	if w.Head() != kh {
 		t.Fatalf("mirror data_head %d, kernel %d", w.Head(), kh)
 	}
-	off := le.Uint64(k.mem[OffDataOffset:])
+	off := bo.Uint64(k.mem[OffDataOffset:])
 	if !bytes.Equal(mirror[os.Getpagesize():], k.mem[off:off+uint64(r.DataSize())]) {
 		t.Fatal("mirror data area differs from the kernel's")
 	}

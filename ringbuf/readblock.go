@@ -3,6 +3,8 @@ package ringbuf
 import (
 	"fmt"
 	"math/bits"
+
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // ReadBlock is the location of a struct read_format inside a record (a SAMPLE with
@@ -47,59 +49,30 @@ func FindReadBlock(rec []byte, f *Format) (ReadBlock, error) {
 	default:
 		return ReadBlock{}, &DecodeError{Record: h.Type, Field: "header.type", Offset: 0, Err: fmt.Errorf("no read_format block in this record type: %w", ErrCorrupt)}
 	}
-	rf := f.ReadFormat
-	b := ReadBlock{rec: rec, enabled: -1, running: -1, id: -1, lost: -1, n: 1}
-	entry := 8
-	if rf&FormatID != 0 {
-		b.id = entry
-		entry += 8
-	}
-	if rf&FormatLost != 0 {
-		b.lost = entry
-		entry += 8
-	}
-	b.stride = entry
-	p := off
-	if rf&FormatGroup != 0 {
-		if p+8 > len(rec) {
-			return ReadBlock{}, &DecodeError{Record: h.Type, Field: "read_format.nr", Offset: p, Err: ErrTruncated}
+	rf := uint64(f.ReadFormat)
+	n := 1
+	if rf&perfabi.FormatGroup != 0 {
+		if off+8 > len(rec) {
+			return ReadBlock{}, &DecodeError{Record: h.Type, Field: "read_format.nr", Offset: off, Err: ErrTruncated}
 		}
-		nr := le.Uint64(rec[p:])
+		nr := bo.Uint64(rec[off:])
 		if nr > uint64(len(rec)) {
-			return ReadBlock{}, &DecodeError{Record: h.Type, Field: "read_format.nr", Offset: p, Err: fmt.Errorf("%d values: %w", nr, ErrTruncated)}
+			return ReadBlock{}, &DecodeError{Record: h.Type, Field: "read_format.nr", Offset: off, Err: fmt.Errorf("%d values: %w", nr, ErrTruncated)}
 		}
-		b.n = int(nr)
-		p += 8
-	} else {
-		b.values = p // the value precedes the times in the single form
-		p += 8
+		n = int(nr)
 	}
-	if rf&FormatTotalTimeEnabled != 0 {
-		b.enabled = p
-		p += 8
+	l := perfabi.LayoutRead(rf, n)
+	if off+l.Size > len(rec) {
+		return ReadBlock{}, &DecodeError{Record: h.Type, Field: "read_format", Offset: off, Err: fmt.Errorf("block of %d bytes runs past the %d-byte record: %w", l.Size, len(rec), ErrTruncated)}
 	}
-	if rf&FormatTotalTimeRunning != 0 {
-		b.running = p
-		p += 8
-	}
-	if rf&FormatGroup != 0 {
-		b.values = p
-		p += b.n * b.stride
-	} else {
-		// id and lost follow the times: make entry offsets relative to the value.
-		if b.id >= 0 {
-			b.id = p - b.values
-			p += 8
+	at := func(rel int) int {
+		if rel < 0 {
+			return -1
 		}
-		if b.lost >= 0 {
-			b.lost = p - b.values
-			p += 8
-		}
-		b.stride = 0
+		return off + rel
 	}
-	if p > len(rec) {
-		return ReadBlock{}, &DecodeError{Record: h.Type, Field: "read_format", Offset: off, Err: fmt.Errorf("block of %d bytes runs past the %d-byte record: %w", p-off, len(rec), ErrTruncated)}
-	}
+	b := ReadBlock{rec: rec, values: off + l.Values, stride: l.Stride, n: n,
+		enabled: at(l.Enabled), running: at(l.Running), id: l.ID, lost: l.Lost}
 	return b, nil
 }
 
@@ -109,17 +82,17 @@ func (b ReadBlock) Len() int { return b.n }
 func (b ReadBlock) at(i int) int { return b.values + i*b.stride }
 
 // Value returns the i-th counter value, 0 <= i < Len().
-func (b ReadBlock) Value(i int) uint64 { return le.Uint64(b.rec[b.at(i):]) }
+func (b ReadBlock) Value(i int) uint64 { return bo.Uint64(b.rec[b.at(i):]) }
 
 // SetValue overwrites the i-th counter value in place.
-func (b ReadBlock) SetValue(i int, v uint64) { le.PutUint64(b.rec[b.at(i):], v) }
+func (b ReadBlock) SetValue(i int, v uint64) { bo.PutUint64(b.rec[b.at(i):], v) }
 
 // ID returns the i-th value's id, if the format has FormatID.
 func (b ReadBlock) ID(i int) (uint64, bool) {
 	if b.id < 0 {
 		return 0, false
 	}
-	return le.Uint64(b.rec[b.at(i)+b.id:]), true
+	return bo.Uint64(b.rec[b.at(i)+b.id:]), true
 }
 
 // Lost returns the i-th value's lost count, if the format has FormatLost.
@@ -127,7 +100,7 @@ func (b ReadBlock) Lost(i int) (uint64, bool) {
 	if b.lost < 0 {
 		return 0, false
 	}
-	return le.Uint64(b.rec[b.at(i)+b.lost:]), true
+	return bo.Uint64(b.rec[b.at(i)+b.lost:]), true
 }
 
 // TimeEnabled returns time_enabled, if the format has FormatTotalTimeEnabled.
@@ -135,7 +108,7 @@ func (b ReadBlock) TimeEnabled() (uint64, bool) {
 	if b.enabled < 0 {
 		return 0, false
 	}
-	return le.Uint64(b.rec[b.enabled:]), true
+	return bo.Uint64(b.rec[b.enabled:]), true
 }
 
 // TimeRunning returns time_running, if the format has FormatTotalTimeRunning.
@@ -143,7 +116,7 @@ func (b ReadBlock) TimeRunning() (uint64, bool) {
 	if b.running < 0 {
 		return 0, false
 	}
-	return le.Uint64(b.rec[b.running:]), true
+	return bo.Uint64(b.rec[b.running:]), true
 }
 
 // SetTimes overwrites time_enabled and time_running where the format has them. Setting
@@ -151,9 +124,9 @@ func (b ReadBlock) TimeRunning() (uint64, bool) {
 // does this when it writes a corrected count.
 func (b ReadBlock) SetTimes(enabled, running uint64) {
 	if b.enabled >= 0 {
-		le.PutUint64(b.rec[b.enabled:], enabled)
+		bo.PutUint64(b.rec[b.enabled:], enabled)
 	}
 	if b.running >= 0 {
-		le.PutUint64(b.rec[b.running:], running)
+		bo.PutUint64(b.rec[b.running:], running)
 	}
 }

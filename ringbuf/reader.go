@@ -96,11 +96,11 @@ func (r *Reader) Next() ([]byte, error) {
 // (only a misaligned, hostile position can make it wrap).
 func (r *Reader) recordSize(pos uint64) int {
 	if i := pos & r.mask; i+HeaderSize <= uint64(len(r.data)) {
-		return int(le.Uint16(r.data[i+6:]))
+		return int(bo.Uint16(r.data[i+6:]))
 	}
 	var h [HeaderSize]byte
 	r.copyOut(h[:], pos)
-	return int(le.Uint16(h[6:]))
+	return int(bo.Uint16(h[6:]))
 }
 
 func (r *Reader) nextBackward() ([]byte, error) {

@@ -3,6 +3,8 @@ package ringbuf
 import (
 	"errors"
 	"fmt"
+
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // Errors wrapped by everything this package returns, for errors.Is.
@@ -93,7 +95,7 @@ func ParseHeader(b []byte) (Header, error) {
 	if len(b) < HeaderSize {
 		return Header{}, fmt.Errorf("parse record header: %d bytes: %w", len(b), ErrTruncated)
 	}
-	return Header{Type: RecordType(le.Uint32(b)), Misc: le.Uint16(b[4:]), Size: le.Uint16(b[6:])}, nil
+	return Header{Type: RecordType(bo.Uint32(b)), Misc: bo.Uint16(b[4:]), Size: bo.Uint16(b[6:])}, nil
 }
 
 // SampleType is perf_event_attr.sample_type.
@@ -136,16 +138,16 @@ const (
 // ReadFormat is perf_event_attr.read_format.
 type ReadFormat uint64
 
-// PERF_FORMAT_* bits.
+// PERF_FORMAT_* bits, typed (their values are perfabi's).
 const (
-	FormatTotalTimeEnabled ReadFormat = 1 << 0
-	FormatTotalTimeRunning ReadFormat = 1 << 1
-	FormatID               ReadFormat = 1 << 2
-	FormatGroup            ReadFormat = 1 << 3
-	FormatLost             ReadFormat = 1 << 4
+	FormatTotalTimeEnabled = ReadFormat(perfabi.FormatTotalTimeEnabled)
+	FormatTotalTimeRunning = ReadFormat(perfabi.FormatTotalTimeRunning)
+	FormatID               = ReadFormat(perfabi.FormatID)
+	FormatGroup            = ReadFormat(perfabi.FormatGroup)
+	FormatLost             = ReadFormat(perfabi.FormatLost)
 
 	// FormatAll is every bit this package decodes.
-	FormatAll ReadFormat = 1<<5 - 1
+	FormatAll = ReadFormat(perfabi.FormatKnown)
 )
 
 // Format is what decoding needs to know about the event that wrote a record: the parts
@@ -257,12 +259,9 @@ type Throttle struct {
 	StreamID   uint64
 }
 
-// CounterValue is one counter in a read_format block.
-type CounterValue struct {
-	Value uint64
-	ID    uint64 // FormatID
-	Lost  uint64 // FormatLost
-}
+// CounterValue is one counter in a read_format block: its value and, per the format,
+// its id (FormatID) and lost count (FormatLost).
+type CounterValue = perfabi.ReadValue
 
 // ReadValues is a decoded struct read_format. Without FormatGroup, Values has exactly one
 // entry.

@@ -139,7 +139,7 @@ func TestDecodeErrorsSayWhere(t *testing.T) {
 		}
 		for cut := HeaderSize; cut < len(b); cut++ {
 			c := append([]byte(nil), b[:cut]...)
-			le.PutUint16(c[6:], uint16(cut)) // a header consistent with the shorter body
+			bo.PutUint16(c[6:], uint16(cut)) // a header consistent with the shorter body
 			_, err := Decode(c, &f)
 			if typ == RecordSwitch && cut >= HeaderSize+f.IDTrailerSize() {
 				continue

@@ -24,7 +24,7 @@ func layout(mem []byte, pageSize int) (off, size uint64, err error) {
 	if !aligned8(mem) {
 		return 0, 0, fmt.Errorf("locate data area: mapping is not 8-byte aligned: %w", ErrCorrupt)
 	}
-	off, size = le.Uint64(mem[OffDataOffset:]), le.Uint64(mem[OffDataSize:])
+	off, size = bo.Uint64(mem[OffDataOffset:]), bo.Uint64(mem[OffDataSize:])
 	if off == 0 && size == 0 {
 		if pageSize <= 0 {
 			pageSize = os.Getpagesize()

@@ -22,10 +22,10 @@ func newMem(dataSize int) []byte {
 // pattern derived from seq.
 func rec(t RecordType, size int, seq uint64) []byte {
 	b := make([]byte, size)
-	le.PutUint32(b, uint32(t))
-	le.PutUint16(b[6:], uint16(size))
+	bo.PutUint32(b, uint32(t))
+	bo.PutUint16(b[6:], uint16(size))
 	for i := HeaderSize; i+8 <= size; i += 8 {
-		le.PutUint64(b[i:], seq*1000+uint64(i))
+		bo.PutUint64(b[i:], seq*1000+uint64(i))
 	}
 	return b
 }
@@ -67,7 +67,7 @@ func TestMirrorPropertiesPlainMemory(t *testing.T) {
 		for step := range 4000 {
 			if rng.IntN(3) != 0 {
 				b := sampleRec(&f, uint64(step), 8*rng.IntN(12))
-				head, tail := w.Head(), le.Uint64(mem[OffDataTail:])
+				head, tail := w.Head(), bo.Uint64(mem[OffDataTail:])
 				need := uint64(len(b))
 				if dropped > 0 {
 					need += uint64(lostSize)
@@ -117,8 +117,8 @@ func TestMirrorPropertiesPlainMemory(t *testing.T) {
 				if !bytes.Equal(got, want[0]) {
 					t.Fatalf("seed %d step %d: read\n% x\nwant\n% x", seed, step, got, want[0])
 				}
-				if RecordType(le.Uint32(got)) == RecordLost {
-					totalLostReported += le.Uint64(got[16:])
+				if RecordType(bo.Uint32(got)) == RecordLost {
+					totalLostReported += bo.Uint64(got[16:])
 				}
 				want = want[1:]
 			}
@@ -135,8 +135,8 @@ func TestMirrorPropertiesPlainMemory(t *testing.T) {
 			if len(want) == 0 || !bytes.Equal(got, want[0]) {
 				t.Fatalf("seed %d: draining read an unexpected record", seed)
 			}
-			if RecordType(le.Uint32(got)) == RecordLost {
-				totalLostReported += le.Uint64(got[16:])
+			if RecordType(bo.Uint32(got)) == RecordLost {
+				totalLostReported += bo.Uint64(got[16:])
 			}
 			want = want[1:]
 		}
@@ -167,7 +167,7 @@ func TestConcurrentConservation(t *testing.T) {
 		defer wg.Done()
 		b := rec(RecordSample, 48, 0)
 		for i := uint64(1); i <= total; i++ {
-			le.PutUint64(b[8:], i)
+			bo.PutUint64(b[8:], i)
 			if _, _, err := w.Write(b); err != nil {
 				t.Error(err)
 				return
@@ -199,14 +199,14 @@ func TestConcurrentConservation(t *testing.T) {
 			if b == nil {
 				break
 			}
-			switch RecordType(le.Uint32(b)) {
+			switch RecordType(bo.Uint32(b)) {
 			case RecordLost:
-				if le.Uint64(b[8:]) != 7 {
-					t.Fatalf("LOST id %d, want 7", le.Uint64(b[8:]))
+				if bo.Uint64(b[8:]) != 7 {
+					t.Fatalf("LOST id %d, want 7", bo.Uint64(b[8:]))
 				}
-				lost += le.Uint64(b[16:])
+				lost += bo.Uint64(b[16:])
 			case RecordSample:
-				seq := le.Uint64(b[8:])
+				seq := bo.Uint64(b[8:])
 				if seq <= last {
 					t.Fatalf("sample %d after %d", seq, last)
 				}
@@ -380,15 +380,15 @@ func TestReaderRejectsHostileRing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	le.PutUint64(mem[OffDataHead:], 1000) // more than data_size ahead of the tail
+	bo.PutUint64(mem[OffDataHead:], 1000) // more than data_size ahead of the tail
 	if _, err := r.Next(); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("head far ahead: %v", err)
 	}
 	r.Discard()
-	if tail := le.Uint64(mem[OffDataTail:]); tail != 1000 {
+	if tail := bo.Uint64(mem[OffDataTail:]); tail != 1000 {
 		t.Fatalf("Discard left data_tail at %d", tail)
 	}
-	le.PutUint64(mem[OffDataHead:], 1016) // 16 bytes, but the record claims 0
+	bo.PutUint64(mem[OffDataHead:], 1016) // 16 bytes, but the record claims 0
 	if _, err := r.Next(); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("zero-size record: %v", err)
 	}
@@ -401,12 +401,12 @@ func TestReaderRejectsHostileRing(t *testing.T) {
 		t.Fatal("accepted a mapping smaller than the header page")
 	}
 	bad := newMem(256)
-	le.PutUint64(bad[OffDataOffset:], testPage)
-	le.PutUint64(bad[OffDataSize:], 300)
+	bo.PutUint64(bad[OffDataOffset:], testPage)
+	bo.PutUint64(bad[OffDataSize:], 300)
 	if _, err := NewReader(bad, ReaderOptions{}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("data_size not a power of two: %v", err)
 	}
-	le.PutUint64(bad[OffDataSize:], 1<<20)
+	bo.PutUint64(bad[OffDataSize:], 1<<20)
 	if _, err := NewReader(bad, ReaderOptions{}); !errors.Is(err, ErrTruncated) {
 		t.Fatalf("data area beyond the mapping: %v", err)
 	}
@@ -502,10 +502,10 @@ func TestWriterPauseAndResume(t *testing.T) {
 	var types []RecordType
 	var lost uint64
 	for b, _ := r.Next(); b != nil; b, _ = r.Next() {
-		types = append(types, RecordType(le.Uint32(b)))
+		types = append(types, RecordType(bo.Uint32(b)))
 		if types[len(types)-1] == RecordLost {
-			lost = le.Uint64(b[16:])
-			if id := le.Uint64(b[8:]); id != 5 {
+			lost = bo.Uint64(b[16:])
+			if id := bo.Uint64(b[8:]); id != 5 {
 				t.Fatalf("LOST id %d, want 5", id)
 			}
 		}

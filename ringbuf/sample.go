@@ -34,7 +34,7 @@ func decodeSample(rec []byte, f *Format, s *Sample, fresh bool) error {
 		Branches                                      []BranchEntry
 	}{s.Callchain, s.RegsUser, s.RegsIntr, s.BranchCounters, s.Branches}
 	values := s.Read.Values
-	*s = Sample{Misc: le.Uint16(rec[4:])}
+	*s = Sample{Misc: bo.Uint16(rec[4:])}
 	if !fresh {
 		s.Read.Values = values[:0]
 	}
@@ -176,31 +176,31 @@ func appendSample(dst []byte, s *Sample, f *Format) ([]byte, error) {
 	dst = appendHeader(dst, RecordSample, s.Misc)
 	st := f.SampleType
 	if st&SampleIdentifier != 0 {
-		dst = le.AppendUint64(dst, s.Identifier)
+		dst = bo.AppendUint64(dst, s.Identifier)
 	}
 	if st&SampleIP != 0 {
-		dst = le.AppendUint64(dst, s.IP)
+		dst = bo.AppendUint64(dst, s.IP)
 	}
 	if st&SampleTID != 0 {
-		dst = le.AppendUint32(le.AppendUint32(dst, s.Pid), s.Tid)
+		dst = bo.AppendUint32(bo.AppendUint32(dst, s.Pid), s.Tid)
 	}
 	if st&SampleTime != 0 {
-		dst = le.AppendUint64(dst, s.Time)
+		dst = bo.AppendUint64(dst, s.Time)
 	}
 	if st&SampleAddr != 0 {
-		dst = le.AppendUint64(dst, s.Addr)
+		dst = bo.AppendUint64(dst, s.Addr)
 	}
 	if st&SampleID != 0 {
-		dst = le.AppendUint64(dst, s.ID)
+		dst = bo.AppendUint64(dst, s.ID)
 	}
 	if st&SampleStreamID != 0 {
-		dst = le.AppendUint64(dst, s.StreamID)
+		dst = bo.AppendUint64(dst, s.StreamID)
 	}
 	if st&SampleCPU != 0 {
-		dst = le.AppendUint32(le.AppendUint32(dst, s.CPU), s.CPURes)
+		dst = bo.AppendUint32(bo.AppendUint32(dst, s.CPU), s.CPURes)
 	}
 	if st&SamplePeriod != 0 {
-		dst = le.AppendUint64(dst, s.Period)
+		dst = bo.AppendUint64(dst, s.Period)
 	}
 	if st&SampleRead != 0 {
 		var err error
@@ -209,21 +209,21 @@ func appendSample(dst []byte, s *Sample, f *Format) ([]byte, error) {
 		}
 	}
 	if st&SampleCallchain != 0 {
-		dst = appendU64s(le.AppendUint64(dst, uint64(len(s.Callchain))), s.Callchain)
+		dst = appendU64s(bo.AppendUint64(dst, uint64(len(s.Callchain))), s.Callchain)
 	}
 	if st&SampleRaw != 0 {
 		if len(s.Raw) > 0xffff {
 			return dst[:start], fmt.Errorf("encode SAMPLE: raw data of %d bytes: %w", len(s.Raw), ErrNoSpace)
 		}
-		dst = append(le.AppendUint32(dst, uint32(len(s.Raw))), s.Raw...)
+		dst = append(bo.AppendUint32(dst, uint32(len(s.Raw))), s.Raw...)
 	}
 	if st&SampleBranchStack != 0 {
-		dst = le.AppendUint64(dst, uint64(len(s.Branches)))
+		dst = bo.AppendUint64(dst, uint64(len(s.Branches)))
 		if f.BranchHWIndex {
-			dst = le.AppendUint64(dst, s.BranchHWIndex)
+			dst = bo.AppendUint64(dst, s.BranchHWIndex)
 		}
 		for _, b := range s.Branches {
-			dst = le.AppendUint64(le.AppendUint64(le.AppendUint64(dst, b.From), b.To), b.Flags)
+			dst = bo.AppendUint64(bo.AppendUint64(bo.AppendUint64(dst, b.From), b.To), b.Flags)
 		}
 		if f.BranchCounters {
 			if len(s.BranchCounters) != len(s.Branches) {
@@ -239,19 +239,19 @@ func appendSample(dst []byte, s *Sample, f *Format) ([]byte, error) {
 		}
 	}
 	if st&SampleStackUser != 0 {
-		dst = append(le.AppendUint64(dst, uint64(len(s.StackUser))), s.StackUser...)
+		dst = append(bo.AppendUint64(dst, uint64(len(s.StackUser))), s.StackUser...)
 		if len(s.StackUser) != 0 {
-			dst = le.AppendUint64(dst, s.StackUserDynSize)
+			dst = bo.AppendUint64(dst, s.StackUserDynSize)
 		}
 	}
 	if st&(SampleWeight|SampleWeightStruct) != 0 {
-		dst = le.AppendUint64(dst, s.Weight)
+		dst = bo.AppendUint64(dst, s.Weight)
 	}
 	if st&SampleDataSrc != 0 {
-		dst = le.AppendUint64(dst, s.DataSrc)
+		dst = bo.AppendUint64(dst, s.DataSrc)
 	}
 	if st&SampleTransaction != 0 {
-		dst = le.AppendUint64(dst, s.Transaction)
+		dst = bo.AppendUint64(dst, s.Transaction)
 	}
 	if st&SampleRegsIntr != 0 {
 		var err error
@@ -260,25 +260,25 @@ func appendSample(dst []byte, s *Sample, f *Format) ([]byte, error) {
 		}
 	}
 	if st&SamplePhysAddr != 0 {
-		dst = le.AppendUint64(dst, s.PhysAddr)
+		dst = bo.AppendUint64(dst, s.PhysAddr)
 	}
 	if st&SampleCgroup != 0 {
-		dst = le.AppendUint64(dst, s.Cgroup)
+		dst = bo.AppendUint64(dst, s.Cgroup)
 	}
 	if st&SampleDataPageSize != 0 {
-		dst = le.AppendUint64(dst, s.DataPageSize)
+		dst = bo.AppendUint64(dst, s.DataPageSize)
 	}
 	if st&SampleCodePageSize != 0 {
-		dst = le.AppendUint64(dst, s.CodePageSize)
+		dst = bo.AppendUint64(dst, s.CodePageSize)
 	}
 	if st&SampleAux != 0 {
-		dst = append(le.AppendUint64(dst, uint64(len(s.Aux))), s.Aux...)
+		dst = append(bo.AppendUint64(dst, uint64(len(s.Aux))), s.Aux...)
 	}
 	return finishRecord(dst, start)
 }
 
 func appendRegs(dst []byte, abi uint64, regs []uint64, mask uint64, field string) ([]byte, error) {
-	dst = le.AppendUint64(dst, abi)
+	dst = bo.AppendUint64(dst, abi)
 	if abi == 0 {
 		if len(regs) != 0 {
 			return dst, fmt.Errorf("encode SAMPLE: %s: %d registers with abi 0: %w", field, len(regs), ErrCorrupt)

@@ -54,9 +54,9 @@ func NewWriter(mem []byte, opts WriterOptions) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ring writer: %w", err)
 	}
-	if le.Uint64(mem[OffDataOffset:]) == 0 && le.Uint64(mem[OffDataSize:]) == 0 {
-		le.PutUint64(mem[OffDataOffset:], off)
-		le.PutUint64(mem[OffDataSize:], uint64(len(rg.data)))
+	if bo.Uint64(mem[OffDataOffset:]) == 0 && bo.Uint64(mem[OffDataSize:]) == 0 {
+		bo.PutUint64(mem[OffDataOffset:], off)
+		bo.PutUint64(mem[OffDataSize:], uint64(len(rg.data)))
 	}
 	w := &Writer{ring: rg, opts: opts, idSize: opts.Format.IDTrailerSize()}
 	w.head = loadHeadAcquire(w.ring.head) // only the producer writes data_head: no pairing needed
@@ -100,8 +100,8 @@ func (w *Writer) Write(rec []byte) (written, wake bool, err error) {
 	if len(rec) < HeaderSize {
 		return false, false, fmt.Errorf("write record: %d bytes, less than a header: %w", len(rec), ErrTruncated)
 	}
-	if int(le.Uint16(rec[6:])) != len(rec) {
-		return false, false, fmt.Errorf("write record: header size %d but %d bytes given: %w", le.Uint16(rec[6:]), len(rec), ErrCorrupt)
+	if int(bo.Uint16(rec[6:])) != len(rec) {
+		return false, false, fmt.Errorf("write record: header size %d but %d bytes given: %w", bo.Uint16(rec[6:]), len(rec), ErrCorrupt)
 	}
 	if w.paused {
 		w.lost++
@@ -139,7 +139,7 @@ func (w *Writer) Write(rec []byte) (written, wake bool, err error) {
 		w.lost = 0
 	}
 	w.copyIn(offset, rec)
-	if RecordType(le.Uint32(rec)) == RecordSample && !w.opts.Watermark && w.opts.WakeupEvents != 0 {
+	if RecordType(bo.Uint32(rec)) == RecordSample && !w.opts.Watermark && w.opts.WakeupEvents != 0 {
 		// perf_output_sample: every wakeup_events samples is one more reason to wake.
 		w.events++
 		if w.events >= w.opts.WakeupEvents {
@@ -166,9 +166,9 @@ func (w *Writer) hasSpace(head, tail, size uint64) bool {
 func (w *Writer) lostRecord(rec []byte) []byte {
 	b := w.lostBuf
 	clear(b)
-	le.PutUint32(b[0:], uint32(RecordLost))
-	le.PutUint16(b[4:], 0)
-	le.PutUint16(b[6:], uint16(len(b)))
+	bo.PutUint32(b[0:], uint32(RecordLost))
+	bo.PutUint16(b[4:], 0)
+	bo.PutUint16(b[6:], uint16(len(b)))
 	sid, ok := idOf(rec, &w.opts.Format)
 	id := w.opts.EventID
 	if ok {
@@ -179,8 +179,8 @@ func (w *Writer) lostRecord(rec []byte) []byte {
 			id = sid.Identifier
 		}
 	}
-	le.PutUint64(b[8:], id)
-	le.PutUint64(b[16:], w.lost)
+	bo.PutUint64(b[8:], id)
+	bo.PutUint64(b[16:], w.lost)
 	if w.idSize > 0 {
 		// Appending to the zero-length slice at b[24:] fills lostBuf in place: its
 		// capacity is exactly the trailer size.

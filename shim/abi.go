@@ -1,6 +1,10 @@
 package shim
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/bayesperf/bayesperf/perfabi"
+)
 
 // Names of the environment variables the shim reads.
 const (
@@ -143,12 +147,9 @@ type ClientPage struct {
 // ClientShards is BP_CLIENT_SHARDS: the per-thread shards of mirror_reads.
 const ClientShards = 256
 
-// MirrorValue is struct bp_mirror_value.
-type MirrorValue struct {
-	Value uint64
-	ID    uint64
-	Lost  uint64
-}
+// MirrorValue is struct bp_mirror_value: one counter of a read in the kernel's order
+// { value, id, lost }, which is perfabi.ReadValue (so reads decode straight into it).
+type MirrorValue = perfabi.ReadValue
 
 // MirrorHdr is struct bp_mirror_hdr.
 type MirrorHdr struct {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"unsafe"
+
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // ErrMalformed is wrapped by every decoding error: the bytes are not a message, an attr
@@ -136,8 +138,8 @@ func Decode(b []byte) (MsgHdr, any, error) {
 		if v.Handle == 0 {
 			return h, nil, fmt.Errorf("decode register: handle 0: %w", ErrMalformed)
 		}
-		if v.AttrSize < AttrSizeVer0 || v.AttrSize > AttrMax {
-			return h, nil, fmt.Errorf("decode register: attr size %d outside [%d, %d]: %w", v.AttrSize, AttrSizeVer0, AttrMax, ErrMalformed)
+		if v.AttrSize < perfabi.AttrSizeVer0 || v.AttrSize > AttrMax {
+			return h, nil, fmt.Errorf("decode register: attr size %d outside [%d, %d]: %w", v.AttrSize, perfabi.AttrSizeVer0, AttrMax, ErrMalformed)
 		}
 		return h, *v, nil
 	case *RegisterReply:
@@ -152,66 +154,30 @@ func Decode(b []byte) (MsgHdr, any, error) {
 	return h, nil, fmt.Errorf("decode message type %#x: %w", h.Type, ErrMalformed)
 }
 
-// AttrSizeVer0 is PERF_ATTR_SIZE_VER0, the size meant by attr.size == 0.
-const AttrSizeVer0 = 64
+// Attr is struct perf_event_attr, as the shim forwards it (package perfabi).
+type Attr = perfabi.Attr
 
-// read_format bits (PERF_FORMAT_*).
-const (
-	FormatTotalTimeEnabled uint64 = 1 << 0
-	FormatTotalTimeRunning uint64 = 1 << 1
-	FormatID               uint64 = 1 << 2
-	FormatGroup            uint64 = 1 << 3
-	FormatLost             uint64 = 1 << 4
-	formatKnown                   = FormatTotalTimeEnabled | FormatTotalTimeRunning | FormatID | FormatGroup | FormatLost
-)
-
-// Attr is the part of struct perf_event_attr the sidecar uses. Bits holds the bitfield word
-// (disabled, inherit, ..., offset 40) as the kernel lays it out.
-type Attr struct {
-	Type         uint32
-	Size         uint32 // as the caller passed it (0 means AttrSizeVer0)
-	Config       uint64
-	SamplePeriod uint64 // or sample_freq when the freq bit is set
-	SampleType   uint64
-	ReadFormat   uint64
-	Bits         uint64
-	Wakeup       uint32 // wakeup_events, or wakeup_watermark when AttrWatermark is set
-}
-
-// Attr bit positions the sidecar cares about.
-const (
-	AttrDisabled      uint64 = 1 << 0
-	AttrInherit       uint64 = 1 << 1
-	AttrFreq          uint64 = 1 << 10
-	AttrEnableOnExec  uint64 = 1 << 12
-	AttrWatermark     uint64 = 1 << 14
-	AttrSampleIDAll   uint64 = 1 << 18
-	AttrWriteBackward uint64 = 1 << 27
-)
-
-// ParseAttr decodes the first bytes of a perf_event_attr (at least AttrSizeVer0).
+// ParseAttr decodes the attr bytes a client registers (at least perfabi.AttrSizeVer0).
 //
-// It is the sidecar's decoder of the attr bytes a client sends, and reads only the fields
-// of Attr. internal/perf.DecodeAttr decodes the whole attr, with the kernel's size rules,
-// into perf.Attr (to reopen or compare an event). The two cannot share code: this package
-// may import nothing of the module and internal/perf nothing but x/sys (internal/archtest),
-// and each decodes into its own package's type.
+// Only the VER0 prefix is decoded, whatever the size field says: the kernel has already
+// accepted the whole attr when the shim opened the event, the shim forwards at most
+// AttrMax bytes of it, and every field the sidecar uses lies in the prefix. The kernel's
+// size rules (perfabi.DecodeAttr) would decline a newer tool's longer attr instead.
 func ParseAttr(b []byte) (Attr, error) {
-	var a Attr
-	if len(b) < AttrSizeVer0 {
-		return a, fmt.Errorf("parse perf_event_attr: %d bytes, want at least %d: %w", len(b), AttrSizeVer0, ErrMalformed)
+	if len(b) < perfabi.AttrSizeVer0 {
+		return Attr{}, fmt.Errorf("parse perf_event_attr: %d bytes, want at least %d: %w", len(b), perfabi.AttrSizeVer0, ErrMalformed)
 	}
-	ne := binary.NativeEndian
-	a.Type = ne.Uint32(b[0:])
-	a.Size = ne.Uint32(b[4:])
-	a.Config = ne.Uint64(b[8:])
-	a.SamplePeriod = ne.Uint64(b[16:])
-	a.SampleType = ne.Uint64(b[24:])
-	a.ReadFormat = ne.Uint64(b[32:])
-	a.Bits = ne.Uint64(b[40:])
-	a.Wakeup = ne.Uint32(b[48:])
-	if a.ReadFormat&^formatKnown != 0 {
-		return a, fmt.Errorf("parse perf_event_attr: unknown read_format bits %#x: %w", a.ReadFormat&^formatKnown, ErrMalformed)
+	var ver0 [perfabi.AttrSizeVer0]byte
+	copy(ver0[:], b)
+	size := perfabi.ByteOrder.Uint32(ver0[4:])
+	perfabi.ByteOrder.PutUint32(ver0[4:], 0) // size 0 is VER0: exactly these bytes are read
+	a, err := perfabi.DecodeAttr(ver0[:])
+	if err != nil {
+		return a, fmt.Errorf("parse perf_event_attr: %w: %w", err, ErrMalformed)
+	}
+	a.Size = size
+	if a.ReadFormat&^perfabi.FormatKnown != 0 {
+		return a, fmt.Errorf("parse perf_event_attr: unknown read_format bits %#x: %w", a.ReadFormat&^perfabi.FormatKnown, ErrMalformed)
 	}
 	return a, nil
 }
@@ -225,98 +191,32 @@ type Values struct {
 	Members []MirrorValue
 }
 
-// ReadSize is the number of bytes read() returns for read_format with nr values.
-func ReadSize(format uint64, nr int) int {
-	n := 0
-	if format&FormatGroup != 0 {
-		n = 8 // nr
-	}
-	if format&FormatTotalTimeEnabled != 0 {
-		n += 8
-	}
-	if format&FormatTotalTimeRunning != 0 {
-		n += 8
-	}
-	per := 8
-	if format&FormatID != 0 {
-		per += 8
-	}
-	if format&FormatLost != 0 {
-		per += 8
-	}
-	if format&FormatGroup == 0 {
-		nr = 1
-	}
-	return n + nr*per
-}
-
 // ParseRead decodes a buffer returned by read() on a perf fd whose attr has read_format.
+// Beyond the layout (perfabi.DecodeRead) it demands known read_format bits, a group of
+// 1..MirrorMaxValues members (what a mirror page holds) and no trailing bytes.
 func ParseRead(format uint64, b []byte) (Values, error) {
 	var v Values
-	if format&^formatKnown != 0 {
-		return v, fmt.Errorf("parse perf read: unknown read_format bits %#x: %w", format&^formatKnown, ErrMalformed)
-	}
-	ne := binary.NativeEndian
-	off := 0
-	next := func() (uint64, bool) {
-		if off+8 > len(b) {
-			return 0, false
-		}
-		x := ne.Uint64(b[off:])
-		off += 8
-		return x, true
+	if format&^perfabi.FormatKnown != 0 {
+		return v, fmt.Errorf("parse perf read: unknown read_format bits %#x: %w", format&^perfabi.FormatKnown, ErrMalformed)
 	}
 	short := fmt.Errorf("parse perf read: %d bytes, too short for read_format %#x: %w", len(b), format, ErrMalformed)
 	nr := uint64(1)
-	if format&FormatGroup != 0 {
-		var ok bool
-		if nr, ok = next(); !ok {
+	if format&perfabi.FormatGroup != 0 {
+		if len(b) < 8 {
 			return v, short
 		}
-		if nr == 0 || nr > uint64(MirrorMaxValues) {
+		if nr = perfabi.ByteOrder.Uint64(b); nr == 0 || nr > uint64(MirrorMaxValues) {
 			return v, fmt.Errorf("parse perf read: group of %d members, want 1..%d: %w", nr, MirrorMaxValues, ErrMalformed)
 		}
 	}
-	// The kernel's layouts (perf_read_one and perf_read_group): a single event is
-	// { value, enabled, running, id, lost }; a group is { nr, enabled, running,
-	// { value, id, lost } x nr }. The times follow the value only in the first.
-	var ok bool
-	v.Members = make([]MirrorValue, nr)
-	if format&FormatGroup == 0 {
-		if v.Members[0].Value, ok = next(); !ok {
-			return v, short
-		}
+	r := perfabi.Read{Values: make([]MirrorValue, 0, nr)}
+	n, err := perfabi.DecodeRead(b, format, &r)
+	v = Values{Enabled: r.Enabled, Running: r.Running, Members: r.Values}
+	if err != nil {
+		return v, short
 	}
-	if format&FormatTotalTimeEnabled != 0 {
-		if v.Enabled, ok = next(); !ok {
-			return v, short
-		}
-	}
-	if format&FormatTotalTimeRunning != 0 {
-		if v.Running, ok = next(); !ok {
-			return v, short
-		}
-	}
-	for i := range v.Members {
-		m := &v.Members[i]
-		if format&FormatGroup != 0 {
-			if m.Value, ok = next(); !ok {
-				return v, short
-			}
-		}
-		if format&FormatID != 0 {
-			if m.ID, ok = next(); !ok {
-				return v, short
-			}
-		}
-		if format&FormatLost != 0 {
-			if m.Lost, ok = next(); !ok {
-				return v, short
-			}
-		}
-	}
-	if off != len(b) {
-		return v, fmt.Errorf("parse perf read: %d trailing bytes for read_format %#x: %w", len(b)-off, format, ErrMalformed)
+	if n != len(b) {
+		return v, fmt.Errorf("parse perf read: %d trailing bytes for read_format %#x: %w", len(b)-n, format, ErrMalformed)
 	}
 	return v, nil
 }
@@ -324,33 +224,5 @@ func ParseRead(format uint64, b []byte) (Values, error) {
 // AppendRead appends v in the layout read() returns for format: the inverse of ParseRead
 // and the same encoding the C shim performs from a mirror page.
 func AppendRead(b []byte, format uint64, v Values) []byte {
-	ne := binary.NativeEndian
-	members := v.Members
-	if format&FormatGroup != 0 {
-		b = ne.AppendUint64(b, uint64(len(members)))
-	} else if len(members) > 1 {
-		members = members[:1]
-	}
-	group := format&FormatGroup != 0
-	if !group && len(members) > 0 {
-		b = ne.AppendUint64(b, members[0].Value)
-	}
-	if format&FormatTotalTimeEnabled != 0 {
-		b = ne.AppendUint64(b, v.Enabled)
-	}
-	if format&FormatTotalTimeRunning != 0 {
-		b = ne.AppendUint64(b, v.Running)
-	}
-	for _, m := range members {
-		if group {
-			b = ne.AppendUint64(b, m.Value)
-		}
-		if format&FormatID != 0 {
-			b = ne.AppendUint64(b, m.ID)
-		}
-		if format&FormatLost != 0 {
-			b = ne.AppendUint64(b, m.Lost)
-		}
-	}
-	return b
+	return perfabi.AppendRead(b, format, perfabi.Read{Enabled: v.Enabled, Running: v.Running, Values: v.Members})
 }

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
@@ -79,28 +81,28 @@ func TestReadRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for format := range uint64(32) {
 		for _, nr := range []int{1, 2, 5} {
-			if format&FormatGroup == 0 && nr > 1 {
+			if format&perfabi.FormatGroup == 0 && nr > 1 {
 				continue
 			}
 			v := Values{Members: make([]MirrorValue, nr)}
-			if format&FormatTotalTimeEnabled != 0 {
+			if format&perfabi.FormatTotalTimeEnabled != 0 {
 				v.Enabled = rng.Uint64()
 			}
-			if format&FormatTotalTimeRunning != 0 {
+			if format&perfabi.FormatTotalTimeRunning != 0 {
 				v.Running = rng.Uint64()
 			}
 			for i := range v.Members {
 				v.Members[i].Value = rng.Uint64()
-				if format&FormatID != 0 {
+				if format&perfabi.FormatID != 0 {
 					v.Members[i].ID = rng.Uint64()
 				}
-				if format&FormatLost != 0 {
+				if format&perfabi.FormatLost != 0 {
 					v.Members[i].Lost = rng.Uint64()
 				}
 			}
 			b := AppendRead(nil, format, v)
-			if len(b) != ReadSize(format, nr) {
-				t.Errorf("format %#x nr %d: encoded %d bytes, ReadSize says %d", format, nr, len(b), ReadSize(format, nr))
+			if len(b) != perfabi.ReadSize(format, nr) {
+				t.Errorf("format %#x nr %d: encoded %d bytes, perfabi.ReadSize says %d", format, nr, len(b), perfabi.ReadSize(format, nr))
 			}
 			got, err := ParseRead(format, b)
 			if err != nil {
@@ -126,7 +128,7 @@ func TestParseAttr(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Type != 1 || a.Config != 2 || a.ReadFormat != 3 || a.Bits&AttrDisabled == 0 {
+	if a.Type != 1 || a.Config != 2 || a.ReadFormat != 3 || a.Flags&perfabi.FlagDisabled == 0 {
 		t.Errorf("parsed %+v", a)
 	}
 	b[32] = 0x40
@@ -135,6 +137,16 @@ func TestParseAttr(t *testing.T) {
 	}
 	if _, err := ParseAttr(b[:63]); !errors.Is(err, ErrMalformed) {
 		t.Errorf("63-byte attr accepted: %v", err)
+	}
+	// The size field does not bound what is decoded: the kernel has checked it, and the
+	// shim forwards at most AttrMax bytes of a longer attr.
+	b[32] = 3
+	for _, size := range []uint32{0, 1, perfabi.AttrSize + 8, AttrMax + 64} {
+		perfabi.ByteOrder.PutUint32(b[4:], size)
+		a, err := ParseAttr(b)
+		if err != nil || a.Size != size || a.Config != 2 || a.ReadFormat != 3 {
+			t.Errorf("size %d: parsed %+v, %v", size, a, err)
+		}
 	}
 }
 
@@ -173,7 +185,7 @@ func FuzzDecode(f *testing.F) {
 
 func FuzzParseRead(f *testing.F) {
 	f.Add(uint64(3), AppendRead(nil, 3, Values{Enabled: 1, Running: 2, Members: []MirrorValue{{Value: 3}}}))
-	f.Add(uint64(15), AppendRead(nil, 15, Values{Members: []MirrorValue{{1, 2, 0}, {3, 4, 0}}}))
+	f.Add(uint64(15), AppendRead(nil, 15, Values{Members: []MirrorValue{{Value: 1, ID: 2}, {Value: 3, ID: 4}}}))
 	f.Fuzz(func(t *testing.T, format uint64, b []byte) {
 		v, err := ParseRead(format, b)
 		if err != nil {
@@ -203,7 +215,7 @@ func FuzzParseAttr(f *testing.F) {
 // { nr, enabled, running, { value, id, lost } x nr }. A round trip alone cannot catch a
 // consistent mis-order, which would hand a correction stage times instead of values.
 func TestReadLayoutIsTheKernels(t *testing.T) {
-	all := uint64(FormatTotalTimeEnabled | FormatTotalTimeRunning | FormatID | FormatLost)
+	all := uint64(perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning | perfabi.FormatID | perfabi.FormatLost)
 	cases := []struct {
 		name   string
 		format uint64
@@ -212,10 +224,10 @@ func TestReadLayoutIsTheKernels(t *testing.T) {
 	}{
 		{"single", all, []uint64{7, 100, 50, 9, 2},
 			Values{Enabled: 100, Running: 50, Members: []MirrorValue{{Value: 7, ID: 9, Lost: 2}}}},
-		{"single value+running", FormatTotalTimeRunning, []uint64{7, 50},
+		{"single value+running", perfabi.FormatTotalTimeRunning, []uint64{7, 50},
 			Values{Running: 50, Members: []MirrorValue{{Value: 7}}}},
-		{"group", all | FormatGroup, []uint64{2, 100, 50, 7, 9, 2, 8, 10, 3},
-			Values{Enabled: 100, Running: 50, Members: []MirrorValue{{7, 9, 2}, {8, 10, 3}}}},
+		{"group", all | perfabi.FormatGroup, []uint64{2, 100, 50, 7, 9, 2, 8, 10, 3},
+			Values{Enabled: 100, Running: 50, Members: []MirrorValue{{Value: 7, ID: 9, Lost: 2}, {Value: 8, ID: 10, Lost: 3}}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

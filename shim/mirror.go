@@ -101,7 +101,7 @@ func (m *Mirror) Snapshot() (h MirrorHdr, v Values, ok bool) {
 		v = Values{Enabled: h.Enabled, Running: h.Running, Members: make([]MirrorValue, nr)}
 		for i := range v.Members {
 			s := &m.p.Values[i]
-			v.Members[i] = MirrorValue{atomic.LoadUint64(&s.Value), atomic.LoadUint64(&s.ID), atomic.LoadUint64(&s.Lost)}
+			v.Members[i] = MirrorValue{Value: atomic.LoadUint64(&s.Value), ID: atomic.LoadUint64(&s.ID), Lost: atomic.LoadUint64(&s.Lost)}
 		}
 		if atomic.LoadUint32(&src.Seq) == s1 {
 			return h, v, true

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 func page(t testing.TB) []byte {
@@ -19,18 +21,18 @@ func TestMirrorPublishSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Init(FormatGroup | FormatID)
+	m.Init(perfabi.FormatGroup | perfabi.FormatID)
 	h, _, ok := m.Snapshot()
-	if !ok || h.State != MirrorEmpty || h.Magic != MirrorMagic || h.ReadFormat != FormatGroup|FormatID {
+	if !ok || h.State != MirrorEmpty || h.Magic != MirrorMagic || h.ReadFormat != perfabi.FormatGroup|perfabi.FormatID {
 		t.Fatalf("fresh page: %+v ok=%v", h, ok)
 	}
-	v := Values{Enabled: 10, Running: 9, Members: []MirrorValue{{5, 100, 0}, {6, 101, 0}, {7, 102, 0}}}
+	v := Values{Enabled: 10, Running: 9, Members: []MirrorValue{{Value: 5, ID: 100}, {Value: 6, ID: 101}, {Value: 7, ID: 102}}}
 	m.Publish(MirrorOK, MirrorFinal, 1234, v)
 	h, got, ok := m.Snapshot()
 	if !ok || h.State != MirrorOK || h.Flags != MirrorFinal || h.UpdateNs != 1234 || h.Nr != 3 || h.Generation != 1 || h.Seq != 2 {
 		t.Fatalf("after publish: %+v ok=%v", h, ok)
 	}
-	if got.Enabled != 10 || got.Running != 9 || len(got.Members) != 3 || got.Members[2] != (MirrorValue{7, 102, 0}) {
+	if got.Enabled != 10 || got.Running != 9 || len(got.Members) != 3 || got.Members[2] != (MirrorValue{Value: 7, ID: 102}) {
 		t.Errorf("snapshot %+v, want %+v", got, v)
 	}
 	// A group too big for the page is not truncated: the shim is told to read the kernel.
@@ -44,7 +46,7 @@ func TestMirrorPublishSnapshot(t *testing.T) {
 // and readers check they never see a mix of two publishes.
 func TestMirrorSeqlockConsistent(t *testing.T) {
 	m, _ := NewMirror(page(t))
-	m.Init(FormatGroup)
+	m.Init(perfabi.FormatGroup)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	var torn, reads atomic.Int64
@@ -82,7 +84,7 @@ func TestMirrorSeqlockConsistent(t *testing.T) {
 
 func BenchmarkMirrorSnapshot(b *testing.B) {
 	m, _ := NewMirror(page(b))
-	m.Init(FormatTotalTimeEnabled | FormatTotalTimeRunning)
+	m.Init(perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning)
 	m.Publish(MirrorOK, 0, 1, Values{Enabled: 1, Running: 1, Members: []MirrorValue{{Value: 1}}})
 	b.ReportAllocs()
 	for b.Loop() {

@@ -5,6 +5,7 @@ import (
 	"github.com/bayesperf/bayesperf/internal/kstage"
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // resolveInferFrom checks --infer-from against --virtual-counters and gives its default.
@@ -51,8 +52,8 @@ func resolveCorrect(v string, vcounters int) (string, error) {
 // countsHardware says whether this machine's PMU counts a hardware event for this
 // process (instructions): where it does not (a VM without a PMU), auto is none.
 func countsHardware() bool {
-	a := perf.Attr{Type: perf.TypeHardware, Size: perf.AttrSize, Config: perf.HWInstructions,
-		Flags: perf.FlagExcludeKern | perf.FlagExcludeHV, ReadFormat: perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning}
+	a := perf.Attr{Type: perf.TypeHardware, Size: perfabi.AttrSize, Config: perf.HWInstructions,
+		Flags: perfabi.FlagExcludeKern | perfabi.FlagExcludeHV, ReadFormat: perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning}
 	e, err := perf.Open(a, perf.ThisPid, perf.AnyCPU, nil)
 	if err != nil {
 		return false

@@ -25,6 +25,7 @@ import (
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/statfmt"
 	"github.com/bayesperf/bayesperf/internal/vpmu"
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 func init() {
@@ -718,8 +719,8 @@ func openKernelCounters(descs []perf.EventDesc, pid int) (*kernelCounters, error
 	var leader *perf.Event
 	for i, d := range descs {
 		a := d.Attr
-		a.Flags = a.Flags&^(perf.FlagDisabled|perf.FlagEnableOnExec) | perf.FlagInherit
-		a.ReadFormat = perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning
+		a.Flags = a.Flags&^(perfabi.FlagDisabled|perfabi.FlagEnableOnExec) | perfabi.FlagInherit
+		a.ReadFormat = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning
 		var lead *perf.Event
 		if d.Grouped && i > 0 && descs[i-1].Grouped && descs[i-1].Group == d.Group {
 			lead = leader

@@ -23,31 +23,34 @@ var rules = []rule{
 	// Pure math: no syscalls, no knowledge of collectors, mirrors or the shim.
 	{"inference", []string{"inference", "gonum.org/v1/gonum"}, nil},
 	// The perf ring ABI: knows nothing about inference or BPF.
-	{"ringbuf", []string{"ringbuf", "golang.org/x/sys"},
+	{"ringbuf", []string{"ringbuf", "perfabi", "golang.org/x/sys"},
 		[]string{"github.com/cilium/ebpf"}}, // a BPF program load makes the kernel write PERF_RECORD_BPF_EVENT
 	// The shim's Go side (ABI mirror, messages): below the sidecar, knows only the ABI.
-	{"shim", []string{"shim", "golang.org/x/sys"}, nil},
+	{"shim", []string{"shim", "perfabi", "golang.org/x/sys"}, nil},
 	// The server knows the ABI and the ring; correction plugs in through its Stage.
-	{"internal/sidecar", []string{"internal/sidecar", "shim", "ringbuf", "internal/perf", "golang.org/x/sys"}, nil},
+	{"internal/sidecar", []string{"internal/sidecar", "shim", "ringbuf", "internal/perf", "perfabi", "golang.org/x/sys"}, nil},
 	// The virtual PMU over real events and schedules; vstage plugs it into the sidecar.
-	{"internal/vpmu", []string{"internal/vpmu", "internal/sidecar", "shim", "internal/perf", "inference", "golang.org/x/sys"},
+	{"internal/vpmu", []string{"internal/vpmu", "internal/sidecar", "shim", "internal/perf", "perfabi", "inference", "golang.org/x/sys"},
 		[]string{"internal/workload", "internal/collect"}}, // real workloads; vstage on the BPF collector
 	// The kernel-rotation corrector: a sidecar stage over the model.
-	{"internal/kstage", []string{"internal/kstage", "internal/sidecar", "internal/vpmu", "shim", "internal/perf", "inference", "golang.org/x/sys"}, nil},
+	{"internal/kstage", []string{"internal/kstage", "internal/sidecar", "internal/vpmu", "shim", "internal/perf", "perfabi", "inference", "golang.org/x/sys"}, nil},
 	// The truth of a drop-in run: a stage around the correcting one.
-	{"internal/truth", []string{"internal/truth", "internal/sidecar", "shim", "internal/perf", "golang.org/x/sys"}, nil},
+	{"internal/truth", []string{"internal/truth", "internal/sidecar", "shim", "internal/perf", "perfabi", "golang.org/x/sys"}, nil},
 	// End-to-end tests use the binaries, as a user would; raw clients use the ABI.
 	{"test", []string{"test", "golang.org/x/sys", "github.com/stretchr/testify"},
 		[]string{"shim"}}, // hostile raw clients speak the shim's ABI to the sidecar
 	// The choice of collector for the virtual PMU: above both, so neither imports the other.
-	{"internal/collect", []string{"internal/collect", "bpf", "internal/vpmu", "internal/perf", "golang.org/x/sys"}, nil},
+	{"internal/collect", []string{"internal/collect", "bpf", "internal/vpmu", "internal/perf", "perfabi", "golang.org/x/sys"}, nil},
 	// BPF collection: owns the BPF objects; produces perf.Snapshots.
-	{"bpf", []string{"bpf", "internal/perf", "github.com/cilium/ebpf", "golang.org/x/sys"}, nil},
+	{"bpf", []string{"bpf", "internal/perf", "perfabi", "github.com/cilium/ebpf", "golang.org/x/sys"}, nil},
 	// The OpenMetrics endpoint: an output format like statfmt, with Prometheus' library;
 	// it knows no collector, model or sidecar.
 	{"internal/openmetrics", []string{"internal/openmetrics", "internal/statfmt", "github.com/prometheus/client_golang"}, nil},
 	// perf_event_open and event names: the bottom of the system side.
-	{"internal/perf", []string{"internal/perf", "golang.org/x/sys"}, nil},
+	{"internal/perf", []string{"internal/perf", "perfabi", "golang.org/x/sys"}, nil},
+	// The perf ABI (attr, read_format, flag bits): the leaf every perf-speaking package
+	// shares, so the standard library alone; its tests check the layout against x/sys.
+	{"perfabi", []string{"perfabi"}, []string{"golang.org/x/sys"}},
 }
 
 type pkg struct {

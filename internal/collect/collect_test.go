@@ -9,6 +9,7 @@ import (
 	"github.com/bayesperf/bayesperf/bpf"
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/vpmu"
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // TestResolve: read and bpf are taken as given, auto is bpf exactly when bpf.Probe
@@ -42,8 +43,8 @@ func TestResolve(t *testing.T) {
 // loading anything, so the caller falls back to read(2).
 func TestSnapshotsRefusesHardwareEvents(t *testing.T) {
 	attrs := []perf.Attr{
-		{Type: perf.TypeSoftware, Size: perf.AttrSize, Config: perf.SWDummy},
-		{Type: perf.TypeHardware, Size: perf.AttrSize, Config: 0},
+		{Type: perf.TypeSoftware, Size: perfabi.AttrSize, Config: perf.SWDummy},
+		{Type: perf.TypeHardware, Size: perfabi.AttrSize, Config: 0},
 	}
 	_, err := Snapshots(vpmu.SnapshotRequest{Attrs: attrs, Pid: os.Getpid(), Slice: 4 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "not a software event or tracepoint") {

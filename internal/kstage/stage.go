@@ -15,6 +15,7 @@ import (
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
 	"github.com/bayesperf/bayesperf/internal/vpmu"
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -503,7 +504,7 @@ func (s *Stage) start(t *target) error {
 		// The privilege levels are part of the name (instructions:u), which binds the
 		// privilege splits between the target's events.
 		attrs[j] = perf.Attr{Type: e.Attr.Type, Config: e.Attr.Config,
-			Flags: e.Attr.Bits & (perf.FlagExcludeUser | perf.FlagExcludeKern | perf.FlagExcludeHV)}
+			Flags: e.Attr.Flags & (perfabi.FlagExcludeUser | perfabi.FlagExcludeKern | perfabi.FlagExcludeHV)}
 	}
 	names := s.names.Names(attrs)
 	for j, h := range t.handles {
@@ -538,7 +539,7 @@ func (s *Stage) start(t *target) error {
 // model.Options.Clocks).
 func isClock(e sidecar.Event, t *target) bool {
 	return t.key.pid >= 0 && e.Attr.Type == perf.TypeSoftware && e.Attr.Config == perf.SWTaskClock &&
-		e.Attr.Bits&(perf.FlagExcludeUser|perf.FlagExcludeKern) == 0
+		e.Attr.Flags&(perfabi.FlagExcludeUser|perfabi.FlagExcludeKern) == 0
 }
 
 // totals updates the running totals after a slice with the newest slice's filtered

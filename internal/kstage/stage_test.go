@@ -11,6 +11,7 @@ import (
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -44,7 +45,7 @@ func newKernel(t *testing.T, pid int32, configs []uint64) *kernel {
 	k := &kernel{t: t, st: &Stage{Relations: relation.Builtins(), Unit: 4 * time.Millisecond}, groups: map[uint32][]int{}}
 	for j, c := range configs {
 		k.evs = append(k.evs, sidecar.Event{Client: 1, ClientPid: int32(os.Getpid()), Handle: uint32(j + 1), Pid: pid, CPU: -1,
-			Attr: shim.Attr{Type: perf.TypeSoftware, Config: c, ReadFormat: shim.FormatTotalTimeEnabled | shim.FormatTotalTimeRunning | shim.FormatID | shim.FormatLost}})
+			Attr: shim.Attr{Type: perf.TypeSoftware, Config: c, ReadFormat: perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning | perfabi.FormatID | perfabi.FormatLost}})
 	}
 	k.running, k.value, k.truth, k.pub = make([]uint64, len(configs)), make([]uint64, len(configs)), make([]float64, len(configs)), make([]uint64, len(configs))
 	k.counted = make([]float64, len(configs))
@@ -55,7 +56,7 @@ func newKernel(t *testing.T, pid int32, configs []uint64) *kernel {
 func (k *kernel) group(idx ...int) {
 	lead := k.evs[idx[0]].Handle
 	for _, j := range idx {
-		k.evs[j].Attr.ReadFormat |= shim.FormatGroup
+		k.evs[j].Attr.ReadFormat |= perfabi.FormatGroup
 		if j != idx[0] {
 			k.evs[j].GroupHandle = lead
 		}
@@ -70,7 +71,7 @@ func (k *kernel) values(sel []int) ([]sidecar.Event, []shim.Values) {
 	for _, j := range sel {
 		e := k.evs[j]
 		members := []int{j}
-		if e.Attr.ReadFormat&shim.FormatGroup != 0 {
+		if e.Attr.ReadFormat&perfabi.FormatGroup != 0 {
 			lead := e.Handle
 			if e.GroupHandle != 0 {
 				lead = e.GroupHandle

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // BenchmarkReadCollector compares one snapshot of 24 software events read one read(2)
@@ -16,13 +18,13 @@ func BenchmarkReadCollector(b *testing.B) {
 			var evs []*Event
 			var leader *Event
 			for i := range 24 {
-				a := Attr{Type: TypeSoftware, Size: AttrSize, Config: []uint64{SWTaskClock, SWPageFaults, SWContextSwitches, SWPageFaultsMin}[i%4],
-					ReadFormat: FormatTotalTimeEnabled | FormatTotalTimeRunning}
+				a := Attr{Type: TypeSoftware, Size: perfabi.AttrSize, Config: []uint64{SWTaskClock, SWPageFaults, SWContextSwitches, SWPageFaultsMin}[i%4],
+					ReadFormat: perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning}
 				var l *Event
 				if group && i > 0 {
 					l = leader
 				} else if group {
-					a.ReadFormat |= FormatGroup
+					a.ReadFormat |= perfabi.FormatGroup
 				}
 				e, err := Open(a, ThisPid, AnyCPU, l)
 				if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bayesperf/bayesperf/perfabi"
 	"golang.org/x/sys/unix"
 )
 
@@ -36,13 +37,13 @@ func NewReadCollector(events []*Event, interval time.Duration, own bool) (*ReadC
 	for i := 0; i < len(events); {
 		e := events[i]
 		rf := e.Attr.ReadFormat
-		if rf&(FormatTotalTimeEnabled|FormatTotalTimeRunning) != FormatTotalTimeEnabled|FormatTotalTimeRunning {
+		if rf&(perfabi.FormatTotalTimeEnabled|perfabi.FormatTotalTimeRunning) != perfabi.FormatTotalTimeEnabled|perfabi.FormatTotalTimeRunning {
 			return nil, fmt.Errorf("new read collector: event %d (%s) lacks the enabled/running read formats", i, e.Name)
 		}
 		n := 1
-		if rf&FormatGroup != 0 {
+		if rf&perfabi.FormatGroup != 0 {
 			if e.leader != nil {
-				return nil, fmt.Errorf("new read collector: event %d (%s) has FormatGroup but is not a group leader", i, e.Name)
+				return nil, fmt.Errorf("new read collector: event %d (%s) has perfabi.FormatGroup but is not a group leader", i, e.Name)
 			}
 			n = 1 + len(e.members)
 			for k, m := range e.members {
@@ -55,7 +56,7 @@ func NewReadCollector(events []*Event, interval time.Duration, own bool) (*ReadC
 		maxN = max(maxN, n)
 		i += n
 	}
-	c.buf = make([]byte, ReadSize(FormatTotalTimeEnabled|FormatTotalTimeRunning|FormatGroup|FormatID|FormatLost, maxN))
+	c.buf = make([]byte, perfabi.ReadSize(perfabi.FormatTotalTimeEnabled|perfabi.FormatTotalTimeRunning|perfabi.FormatGroup|perfabi.FormatID|perfabi.FormatLost, maxN))
 	c.rd.Values = make([]Value, 0, maxN)
 	return c, nil
 }

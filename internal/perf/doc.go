@@ -1,6 +1,6 @@
-// Package perf is the project's thin layer over perf_event_open(2): the attr ABI, opening,
-// enabling and reading events, and perf's event-name syntax resolved through sysfs and
-// tracefs.
+// Package perf is the project's thin layer over perf_event_open(2): opening, enabling and
+// reading events, and perf's event-name syntax resolved through sysfs and tracefs. The
+// ABI itself (Attr, the flag and read_format bits, the read layouts) is package perfabi.
 //
 // Typical use:
 //

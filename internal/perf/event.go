@@ -1,7 +1,6 @@
 package perf
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/bayesperf/bayesperf/perfabi"
 	"golang.org/x/sys/unix"
 )
 
@@ -129,7 +129,7 @@ func permissionAdvice(attr Attr, pid, euid, level int) string {
 	switch {
 	case level > 2:
 		return fmt.Sprintf("perf_event_paranoid is %d, which forbids unprivileged users every perf event; run as root or lower it (%s)", level, lower)
-	case level > 1 && attr.Flags&FlagExcludeKern == 0:
+	case level > 1 && attr.Flags&perfabi.FlagExcludeKern == 0:
 		return fmt.Sprintf("perf_event_paranoid is %d, which forbids unprivileged users to count kernel activity; count user space only with the :u modifier (task-clock:u), run as root, or lower it (%s)", level, lower)
 	}
 	return fmt.Sprintf("perf_event_paranoid is %d; run as root or lower it (%s)", level, lower)
@@ -192,123 +192,24 @@ func groupFlag(g bool) int {
 }
 
 // Value is one event's part of a read: its count and, per read_format, its id and lost count.
-type Value struct {
-	Value, ID, Lost uint64
-}
+type Value = perfabi.ReadValue
 
 // Reading is a decoded read(2) of an event: the times are the (group leader's) enabled
 // and running ns, and Values has one entry, or one per group member with FormatGroup.
-type Reading struct {
-	Enabled, Running uint64
-	Values           []Value
-}
-
-// ReadSize is the number of bytes read(2) returns for read_format rf and n group members
-// (n is ignored without FormatGroup).
-func ReadSize(rf uint64, n int) int {
-	per := 8
-	if rf&FormatID != 0 {
-		per += 8
-	}
-	if rf&FormatLost != 0 {
-		per += 8
-	}
-	hdr := 0
-	if rf&FormatTotalTimeEnabled != 0 {
-		hdr += 8
-	}
-	if rf&FormatTotalTimeRunning != 0 {
-		hdr += 8
-	}
-	if rf&FormatGroup != 0 {
-		return 8 + hdr + n*per
-	}
-	return hdr + per
-}
+type Reading = perfabi.Read
 
 // DecodeReading decodes the bytes of a read(2) with read_format rf into r, reusing
 // r.Values. It fails, never panics, on short or inconsistent input.
 func DecodeReading(b []byte, rf uint64, r *Reading) error {
-	err := decodeReading(b, rf, r)
-	if err == errShort {
-		return fmt.Errorf("decode perf read: %d bytes too short for read_format %#x", len(b), rf)
-	}
-	return err
-}
-
-var errShort = errors.New("short read")
-
-func decodeReading(b []byte, rf uint64, r *Reading) error {
-	le := binary.LittleEndian
-	off := 0
-	next := func() (uint64, bool) {
-		if off+8 > len(b) {
-			return 0, false
-		}
-		v := le.Uint64(b[off:])
-		off += 8
-		return v, true
-	}
-	// errShort is returned by the helpers and replaced by the descriptive error at the
-	// end, so that the common, successful decode does not allocate.
-	var ok bool
-	readTimes := func() error {
-		if rf&FormatTotalTimeEnabled != 0 {
-			if r.Enabled, ok = next(); !ok {
-				return errShort
-			}
-		}
-		if rf&FormatTotalTimeRunning != 0 {
-			if r.Running, ok = next(); !ok {
-				return errShort
-			}
-		}
-		return nil
-	}
-	readValue := func() (Value, error) {
-		var v Value
-		if v.Value, ok = next(); !ok {
-			return v, errShort
-		}
-		if rf&FormatGroup == 0 {
-			if err := readTimes(); err != nil {
-				return v, err
-			}
-		}
-		if rf&FormatID != 0 {
-			if v.ID, ok = next(); !ok {
-				return v, errShort
-			}
-		}
-		if rf&FormatLost != 0 {
-			if v.Lost, ok = next(); !ok {
-				return v, errShort
-			}
-		}
-		return v, nil
-	}
-	r.Enabled, r.Running = 0, 0
-	r.Values = r.Values[:0]
-	// Layouts (include/uapi/linux/perf_event.h): a single event reads value, enabled,
-	// running, id, lost; a group reads nr, enabled, running, then nr × (value, id, lost).
-	n := uint64(1)
-	if rf&FormatGroup != 0 {
-		if n, ok = next(); !ok {
-			return errShort
-		}
-		if n > uint64(len(b))/8 {
+	// A group size that could not fit even without the times is named as such.
+	if rf&perfabi.FormatGroup != 0 && len(b) >= 8 {
+		if n := perfabi.ByteOrder.Uint64(b); n > uint64(len(b))/8 {
+			r.Enabled, r.Running, r.Values = 0, 0, r.Values[:0]
 			return fmt.Errorf("decode perf read: %d members claimed in %d bytes", n, len(b))
 		}
-		if err := readTimes(); err != nil {
-			return err
-		}
 	}
-	for range n {
-		v, err := readValue()
-		if err != nil {
-			return err
-		}
-		r.Values = append(r.Values, v)
+	if _, err := perfabi.DecodeRead(b, rf, r); err != nil {
+		return fmt.Errorf("decode perf read: %d bytes too short for read_format %#x", len(b), rf)
 	}
 	return nil
 }
@@ -341,10 +242,10 @@ func (e *Event) ReadInto(buf []byte, r *Reading) error {
 // triple.
 func (e *Event) ReadCount() (Count, error) {
 	rf := e.Attr.ReadFormat
-	if rf&FormatGroup != 0 {
-		return Count{}, fmt.Errorf("read count of %s: event has FormatGroup, use ReadInto", e.Name)
+	if rf&perfabi.FormatGroup != 0 {
+		return Count{}, fmt.Errorf("read count of %s: event has perfabi.FormatGroup, use ReadInto", e.Name)
 	}
-	buf := make([]byte, ReadSize(rf, 1))
+	buf := make([]byte, perfabi.ReadSize(rf, 1))
 	var r Reading
 	r.Values = make([]Value, 0, 1)
 	if err := e.ReadInto(buf, &r); err != nil {

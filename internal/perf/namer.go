@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // Namer turns the (type, config) of an opened event back into perf's event name, the
@@ -124,13 +126,13 @@ func (n *Namer) Names(attrs []Attr) []string {
 // ":uk", ...), "" when it counts all of them (or, meaninglessly, none).
 func PrivilegeSuffix(a Attr) string {
 	var lv []byte
-	if a.Flags&FlagExcludeUser == 0 {
+	if a.Flags&perfabi.FlagExcludeUser == 0 {
 		lv = append(lv, 'u')
 	}
-	if a.Flags&FlagExcludeKern == 0 {
+	if a.Flags&perfabi.FlagExcludeKern == 0 {
 		lv = append(lv, 'k')
 	}
-	if a.Flags&FlagExcludeHV == 0 {
+	if a.Flags&perfabi.FlagExcludeHV == 0 {
 		lv = append(lv, 'h')
 	}
 	if len(lv) == 0 || len(lv) == 3 {
@@ -143,14 +145,14 @@ func PrivilegeSuffix(a Attr) string {
 // then kernel, and are otherwise a (their counts add up to a's, the hypervisor level
 // taken as empty: see relation.BindUniverse); just a when it counts one level or none.
 func LevelParts(a Attr) []Attr {
-	const priv = FlagExcludeUser | FlagExcludeKern | FlagExcludeHV
-	user, kern := a.Flags&FlagExcludeUser == 0, a.Flags&FlagExcludeKern == 0
+	const priv = perfabi.FlagExcludeUser | perfabi.FlagExcludeKern | perfabi.FlagExcludeHV
+	user, kern := a.Flags&perfabi.FlagExcludeUser == 0, a.Flags&perfabi.FlagExcludeKern == 0
 	if !user || !kern {
 		return []Attr{a}
 	}
 	u, k := a, a
-	u.Flags = a.Flags&^priv | FlagExcludeKern | FlagExcludeHV
-	k.Flags = a.Flags&^priv | FlagExcludeUser | FlagExcludeHV
+	u.Flags = a.Flags&^priv | perfabi.FlagExcludeKern | perfabi.FlagExcludeHV
+	k.Flags = a.Flags&^priv | perfabi.FlagExcludeUser | perfabi.FlagExcludeHV
 	return []Attr{u, k}
 }
 
@@ -159,7 +161,7 @@ func LevelParts(a Attr) []Attr {
 // the inherit, enable and pinned bits and the guest bits do not (guest time is taken as
 // absent: perf sets exclude_guest on some variants of an event and not on others).
 func CountKey(a Attr) Attr {
-	const keep = FlagExcludeUser | FlagExcludeKern | FlagExcludeHV | FlagExcludeIdle
-	return Attr{Type: a.Type, Size: AttrSize, Config: a.Config, Config1: a.Config1, Config2: a.Config2,
+	const keep = perfabi.FlagExcludeUser | perfabi.FlagExcludeKern | perfabi.FlagExcludeHV | perfabi.FlagExcludeIdle
+	return Attr{Type: a.Type, Size: perfabi.AttrSize, Config: a.Config, Config1: a.Config1, Config2: a.Config2,
 		Config3: a.Config3, BPType: a.BPType, Flags: a.Flags & keep}
 }

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unsafe"
 
+	"github.com/bayesperf/bayesperf/perfabi"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,63 +35,6 @@ func requireRoot(t *testing.T) {
 	}
 }
 
-func TestAttrLayoutMatchesXSys(t *testing.T) {
-	// x/sys/unix's PerfEventAttr is generated from the kernel headers; our Encode offsets
-	// must agree with it field by field.
-	var u unix.PerfEventAttr
-	a := Attr{Type: 1, Size: 2, Config: 3, SamplePeriod: 4, SampleType: 5, ReadFormat: 6, Flags: 7,
-		WakeupEvents: 8, BPType: 9, Config1: 10, Config2: 11, BranchSampleType: 12, SampleRegsUser: 13,
-		SampleStackUser: 14, ClockID: 15, SampleRegsIntr: 16, AuxWatermark: 17, SampleMaxStack: 18,
-		AuxSampleSize: 20, SigData: 22}
-	b := a.Encode()
-	n := min(int(unsafe.Sizeof(u)), len(b))
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(&u)), unsafe.Sizeof(u))[:n], b[:n])
-	got := []uint64{uint64(u.Type), uint64(u.Size), u.Config, u.Sample, u.Sample_type, u.Read_format, u.Bits,
-		uint64(u.Wakeup), uint64(u.Bp_type), u.Ext1, u.Ext2, u.Branch_sample_type, u.Sample_regs_user,
-		uint64(u.Sample_stack_user), uint64(u.Clockid), u.Sample_regs_intr, uint64(u.Aux_watermark),
-		uint64(u.Sample_max_stack), uint64(u.Aux_sample_size), u.Sig_data}
-	want := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 20, 22}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("fields through x/sys layout = %v, want %v", got, want)
-	}
-}
-
-func TestDecodeAttrSizes(t *testing.T) {
-	a := Attr{Type: TypeSoftware, Size: AttrSize, Config: SWPageFaults, Config2: 77, Config3: 99, Flags: FlagDisabled | FlagInherit}
-	got, err := DecodeAttr(a.Encode())
-	if err != nil || got != a {
-		t.Fatalf("round trip: %+v, %v; want %+v", got, err, a)
-	}
-	// Size 0 is VER0: only 64 bytes count, config2 and later are not seen.
-	a.Size = 0
-	got, err = DecodeAttr(a.Encode()[:64])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Config2 != 0 || got.Config3 != 0 || got.Config != SWPageFaults || got.EffectiveSize() != 64 {
-		t.Fatalf("VER0 decode = %+v", got)
-	}
-	// Too short for the declared size.
-	a.Size = AttrSizeVer1
-	if _, err := DecodeAttr(a.Encode()[:64]); err == nil {
-		t.Fatal("decode of 64 bytes with size 72 succeeded")
-	}
-	// A bigger struct with unknown non-zero tail is refused like the kernel's E2BIG.
-	big := append(a.Encode(), make([]byte, 8)...)
-	big[4] = byte(len(big))
-	if _, err := DecodeAttr(big); err != nil {
-		t.Fatalf("zero tail refused: %v", err)
-	}
-	big[len(big)-1] = 1
-	if _, err := DecodeAttr(big); err == nil {
-		t.Fatal("non-zero unknown tail accepted")
-	}
-	a.SetPreciseIP(2)
-	if a.PreciseIP() != 2 || a.Flags&FlagInherit == 0 {
-		t.Fatalf("precise_ip bits clobbered flags: %#x", a.Flags)
-	}
-}
-
 func helperCmd(n int) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("BAYESPERF_PERF_HELPER=getppid:%d", n))
@@ -111,12 +54,12 @@ func TestTracepointCountsExactly(t *testing.T) {
 		var leader *Event
 		for i, d := range evs {
 			a := d.Attr
-			a.Flags |= FlagInherit
+			a.Flags |= perfabi.FlagInherit
 			var l *Event
 			if d.Grouped && i > 0 && evs[i-1].Group == d.Group {
 				l = leader
 			} else if d.Grouped {
-				a.ReadFormat |= FormatGroup
+				a.ReadFormat |= perfabi.FormatGroup
 			}
 			e, err := Open(a, pid, AnyCPU, l)
 			if err != nil {
@@ -168,7 +111,7 @@ func TestEnableDisableStopsCounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := d[0].Attr
-	a.Flags |= FlagDisabled
+	a.Flags |= perfabi.FlagDisabled
 	e, err := Open(a, ThisPid, AnyCPU, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -287,10 +230,10 @@ func TestResolveSymbolsAndModifiers(t *testing.T) {
 			t.Errorf("%s: type %d config %d flags %#x", evs[i].Name, a.Type, a.Config, a.Flags)
 		}
 	}
-	check(0, TypeSoftware, SWPageFaults, 0, FlagExcludeUser|FlagExcludeKern|FlagExcludeHV)
-	check(1, TypeSoftware, SWContextSwitches, FlagExcludeKern|FlagExcludeHV, FlagExcludeUser)
-	check(2, TypeSoftware, SWCPUMigrations, FlagExcludeUser|FlagExcludeHV, FlagExcludeKern)
-	check(3, TypeHardware, HWInstructions, FlagExcludeHV, FlagExcludeUser|FlagExcludeKern)
+	check(0, TypeSoftware, SWPageFaults, 0, perfabi.FlagExcludeUser|perfabi.FlagExcludeKern|perfabi.FlagExcludeHV)
+	check(1, TypeSoftware, SWContextSwitches, perfabi.FlagExcludeKern|perfabi.FlagExcludeHV, perfabi.FlagExcludeUser)
+	check(2, TypeSoftware, SWCPUMigrations, perfabi.FlagExcludeUser|perfabi.FlagExcludeHV, perfabi.FlagExcludeKern)
+	check(3, TypeHardware, HWInstructions, perfabi.FlagExcludeHV, perfabi.FlagExcludeUser|perfabi.FlagExcludeKern)
 	if evs[4].Attr.PreciseIP() != 3 {
 		t.Errorf("ppp precise = %d", evs[4].Attr.PreciseIP())
 	}
@@ -357,7 +300,7 @@ func TestPMUTermsFromFixture(t *testing.T) {
 	if a := evs[0].Attr; a.Type != 42 || a.Config != 0x3c|1<<32|0x2<<8|1<<18 {
 		t.Errorf("event 0 config %#x type %d", a.Config, a.Type)
 	}
-	if a := evs[1].Attr; a.Config != 0xcd|1<<32|0x1<<8 || a.Config1 != 3 || a.Flags&FlagExcludeKern == 0 {
+	if a := evs[1].Attr; a.Config != 0xcd|1<<32|0x1<<8 || a.Config1 != 3 || a.Flags&perfabi.FlagExcludeKern == 0 {
 		t.Errorf("event 1 %+v", a)
 	}
 	if evs[1].Name != "fakecpu/mem-loads,ldlat=3/u" {
@@ -416,25 +359,11 @@ func FuzzParseList(f *testing.F) {
 }
 
 func FuzzDecodeReading(f *testing.F) {
-	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0}, uint64(FormatGroup))
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0}, uint64(perfabi.FormatGroup))
 	f.Fuzz(func(t *testing.T, b []byte, rf uint64) {
 		var r Reading
-		if err := DecodeReading(b, rf, &r); err == nil && ReadSize(rf, len(r.Values)) > len(b) {
+		if err := DecodeReading(b, rf, &r); err == nil && perfabi.ReadSize(rf, len(r.Values)) > len(b) {
 			t.Fatalf("decoded %d values from %d bytes", len(r.Values), len(b))
-		}
-	})
-}
-
-func FuzzDecodeAttr(f *testing.F) {
-	a := Attr{Size: AttrSize, Type: 1}
-	f.Add(a.Encode())
-	f.Fuzz(func(t *testing.T, b []byte) {
-		a, err := DecodeAttr(b)
-		if err != nil {
-			return
-		}
-		if int(a.EffectiveSize()) > len(b) {
-			t.Fatalf("size %d from %d bytes", a.Size, len(b))
 		}
 	})
 }
@@ -475,7 +404,7 @@ func FuzzResolvePMU(f *testing.F) {
 			return
 		}
 		for _, e := range evs {
-			if e.Attr.Size != AttrSize || e.Name == "" {
+			if e.Attr.Size != perfabi.AttrSize || e.Name == "" {
 				t.Fatalf("bad resolution of %q: %+v", s, e)
 			}
 		}

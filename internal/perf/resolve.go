@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bayesperf/bayesperf/perfabi"
 	"golang.org/x/sys/unix"
 )
 
@@ -67,7 +68,7 @@ func (r *Resolver) Resolve(specs []Spec) ([]EventDesc, error) {
 }
 
 func baseAttr(typ uint32, config uint64) Attr {
-	return Attr{Type: typ, Size: AttrSize, Config: config, ReadFormat: FormatTotalTimeEnabled | FormatTotalTimeRunning}
+	return Attr{Type: typ, Size: perfabi.AttrSize, Config: config, ReadFormat: perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning}
 }
 
 func (r *Resolver) resolveOne(sp Spec) ([]EventDesc, error) {
@@ -122,19 +123,19 @@ func applyModifiers(a *Attr, mods string) error {
 		case 'h':
 			h = true
 		case 'G':
-			a.Flags |= FlagExcludeHost
+			a.Flags |= perfabi.FlagExcludeHost
 		case 'H':
-			a.Flags |= FlagExcludeGuest
+			a.Flags |= perfabi.FlagExcludeGuest
 		case 'I':
-			a.Flags |= FlagExcludeIdle
+			a.Flags |= perfabi.FlagExcludeIdle
 		case 'p':
 			precise++
 		case 'P':
 			precise = 3
 		case 'D':
-			a.Flags |= FlagPinned
+			a.Flags |= perfabi.FlagPinned
 		case 'e':
-			a.Flags |= FlagExclusive
+			a.Flags |= perfabi.FlagExclusive
 		case 'S', 'W', 'b':
 			// S (sample read), W (weak group) and b (bpf counter) change how perf drives
 			// the event, not the attr bits we need for counting.
@@ -148,13 +149,13 @@ func applyModifiers(a *Attr, mods string) error {
 	a.SetPreciseIP(uint8(precise))
 	if u || k || h {
 		if !u {
-			a.Flags |= FlagExcludeUser
+			a.Flags |= perfabi.FlagExcludeUser
 		}
 		if !k {
-			a.Flags |= FlagExcludeKern
+			a.Flags |= perfabi.FlagExcludeKern
 		}
 		if !h {
-			a.Flags |= FlagExcludeHV
+			a.Flags |= perfabi.FlagExcludeHV
 		}
 	}
 	return nil
@@ -319,7 +320,7 @@ func (r *Resolver) applyTerms(a *Attr, dir string, terms []Term, depth int) erro
 			a.SamplePeriod = val
 			continue
 		case "freq":
-			a.SamplePeriod, a.Flags = val, a.Flags|FlagFreq
+			a.SamplePeriod, a.Flags = val, a.Flags|perfabi.FlagFreq
 			continue
 		case "name":
 			continue

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -79,7 +80,7 @@ func TestServerTellsCalls(t *testing.T) {
 	_, path := startServer(t, Config{Period: time.Millisecond, IdlePeriod: time.Millisecond, Stage: callStage{log}})
 	c := helloClient(t, path)
 	for h := range uint32(2) {
-		registerPageFaults(t, c, h+1, shim.FormatTotalTimeEnabled|shim.FormatTotalTimeRunning)
+		registerPageFaults(t, c, h+1, perfabi.FormatTotalTimeEnabled|perfabi.FormatTotalTimeRunning)
 	}
 	// waitFor waits until the log has line after index from; it returns its index.
 	waitFor := func(line string, from int) int {

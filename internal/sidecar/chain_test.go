@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -79,7 +80,7 @@ func TestServerPaceAndSync(t *testing.T) {
 	rounds := func(st Stage) (uint64, shim.MirrorHdr) {
 		srv, path := startServer(t, Config{Period: time.Millisecond, IdlePeriod: 100 * time.Millisecond, Stage: st})
 		c := helloClient(t, path)
-		_, m := registerPageFaults(t, c, 1, shim.FormatTotalTimeEnabled|shim.FormatTotalTimeRunning)
+		_, m := registerPageFaults(t, c, 1, perfabi.FormatTotalTimeEnabled|perfabi.FormatTotalTimeRunning)
 		time.Sleep(150 * time.Millisecond) // one idle round sees the event
 		before := srv.Stats().Publishes
 		time.Sleep(250 * time.Millisecond)

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -36,7 +37,7 @@ type client struct {
 
 func newClient(s *Server, id int, conn *net.UnixConn, credPid int32, foreign bool) *client {
 	return &client{id: id, srv: s, conn: conn, credPid: credPid, foreign: foreign, events: map[uint32]*event{},
-		readBuf: make([]byte, shim.ReadSize(shim.FormatGroup|shim.FormatTotalTimeEnabled|shim.FormatTotalTimeRunning|shim.FormatID|shim.FormatLost, shim.MirrorMaxValues))}
+		readBuf: make([]byte, perfabi.ReadSize(perfabi.FormatGroup|perfabi.FormatTotalTimeEnabled|perfabi.FormatTotalTimeRunning|perfabi.FormatID|perfabi.FormatLost, shim.MirrorMaxValues))}
 }
 
 // event is one registered perf event.

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -40,7 +41,7 @@ func TestReadsNotStalledByRegistrations(t *testing.T) {
 	const slow = 20 * time.Millisecond
 	_, path := startServer(t, Config{Stage: slowRegister{slow}})
 	a := helloClient(t, path)
-	registerPageFaults(t, a, 1, shim.FormatTotalTimeEnabled|shim.FormatTotalTimeRunning)
+	registerPageFaults(t, a, 1, perfabi.FormatTotalTimeEnabled|perfabi.FormatTotalTimeRunning)
 	refresh := func() time.Duration {
 		t0 := time.Now()
 		if rep, _ := a.call(shim.MsgRefresh, shim.Handle{Handle: 1}, -1); rep.(shim.Status).Status != 0 {

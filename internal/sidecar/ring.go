@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"encoding/binary"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -9,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/ringbuf"
 	"github.com/bayesperf/bayesperf/shim"
 )
@@ -45,9 +45,9 @@ func newMirrorRing(e *event, m shim.Map) (*mirrorRing, int, error) {
 	page := uint64(os.Getpagesize())
 	n := m.Length / page
 	switch {
-	case e.info.Attr.Bits&shim.AttrWriteBackward != 0 && m.Prot&unix.PROT_WRITE != 0:
+	case e.info.Attr.Flags&perfabi.FlagWriteBackward != 0 && m.Prot&unix.PROT_WRITE != 0:
 		return nil, -1, fmt.Errorf("mirror a writable backward ring: %w", unix.EOPNOTSUPP)
-	case e.info.Attr.Bits&shim.AttrWriteBackward == 0 && m.Prot&unix.PROT_WRITE == 0:
+	case e.info.Attr.Flags&perfabi.FlagWriteBackward == 0 && m.Prot&unix.PROT_WRITE == 0:
 		// A forward ring mapped read-only is in overwrite mode: it has no data_tail to
 		// give space back with (the Reader's Commit would store into a read-only
 		// mapping and kill the sidecar), and the kernel may overwrite records while
@@ -110,7 +110,7 @@ func newMirrorRingMem(kmem, mmem []byte, a shim.Attr, writable bool) (*mirrorRin
 	}
 	var rd *ringbuf.Reader
 	var wr *ringbuf.Writer
-	backward := a.Bits&shim.AttrWriteBackward != 0
+	backward := a.Flags&perfabi.FlagWriteBackward != 0
 	if err == nil {
 		rd, err = ringbuf.NewReader(kmem, ringbuf.ReaderOptions{Backward: backward})
 	}
@@ -118,13 +118,13 @@ func newMirrorRingMem(kmem, mmem []byte, a shim.Attr, writable bool) (*mirrorRin
 		wr, err = ringbuf.NewWriter(mmem, ringbuf.WriterOptions{
 			Backward:        backward,
 			Overwrite:       !writable,
-			Watermark:       a.Bits&shim.AttrWatermark != 0,
-			WakeupWatermark: a.Wakeup,
-			WakeupEvents:    a.Wakeup,
+			Watermark:       a.Flags&perfabi.FlagWatermark != 0,
+			WakeupWatermark: a.WakeupEvents,
+			WakeupEvents:    a.WakeupEvents,
 			Format: ringbuf.Format{
 				SampleType:  ringbuf.SampleType(a.SampleType),
 				ReadFormat:  ringbuf.ReadFormat(a.ReadFormat),
-				SampleIDAll: a.Bits&shim.AttrSampleIDAll != 0,
+				SampleIDAll: a.Flags&perfabi.FlagSampleIDAll != 0,
 			},
 		})
 	}
@@ -177,7 +177,7 @@ func (r *mirrorRing) pumpBackward() (moved, lost uint64) {
 		}
 		moved++
 		if h, err := ringbuf.ParseHeader(rec); err == nil && h.Type == ringbuf.RecordLost && len(rec) >= 24 {
-			lost += binary.LittleEndian.Uint64(rec[16:])
+			lost += perfabi.ByteOrder.Uint64(rec[16:])
 		}
 	}
 	return moved, lost
@@ -219,7 +219,7 @@ func (r *mirrorRing) pump() (moved, lost uint64) {
 		}
 		moved++
 		if h, err := ringbuf.ParseHeader(rec); err == nil && h.Type == ringbuf.RecordLost && len(rec) >= 24 {
-			lost += binary.LittleEndian.Uint64(rec[16:])
+			lost += perfabi.ByteOrder.Uint64(rec[16:])
 		}
 	}
 	r.rd.Commit()

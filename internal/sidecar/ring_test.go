@@ -1,12 +1,12 @@
 package sidecar
 
 import (
-	"encoding/binary"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"unsafe"
 
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/ringbuf"
 	"github.com/bayesperf/bayesperf/shim"
 )
@@ -29,9 +29,9 @@ func ringMem(t *testing.T, dataPages int) []byte {
 // to everyone but this test).
 func sampleRec(seq uint64) []byte {
 	b := make([]byte, 16)
-	binary.LittleEndian.PutUint32(b[0:], uint32(ringbuf.RecordSample))
-	binary.LittleEndian.PutUint16(b[6:], 16)
-	binary.LittleEndian.PutUint64(b[8:], seq)
+	perfabi.ByteOrder.PutUint32(b[0:], uint32(ringbuf.RecordSample))
+	perfabi.ByteOrder.PutUint16(b[6:], 16)
+	perfabi.ByteOrder.PutUint64(b[8:], seq)
 	return b
 }
 
@@ -47,11 +47,11 @@ func drain(t *testing.T, rd *ringbuf.Reader) (seqs []uint64, lost uint64) {
 		if rec == nil {
 			break
 		}
-		switch ringbuf.RecordType(binary.LittleEndian.Uint32(rec)) {
+		switch ringbuf.RecordType(perfabi.ByteOrder.Uint32(rec)) {
 		case ringbuf.RecordSample:
-			seqs = append(seqs, binary.LittleEndian.Uint64(rec[8:]))
+			seqs = append(seqs, perfabi.ByteOrder.Uint64(rec[8:]))
 		case ringbuf.RecordLost:
-			lost += binary.LittleEndian.Uint64(rec[16:])
+			lost += perfabi.ByteOrder.Uint64(rec[16:])
 		}
 	}
 	rd.Commit()
@@ -129,7 +129,7 @@ func TestPumpSurvivesLyingTail(t *testing.T) {
 		r.pump()
 	}
 	hdr := mmem[:testPage]
-	if binary.LittleEndian.Uint64(hdr[ringbuf.OffDataOffset:]) != testPage || binary.LittleEndian.Uint64(hdr[ringbuf.OffDataSize:]) != testPage {
+	if perfabi.ByteOrder.Uint64(hdr[ringbuf.OffDataOffset:]) != testPage || perfabi.ByteOrder.Uint64(hdr[ringbuf.OffDataSize:]) != testPage {
 		t.Errorf("the mirror's layout fields were overwritten")
 	}
 }
@@ -139,7 +139,7 @@ func TestPumpSurvivesLyingTail(t *testing.T) {
 func TestPumpBackward(t *testing.T) {
 	kmem, mmem := ringMem(t, 2), ringMem(t, 2)
 	kw, _ := ringbuf.NewWriter(kmem, ringbuf.WriterOptions{PageSize: testPage, Backward: true, Overwrite: true})
-	r, err := newMirrorRingMem(kmem, mmem, shim.Attr{Bits: shim.AttrWriteBackward}, false)
+	r, err := newMirrorRingMem(kmem, mmem, shim.Attr{Flags: perfabi.FlagWriteBackward}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -178,7 +179,7 @@ func TestServerMirrorsCounts(t *testing.T) {
 	}
 	unix.Close(pageFd)
 
-	const format = shim.FormatTotalTimeEnabled | shim.FormatTotalTimeRunning | shim.FormatID
+	const format = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning | perfabi.FormatID
 	fd := openPageFaults(t, format)
 	rep, mfd := c.call(shim.MsgRegister, registerMsg(1, format), fd)
 	if rr := rep.(shim.RegisterReply); rr.Status != 0 || mfd < 0 {

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -48,7 +49,7 @@ func TestServerSurvivesStagePanic(t *testing.T) {
 		logMu.Unlock()
 	}})
 	c := helloClient(t, path)
-	const format = shim.FormatTotalTimeEnabled | shim.FormatTotalTimeRunning
+	const format = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning
 	fd, m := registerPageFaults(t, c, 1, format)
 	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
 		t.Fatal(err)
@@ -114,7 +115,7 @@ func (panickyPacer) Pace(int) time.Duration                { panic("a bug in Pac
 func TestServerSurvivesPacerPanic(t *testing.T) {
 	srv, path := startServer(t, Config{Period: time.Millisecond, Stage: panickyPacer{}})
 	c := helloClient(t, path)
-	registerPageFaults(t, c, 1, shim.FormatTotalTimeEnabled|shim.FormatTotalTimeRunning)
+	registerPageFaults(t, c, 1, perfabi.FormatTotalTimeEnabled|perfabi.FormatTotalTimeRunning)
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && !srv.Stats().StagePanicked; time.Sleep(time.Millisecond) {
 	}
 	if !srv.Stats().StagePanicked {

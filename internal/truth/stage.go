@@ -10,6 +10,7 @@ import (
 
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -181,23 +182,23 @@ func hardware(a shim.Attr) bool {
 
 // watch opens (or shares) the truth copies of one registered event of c; c.mu is held.
 func (s *Stage) watch(c *client, e sidecar.Event) {
-	if !hardware(e.Attr) || e.GroupHandle != 0 || e.Attr.ReadFormat&shim.FormatGroup != 0 {
+	if !hardware(e.Attr) || e.GroupHandle != 0 || e.Attr.ReadFormat&perfabi.FormatGroup != 0 {
 		return
 	}
 	// The copies count what the tool's event counts (perf.CountKey: guest time taken
 	// as absent, so that perf's variants of one event share them), from when it does.
-	a := perf.CountKey(perf.Attr{Type: e.Attr.Type, Config: e.Attr.Config, Flags: e.Attr.Bits})
+	a := perf.CountKey(perf.Attr{Type: e.Attr.Type, Config: e.Attr.Config, Flags: e.Attr.Flags})
 	w := &watched{name: s.names.Names([]perf.Attr{a})[0]}
 	for _, p := range perf.LevelParts(a) {
 		k := copyKey{e.Pid, e.CPU, p}
 		cp := c.copies[k]
 		if cp == nil {
 			o := p
-			o.Flags |= perf.FlagPinned | e.Attr.Bits&perf.FlagInherit
-			if e.Attr.Bits&perf.FlagEnableOnExec != 0 {
-				o.Flags |= perf.FlagDisabled | perf.FlagEnableOnExec
+			o.Flags |= perfabi.FlagPinned | e.Attr.Flags&perfabi.FlagInherit
+			if e.Attr.Flags&perfabi.FlagEnableOnExec != 0 {
+				o.Flags |= perfabi.FlagDisabled | perfabi.FlagEnableOnExec
 			}
-			o.ReadFormat = perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning
+			o.ReadFormat = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning
 			var err error
 			if cp, err = perf.Open(o, int(e.Pid), int(e.CPU), nil); err != nil {
 				s.logf("truth: %s (client %d handle %d): open a pinned copy: %v", w.name, e.Client, e.Handle, err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // Budget measures how many counters a schedule of events (hardware events, as a client
@@ -74,8 +75,8 @@ func fit(attrs []perf.Attr, skip int) (int, error) {
 		}
 	}()
 	for _, a := range attrs {
-		a.Flags |= perf.FlagPinned
-		a.ReadFormat = perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning
+		a.Flags |= perfabi.FlagPinned
+		a.ReadFormat = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning
 		e, err := perf.Open(a, perf.ThisPid, perf.AnyCPU, nil)
 		if err != nil {
 			return 0, fmt.Errorf("measure counters: open a pinned %d:%#x: %w", a.Type, a.Config, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // Open opens every copy (views disabled, truth and clock enabled). Call Start to begin.
@@ -36,11 +37,11 @@ func Open(cfg Config) (*PMU, error) {
 	}
 	flags := uint64(0)
 	if cfg.Inherit {
-		flags |= perf.FlagInherit
+		flags |= perfabi.FlagInherit
 	}
 	onExec := uint64(0) // for copies that must count from the start
 	if cfg.EnableOnExec {
-		onExec = perf.FlagDisabled | perf.FlagEnableOnExec
+		onExec = perfabi.FlagDisabled | perfabi.FlagEnableOnExec
 	}
 	first := make([][]bool, len(cfg.Views)) // first configuration of each view
 	for v, view := range cfg.Views {
@@ -54,9 +55,9 @@ func Open(cfg Config) (*PMU, error) {
 	// The clock is a dummy event: only its times are read, so it counts nothing in
 	// kernel mode either way, and excluding the kernel lets a user open it where
 	// perf_event_paranoid allows user-mode measurement only (2), as with :u events.
-	ca := perf.Attr{Type: perf.TypeSoftware, Size: perf.AttrSize, Config: perf.SWDummy,
-		ReadFormat: perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning,
-		Flags:      flags | onExec | perf.FlagExcludeKern | perf.FlagExcludeHV}
+	ca := perf.Attr{Type: perf.TypeSoftware, Size: perfabi.AttrSize, Config: perf.SWDummy,
+		ReadFormat: perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning,
+		Flags:      flags | onExec | perfabi.FlagExcludeKern | perfabi.FlagExcludeHV}
 	var err error
 	if p.clock, err = perf.Open(ca, cfg.Pid, cfg.CPU, nil); err != nil {
 		return nil, fmt.Errorf("open virtual clock: %w", err)
@@ -70,12 +71,12 @@ func Open(cfg Config) (*PMU, error) {
 	seen := map[perf.Attr]int{}
 	// open opens (once per distinct attr) an always-on copy and returns its index.
 	open := func(a perf.Attr, name string) (int, error) {
-		a.Flags = a.Flags&^(perf.FlagDisabled|perf.FlagEnableOnExec|perf.FlagPinned|perf.FlagExclusive) | flags | onExec
-		a.ReadFormat = perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning
+		a.Flags = a.Flags&^(perfabi.FlagDisabled|perfabi.FlagEnableOnExec|perfabi.FlagPinned|perfabi.FlagExclusive) | flags | onExec
+		a.ReadFormat = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning
 		if !derivable(a) {
 			// Another PMU's truth must count all the time, or the kernel would multiplex
 			// it with the views' copies: pinned, it keeps a counter or reports an error.
-			a.Flags |= perf.FlagPinned
+			a.Flags |= perfabi.FlagPinned
 		}
 		if k, ok := seen[a]; ok {
 			return k, nil
@@ -133,11 +134,11 @@ func Open(cfg Config) (*PMU, error) {
 			// view's copies get the counters they are switched on for even while the
 			// client's own events (which it opened, and which the virtual PMU serves
 			// instead) sit in the same context and would otherwise be rotated with them.
-			a.Flags = a.Flags&^(perf.FlagEnableOnExec|perf.FlagExclusive) | flags | perf.FlagDisabled | perf.FlagPinned
+			a.Flags = a.Flags&^(perfabi.FlagEnableOnExec|perfabi.FlagExclusive) | flags | perfabi.FlagDisabled | perfabi.FlagPinned
 			if first[vi][i] {
 				a.Flags |= onExec
 			}
-			a.ReadFormat = perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning
+			a.ReadFormat = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning
 			e, err := perf.Open(a, cfg.Pid, cfg.CPU, nil)
 			if err != nil {
 				return nil, fmt.Errorf("open %s copy of %s: %w", v.Name, d.Name, err)
@@ -196,8 +197,8 @@ var viewCopies = false
 // count. A family's copies carry the guest bits of its first event.
 func truthParts(events []perf.EventDesc) [][]perf.Attr {
 	const (
-		priv  = perf.FlagExcludeUser | perf.FlagExcludeKern | perf.FlagExcludeHV
-		guest = perf.FlagExcludeGuest | perf.FlagExcludeHost
+		priv  = perfabi.FlagExcludeUser | perfabi.FlagExcludeKern | perfabi.FlagExcludeHV
+		guest = perfabi.FlagExcludeGuest | perfabi.FlagExcludeHost
 	)
 	// family is what decides the count (perf.CountKey) but for the privilege levels.
 	family := func(a perf.Attr) perf.Attr {
@@ -208,10 +209,10 @@ func truthParts(events []perf.EventDesc) [][]perf.Attr {
 	// levels: bit 0 user, bit 1 kernel.
 	levels := func(a perf.Attr) int {
 		l := 0
-		if a.Flags&perf.FlagExcludeUser == 0 {
+		if a.Flags&perfabi.FlagExcludeUser == 0 {
 			l |= 1
 		}
-		if a.Flags&perf.FlagExcludeKern == 0 {
+		if a.Flags&perfabi.FlagExcludeKern == 0 {
 			l |= 2
 		}
 		return l
@@ -252,9 +253,9 @@ func truthParts(events []perf.EventDesc) [][]perf.Attr {
 			continue
 		}
 		a := f
-		a.Flags |= perf.FlagExcludeHV | perf.FlagExcludeKern
+		a.Flags |= perfabi.FlagExcludeHV | perfabi.FlagExcludeKern
 		if l == 2 {
-			a.Flags ^= perf.FlagExcludeKern | perf.FlagExcludeUser
+			a.Flags ^= perfabi.FlagExcludeKern | perfabi.FlagExcludeUser
 		}
 		out[i] = []perf.Attr{a}
 	}

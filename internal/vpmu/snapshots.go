@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // openSnapshots hands every copy to one snapshotting collector: the clock (a dummy event,
@@ -15,14 +16,14 @@ func (p *PMU) openSnapshots() error {
 	}
 	var attrs []perf.Attr
 	add := func(a perf.Attr, disabled bool) {
-		a.Flags &^= perf.FlagDisabled | perf.FlagEnableOnExec | perf.FlagPinned | perf.FlagExclusive | perf.FlagInherit
+		a.Flags &^= perfabi.FlagDisabled | perfabi.FlagEnableOnExec | perfabi.FlagPinned | perfabi.FlagExclusive | perfabi.FlagInherit
 		if disabled {
-			a.Flags |= perf.FlagDisabled
+			a.Flags |= perfabi.FlagDisabled
 		}
-		a.ReadFormat = perf.FormatTotalTimeEnabled | perf.FormatTotalTimeRunning
+		a.ReadFormat = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning
 		attrs = append(attrs, a)
 	}
-	add(perf.Attr{Type: perf.TypeSoftware, Size: perf.AttrSize, Config: perf.SWDummy}, false)
+	add(perf.Attr{Type: perf.TypeSoftware, Size: perfabi.AttrSize, Config: perf.SWDummy}, false)
 	if p.cfg.Truth {
 		for _, d := range p.cfg.Events {
 			add(d.Attr, false)

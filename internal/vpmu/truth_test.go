@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // TestTruthParts: a hardware event's truth is its own pinned copy unless other events of
@@ -15,8 +16,8 @@ func TestTruthParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	parts := truthParts(evs)
-	user := func(a perf.Attr) bool { return a.Flags&perf.FlagExcludeUser == 0 }
-	kern := func(a perf.Attr) bool { return a.Flags&perf.FlagExcludeKern == 0 }
+	user := func(a perf.Attr) bool { return a.Flags&perfabi.FlagExcludeUser == 0 }
+	kern := func(a perf.Attr) bool { return a.Flags&perfabi.FlagExcludeKern == 0 }
 	want := []string{"u", "k", "uk", "uk", "uk", "", "k"}
 	for i, w := range want {
 		got := ""
@@ -42,7 +43,7 @@ func TestTruthParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const priv = perf.FlagExcludeUser | perf.FlagExcludeKern | perf.FlagExcludeHV
+	const priv = perfabi.FlagExcludeUser | perfabi.FlagExcludeKern | perfabi.FlagExcludeHV
 	for i, p := range truthParts(evs) {
 		a := evs[i].Attr
 		if len(p) != 1 || p[0].Type != a.Type || p[0].Config != a.Config || p[0].Flags&priv != a.Flags&priv {
@@ -55,8 +56,8 @@ func TestTruthParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs[0].Attr.Flags |= perf.FlagExcludeGuest
-	evs[1].Attr.ReadFormat = perf.FormatTotalTimeEnabled
+	evs[0].Attr.Flags |= perfabi.FlagExcludeGuest
+	evs[1].Attr.ReadFormat = perfabi.FormatTotalTimeEnabled
 	evs[2].Attr.SamplePeriod = 1000
 	distinct := map[perf.Attr]bool{}
 	for _, p := range truthParts(evs) {

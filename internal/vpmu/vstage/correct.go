@@ -12,6 +12,7 @@ import (
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
 	"github.com/bayesperf/bayesperf/internal/vpmu"
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -158,7 +159,7 @@ func (s *Stage) newCorrection(descs []perf.EventDesc, names []string, rels []rel
 func clockEvents(descs []perf.EventDesc, names []string) []string {
 	var out []string
 	for i, d := range descs {
-		if i < len(names) && d.Attr.Type == perf.TypeSoftware && d.Attr.Config == perf.SWTaskClock && d.Attr.Flags&(perf.FlagExcludeUser|perf.FlagExcludeKern) == 0 {
+		if i < len(names) && d.Attr.Type == perf.TypeSoftware && d.Attr.Config == perf.SWTaskClock && d.Attr.Flags&(perfabi.FlagExcludeUser|perfabi.FlagExcludeKern) == 0 {
 			out = append(out, names[i])
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
 	"github.com/bayesperf/bayesperf/internal/vpmu"
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -374,10 +375,10 @@ func (s *Stage) rebuild(id int, c *client) {
 		if int(e.Pid) != int(first.Pid) {
 			continue
 		}
-		a := perf.Attr{Type: e.Attr.Type, Size: perf.AttrSize, Config: e.Attr.Config,
-			Flags: e.Attr.Bits & (perf.FlagExcludeUser | perf.FlagExcludeKern | perf.FlagExcludeHV | perf.FlagExcludeIdle | perf.FlagExcludeHost | perf.FlagExcludeGuest)}
-		onExec = onExec || e.Attr.Bits&shim.AttrEnableOnExec != 0
-		inherit = inherit || e.Attr.Bits&shim.AttrInherit != 0
+		a := perf.Attr{Type: e.Attr.Type, Size: perfabi.AttrSize, Config: e.Attr.Config,
+			Flags: e.Attr.Flags & (perfabi.FlagExcludeUser | perfabi.FlagExcludeKern | perfabi.FlagExcludeHV | perfabi.FlagExcludeIdle | perfabi.FlagExcludeHost | perfabi.FlagExcludeGuest)}
+		onExec = onExec || e.Attr.Flags&perfabi.FlagEnableOnExec != 0
+		inherit = inherit || e.Attr.Flags&perfabi.FlagInherit != 0
 		group := int(h)
 		grouped := false
 		if e.GroupHandle != 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
 	"github.com/bayesperf/bayesperf/internal/vpmu"
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -190,7 +191,7 @@ func TestGroupRead(t *testing.T) {
 	pid := int32(cmd.Process.Pid)
 	mk := func(h, g uint32, cfg uint64) sidecar.Event {
 		return sidecar.Event{Client: 7, ClientPid: int32(os.Getpid()), Handle: h, GroupHandle: g, Pid: pid, CPU: -1,
-			Attr: shim.Attr{Type: perf.TypeSoftware, Config: cfg, Bits: shim.AttrInherit}}
+			Attr: shim.Attr{Type: perf.TypeSoftware, Config: cfg, Flags: perfabi.FlagInherit}}
 	}
 	evs := []sidecar.Event{mk(1, 0, perf.SWTaskClock), mk(2, 1, perf.SWPageFaults), mk(3, 0, perf.SWContextSwitches), mk(4, 0, perf.SWPageFaultsMin)}
 	vals := func() []shim.Values {
@@ -259,7 +260,7 @@ func heldWorker(t *testing.T, names string, withReadFormat bool) (*exec.Cmd, io.
 	pid := int32(cmd.Process.Pid)
 	var evs []sidecar.Event
 	for i, d := range descs {
-		a := shim.Attr{Type: d.Attr.Type, Config: d.Attr.Config, Bits: shim.AttrDisabled | shim.AttrInherit | shim.AttrEnableOnExec}
+		a := shim.Attr{Type: d.Attr.Type, Config: d.Attr.Config, Flags: perfabi.FlagDisabled | perfabi.FlagInherit | perfabi.FlagEnableOnExec}
 		if withReadFormat {
 			a.ReadFormat = d.Attr.ReadFormat
 		}
