@@ -106,25 +106,10 @@ func churn(path string, n int, made *atomic.Int64, stop <-chan struct{}) error {
 	var seq uint32
 	call := func(typ uint16, body any, fd int) (any, error) {
 		seq++
-		b, err := shim.Encode(typ, seq, body)
-		if err != nil {
-			return nil, err
+		rep, rfd, err := roundTrip(conn, seq, typ, body, fd)
+		if rfd >= 0 {
+			unix.Close(rfd)
 		}
-		var oob []byte
-		if fd >= 0 {
-			oob = unix.UnixRights(fd)
-		}
-		if _, _, err := conn.WriteMsgUnix(b, oob, nil); err != nil {
-			return nil, err
-		}
-		buf, roob := make([]byte, 1024), make([]byte, 64)
-		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		nb, oobn, _, _, err := conn.ReadMsgUnix(buf, roob)
-		if err != nil {
-			return nil, fmt.Errorf("read reply: %w", err)
-		}
-		closeAll(parseFds(roob[:oobn]))
-		_, rep, err := shim.Decode(buf[:nb])
 		return rep, err
 	}
 	if _, err := call(shim.MsgHello, shim.Hello{Pid: int32(os.Getpid())}, -1); err != nil {

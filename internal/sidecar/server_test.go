@@ -6,6 +6,7 @@ package sidecar
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -64,33 +65,44 @@ func dial(t *testing.T, path string) *testClient {
 func (c *testClient) call(typ uint16, body any, fd int) (any, int) {
 	c.t.Helper()
 	c.seq++
-	b, err := shim.Encode(typ, c.seq, body)
+	rep, rfd, err := roundTrip(c.conn, c.seq, typ, body, fd)
 	if err != nil {
 		c.t.Fatal(err)
+	}
+	return rep, rfd
+}
+
+// roundTrip sends request seq with an optional fd on conn and returns the reply body
+// and the fd that came with it (-1); it checks the reply answers the request. It
+// does not fail the test itself, so that a goroutine other than the test's may call it.
+func roundTrip(conn *net.UnixConn, seq uint32, typ uint16, body any, fd int) (any, int, error) {
+	b, err := shim.Encode(typ, seq, body)
+	if err != nil {
+		return nil, -1, err
 	}
 	var oob []byte
 	if fd >= 0 {
 		oob = unix.UnixRights(fd)
 	}
-	if _, _, err := c.conn.WriteMsgUnix(b, oob, nil); err != nil {
-		c.t.Fatal(err)
+	if _, _, err := conn.WriteMsgUnix(b, oob, nil); err != nil {
+		return nil, -1, err
 	}
 	buf := make([]byte, 1024)
 	roob := make([]byte, 64)
-	c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	n, oobn, _, _, err := c.conn.ReadMsgUnix(buf, roob)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, oobn, _, _, err := conn.ReadMsgUnix(buf, roob)
 	if err != nil {
-		c.t.Fatalf("read reply: %v", err)
+		return nil, -1, fmt.Errorf("read reply: %w", err)
 	}
 	h, rep, err := shim.Decode(buf[:n])
-	if err != nil || h.Seq != c.seq || h.Type != typ|shim.MsgReply {
-		c.t.Fatalf("reply %+v: %v", h, err)
+	if err != nil || h.Seq != seq || h.Type != typ|shim.MsgReply {
+		return nil, -1, fmt.Errorf("reply %+v: %v", h, err)
 	}
 	rfd := -1
 	if fds := parseFds(roob[:oobn]); len(fds) > 0 {
 		rfd = fds[0]
 	}
-	return rep, rfd
+	return rep, rfd, nil
 }
 
 // openPageFaults opens page-faults of the calling thread (pid 0 is a thread, not the
