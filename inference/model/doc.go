@@ -56,8 +56,10 @@
 // filtering, the one-pass form of Expectation Propagation: when the posterior mean
 // clearly violates a constraint (by more than one standard deviation: applied at the
 // bound, repeated truncation ratchets a count that sits at its bound upwards), the
-// posterior is replaced by the Gaussian with the moments of its truncation. Non-linear relations are linearised at the current mean every slice
-// (a Gaussian site, first-order EP). The rest is the exact Kalman filter (Observe) and
+// posterior is replaced by the Gaussian with the moments of its truncation; the
+// reported values keep the exact ones (no tolerance) in every interval (reconcile), as
+// they keep the exact identities. Non-linear relations are linearised at the current
+// mean every slice (a Gaussian site, first-order EP). The rest is the exact Kalman filter (Observe) and
 // Rauch-Tung-Striebel smoother (Estimate: given everything observed so far, for live
 // reads and final values alike), with cross-slice covariances carried into the
 // variance of interval sums.

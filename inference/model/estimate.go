@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"slices"
 
 	"github.com/bayesperf/bayesperf/inference"
 )
@@ -73,37 +74,47 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 }
 
 // reconcile makes the reported values of slices [from, to) satisfy the exact
-// identities. The posterior means do by construction, the reported values need not: a
-// slice counted whole is reported as counted while the state took the count as a noisy
-// reading of its rate, and values are clipped at zero (a derived total came out 3x its
-// terms' sum on a callgrind trace). Among the values that satisfy the identities it
-// takes the nearest to the reported ones in the metric of their variances (weighted
-// least squares, as hierarchical forecasts are reconciled), where a sum that the state
-// makes of other rates counts as far less certain than its terms, so that it takes up
-// their counts; exact values do not move. A value pushed below zero (or below what its
-// counted slices saw) is held there and the rest solved again. An interval moves with
-// its value and keeps covering the value before the move. Identities over an event
-// without an estimate are left alone.
+// identities and the homogeneous inequalities (misses <= accesses). The posterior means
+// satisfy the identities by construction, the reported values need not: a slice counted
+// whole is reported as counted while the state took the count as a noisy reading of its
+// rate, and values are clipped at zero (a derived total came out 3x its terms' sum on a
+// callgrind trace). The filter imposes inequalities only where a slice's posterior
+// clearly violates one, and the smoother can undo that: an event read in a start-up
+// burst and carried over the slices after it came out above the accesses it is a miss
+// of, those accesses far below it. Among the values that satisfy the identities and
+// inequalities it takes the nearest to the reported ones in the metric of their
+// variances (weighted least squares, as hierarchical forecasts are reconciled; an
+// inequality that the values violate is held at equality, the mode of the values
+// truncated to it), where a sum that the state makes of other rates counts as far less
+// certain than its terms, so that it takes up their counts; exact values do not move.
+// A value pushed below zero (or below what its counted slices saw) is held there and
+// the rest solved again. An interval moves with its value and keeps covering the value
+// before the move. Relations over an event without an estimate are left alone.
 func (md *Model) reconcile(out []inference.Estimate, counted []float64) {
-	if len(md.identities) == 0 {
+	if len(md.identities)+len(md.bounds) == 0 {
 		return
 	}
-	rows := make([][]entry, 0, len(md.identities))
-	for _, id := range md.identities {
-		usable := true
-		for _, t := range id {
+	usable := func(row []entry) bool {
+		for _, t := range row {
 			if o := out[md.idEvents[t.i]]; o.Status == inference.StatusNotCounted || !o.HasInterval {
-				usable = false
+				return false
 			}
 		}
-		if usable {
+		return true
+	}
+	rows := make([][]entry, 0, len(md.identities)+len(md.bounds))
+	for _, id := range md.identities {
+		if usable(id) {
 			rows = append(rows, id)
 		}
 	}
-	if len(rows) == 0 {
-		return
+	var bounds [][]entry
+	for _, b := range md.bounds {
+		if usable(b) {
+			bounds = append(bounds, b)
+		}
 	}
-	n, r := len(md.idEvents), len(rows)
+	n := len(md.idEvents)
 	x := make([]float64, n)     // the values, reconciled
 	w := make([]float64, n)     // their variances; 0: fixed
 	floor := make([]float64, n) // the least each may take
@@ -121,43 +132,33 @@ func (md *Model) reconcile(out []inference.Estimate, counted []float64) {
 		}
 		floor[j] = counted[e]
 	}
-	m := make([]float64, r*r)
-	b := make([]float64, r)
-	for range n + 1 {
-		// Solve (A W Aᵀ) λ = −A x; x += W Aᵀ λ.
-		clear(m)
-		clear(b)
-		for a, ra := range rows {
-			for _, t := range ra {
-				b[a] -= t.c * x[t.i]
-			}
-			for c, rc := range rows {
-				for _, ta := range ra {
-					for _, tc := range rc {
-						if ta.i == tc.i {
-							m[a*r+c] += ta.c * tc.c * w[ta.i]
-						}
-					}
-				}
-			}
-		}
-		// Rows whose terms are all fixed, or that repeat others, leave m singular:
-		// regularise lightly so that they take no share.
-		for a := range r {
-			m[a*r+a] += 1e-12 * (1 + m[a*r+a])
-		}
-		if !solveSmall(m, b, r) {
+	x0 := slices.Clone(x)
+	active := make([]bool, len(bounds))
+	for range n + len(bounds) + 1 {
+		if !project(x, x0, w, rows) {
 			return
-		}
-		for a, ra := range rows {
-			for _, t := range ra {
-				x[t.i] += w[t.i] * t.c * b[a]
-			}
 		}
 		moved := false
 		for j := range x {
 			if w[j] > 0 && x[j] < floor[j] {
-				x[j], w[j], moved = floor[j], 0, true
+				x0[j], w[j], moved = floor[j], 0, true
+			}
+		}
+		if moved {
+			continue // solve again with the values held at their floors
+		}
+		for a, b := range bounds {
+			if active[a] {
+				continue
+			}
+			v, scale := 0.0, 0.0
+			for _, t := range b {
+				v += t.c * x[t.i]
+				scale += math.Abs(t.c * x[t.i])
+			}
+			if v < -1e-9*scale {
+				active[a], moved = true, true
+				rows = append(rows, b)
 			}
 		}
 		if !moved {
@@ -175,6 +176,47 @@ func (md *Model) reconcile(out []inference.Estimate, counted []float64) {
 		out[e].Lo = math.Max(math.Min(out[e].Lo, out[e].Lo+d), floor[j])
 		out[e].Hi = math.Max(math.Max(out[e].Hi, out[e].Hi+d), out[e].Value)
 	}
+}
+
+// project sets x to the point nearest to x0 in the metric of the variances w (0: fixed)
+// at which every row Σ c·x = 0 holds: x = x0 + W Aᵀ λ with (A W Aᵀ) λ = −A x0. It reports
+// false when the system cannot be solved.
+func project(x, x0, w []float64, rows [][]entry) bool {
+	copy(x, x0)
+	r := len(rows)
+	if r == 0 {
+		return true
+	}
+	m := make([]float64, r*r)
+	b := make([]float64, r)
+	for a, ra := range rows {
+		for _, t := range ra {
+			b[a] -= t.c * x[t.i]
+		}
+		for c, rc := range rows {
+			for _, ta := range ra {
+				for _, tc := range rc {
+					if ta.i == tc.i {
+						m[a*r+c] += ta.c * tc.c * w[ta.i]
+					}
+				}
+			}
+		}
+	}
+	// Rows whose terms are all fixed, or that repeat others, leave m singular:
+	// regularise lightly so that they take no share.
+	for a := range r {
+		m[a*r+a] += 1e-12 * (1 + m[a*r+a])
+	}
+	if !solveSmall(m, b, r) {
+		return false
+	}
+	for a, ra := range rows {
+		for _, t := range ra {
+			x[t.i] += w[t.i] * t.c * b[a]
+		}
+	}
+	return true
 }
 
 // levelError is the standard deviation that the uncertainty of event e's level adds to

@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -153,9 +154,13 @@ type Model struct {
 	// values are reconciled to them (reconcile).
 	idEvents   []int
 	identities [][]entry
-	soft       []soft
-	ineq       []ineq
-	nl         []nonlin
+	// bounds are the exact homogeneous inequalities Σ c·x >= 0 as given (misses <=
+	// accesses), over idEvents like identities: the reported values are reconciled to
+	// them too. Relations with a tolerance may be broken a little and are left out.
+	bounds [][]entry
+	soft   []soft
+	ineq   []ineq
+	nl     []nonlin
 
 	same [][2]int // events listed twice: (copy, first)
 
@@ -393,8 +398,14 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 			}
 		case LessEq:
 			md.ineq = append(md.ineq, ineq{g: negate(g), k: -c.Const})
+			if c.Const == 0 && c.Tol == 0 {
+				md.addBound(c.Coef, -1)
+			}
 		case GreaterEq:
 			md.ineq = append(md.ineq, ineq{g: g, k: c.Const})
+			if c.Const == 0 && c.Tol == 0 {
+				md.addBound(c.Coef, 1)
+			}
 		default:
 			md.Dropped = append(md.Dropped, c.Text+": unknown comparison")
 		}
@@ -413,17 +424,34 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 func (md *Model) addIdentity(row []float64) {
 	var id []entry
 	for e, v := range row {
-		if v == 0 {
-			continue
+		if v != 0 {
+			id = append(id, entry{md.idIndex(e), v})
 		}
-		j := slices.Index(md.idEvents, e)
-		if j < 0 {
-			j = len(md.idEvents)
-			md.idEvents = append(md.idEvents, e)
-		}
-		id = append(id, entry{j, v})
 	}
 	md.identities = append(md.identities, id)
+}
+
+// addBound records the inequality sign·Σ coef[e]·x_e >= 0 for reconcile.
+func (md *Model) addBound(coef map[inference.EventID]float64, sign float64) {
+	var b []entry
+	for _, e := range slices.Sorted(maps.Keys(coef)) { // in event order: deterministic
+		if v := coef[e]; v != 0 {
+			b = append(b, entry{md.idIndex(int(e)), sign * v})
+		}
+	}
+	if len(b) > 1 {
+		md.bounds = append(md.bounds, b)
+	}
+}
+
+// idIndex is event e's index into idEvents, added if new.
+func (md *Model) idIndex(e int) int {
+	j := slices.Index(md.idEvents, e)
+	if j < 0 {
+		j = len(md.idEvents)
+		md.idEvents = append(md.idEvents, e)
+	}
+	return j
 }
 
 // alloc sets up the state that Observe changes (filter, learner, history) for a run that
