@@ -1,11 +1,10 @@
 package kstage
 
 import (
-	"errors"
 	"math"
 
 	"github.com/bayesperf/bayesperf/inference"
-	"github.com/bayesperf/bayesperf/inference/model"
+	"github.com/bayesperf/bayesperf/internal/pipeline"
 )
 
 // roundDelta is what one event did in one round: its count, and the share of the
@@ -168,7 +167,7 @@ func (s *Stage) closeSlice(t *target) {
 // latest rate (per ns), which estimates what it counts in the open slice.
 func (s *Stage) feed(t *target, sl inference.Slice) {
 	sl.Index = t.slices
-	if err := t.md.Observe(sl); err != nil && !errors.Is(err, model.ErrNumerical) {
+	if _, err := pipeline.Observe(t.md, sl); err != nil {
 		s.logf("kstage: target pid %d cpu %d: %v", t.key.pid, t.key.cpu, err)
 		return
 	}

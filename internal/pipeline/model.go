@@ -1,0 +1,68 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/bayesperf/bayesperf/inference"
+	"github.com/bayesperf/bayesperf/inference/model"
+	"github.com/bayesperf/bayesperf/inference/relation"
+	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/perfabi"
+)
+
+// IsClock says an event of a task target counts the time its target ran, which every
+// reading's enabled time is: task-clock, unless it excludes user or kernel time (perf
+// stat sets exclude_guest, which a task's own clock does not care about). A task
+// event's time_enabled advances only while the task runs, so the enabled time of every
+// slice is task-clock's count whether a counter held it or not (a tool's own scaling of
+// a multiplexed task-clock relies on the same fact). An event of a CPU target is never
+// a clock in this sense.
+func IsClock(a perf.Attr) bool {
+	return a.Type == perf.TypeSoftware && a.Config == perf.SWTaskClock &&
+		a.Flags&(perfabi.FlagExcludeUser|perfabi.FlagExcludeKern) == 0
+}
+
+// ModelConfig says what model NewModel builds.
+type ModelConfig struct {
+	// Names are the events' names, in EventID order; relations bind by them.
+	Names []string
+	// Relations are already bound to Names (relation.Bind, relation.BindUniverse).
+	Relations []relation.Relation
+	// Attrs, when set, are the events' attrs (in Names' order) of a task target: the
+	// clock events among them (IsClock) are the model's Options.Clocks, known in every
+	// slice, which gives the other events an activity to scale with.
+	Attrs []perf.Attr
+	// Options are the model's options; Clocks is filled from Attrs.
+	Options model.Options
+}
+
+// NewModel builds the bayesperf model over the events.
+func NewModel(c ModelConfig) (*model.Model, error) {
+	opt := c.Options
+	for j, a := range c.Attrs {
+		if j < len(c.Names) && IsClock(a) {
+			opt.Clocks = append(opt.Clocks, c.Names[j])
+		}
+	}
+	md, err := model.New(c.Names, c.Relations, opt)
+	if err != nil {
+		return nil, fmt.Errorf("build bayesperf model: %w", err)
+	}
+	return md, nil
+}
+
+// Observe gives est one slice (a copy of its readings: estimators may keep them). A
+// slice the model had to skip for a numerical failure (model.ErrNumerical) is reported
+// by skipped, not as an error: the estimate goes on from the next one.
+func Observe(est inference.Estimator, sl inference.Slice) (skipped bool, err error) {
+	sl.Readings = slices.Clone(sl.Readings)
+	if err := est.Observe(sl); err != nil {
+		if errors.Is(err, model.ErrNumerical) {
+			return true, nil
+		}
+		return false, fmt.Errorf("feed %s slice %d: %w", est.Name(), sl.Index, err)
+	}
+	return false, nil
+}
