@@ -24,6 +24,18 @@ func IsClock(a perf.Attr) bool {
 		a.Flags&(perfabi.FlagExcludeUser|perfabi.FlagExcludeKern) == 0
 }
 
+// Clocks names the clock events (IsClock) among events of a task target, given their
+// attrs and names in the same order.
+func Clocks(attrs []perf.Attr, names []string) []string {
+	var out []string
+	for j, a := range attrs {
+		if j < len(names) && IsClock(a) {
+			out = append(out, names[j])
+		}
+	}
+	return out
+}
+
 // ModelConfig says what model NewModel builds.
 type ModelConfig struct {
 	// Names are the events' names, in EventID order; relations bind by them.
@@ -41,11 +53,7 @@ type ModelConfig struct {
 // NewModel builds the bayesperf model over the events.
 func NewModel(c ModelConfig) (*model.Model, error) {
 	opt := c.Options
-	for j, a := range c.Attrs {
-		if j < len(c.Names) && IsClock(a) {
-			opt.Clocks = append(opt.Clocks, c.Names[j])
-		}
-	}
+	opt.Clocks = append(opt.Clocks, Clocks(c.Attrs, c.Names)...)
 	md, err := model.New(c.Names, c.Relations, opt)
 	if err != nil {
 		return nil, fmt.Errorf("build bayesperf model: %w", err)

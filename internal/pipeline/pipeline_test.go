@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/bayesperf/bayesperf/inference"
@@ -101,5 +102,18 @@ func TestNewModelClocks(t *testing.T) {
 	}
 	if _, err := NewModel(ModelConfig{Names: names, Options: model.Options{Clocks: []string{"cpu-clock"}}}); err == nil {
 		t.Fatal("a clock that is not an event must fail")
+	}
+}
+
+// TestClocks: task-clock as perf stat opens it (exclude_guest set) counts its target's
+// running time, every slice's enabled time; one that excludes user or kernel time does
+// not, nor does any other event.
+func TestClocks(t *testing.T) {
+	tc := perf.Attr{Type: perf.TypeSoftware, Config: perf.SWTaskClock, Flags: perfabi.FlagExcludeGuest}
+	ku := perf.Attr{Type: perf.TypeSoftware, Config: perf.SWTaskClock, Flags: perfabi.FlagExcludeKern}
+	pf := perf.Attr{Type: perf.TypeSoftware, Config: perf.SWPageFaults}
+	got := Clocks([]perf.Attr{pf, tc, ku, tc}, []string{"page-faults", "task-clock", "task-clock:u", "task-clock#2"})
+	if want := []string{"task-clock", "task-clock#2"}; !slices.Equal(got, want) {
+		t.Errorf("clock events %q, want %q", got, want)
 	}
 }

@@ -2,17 +2,15 @@ package vstage
 
 import (
 	"errors"
-	"fmt"
-	"math"
 	"slices"
 
 	"github.com/bayesperf/bayesperf/inference"
 	"github.com/bayesperf/bayesperf/inference/model"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/pipeline"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
 	"github.com/bayesperf/bayesperf/internal/vpmu"
-	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -48,7 +46,7 @@ type correction struct {
 	est      []inference.Estimate // running totals at the current round's boundary
 	estEn    uint64
 	estTruth []uint64
-	pub      []uint64 // last value published per event: published values never decrease
+	pub      pipeline.Floor // last value published per event: published values never decrease
 	pubEn    uint64
 	readSet  map[int]bool
 	// intervals keeps rounds for the report (Stage.Intervals); without it nothing here
@@ -134,36 +132,24 @@ func (s *Stage) newCorrection(descs []perf.EventDesc, names []string, rels []rel
 	}
 	k := &correction{target: target, names: names, infer: s.Infer, sched: s.Schedule,
 		lx: newLinuxSums(len(descs)), unit: float64(iv.Nanoseconds()), intervals: s.Intervals,
-		truthAt: make([]uint64, len(descs)), pub: make([]uint64, len(descs)), readSet: map[int]bool{}}
+		truthAt: make([]uint64, len(descs)), pub: make(pipeline.Floor, len(descs)), readSet: map[int]bool{}}
 	if k.sched == "" {
 		k.sched = "kernel"
 	}
 	if s.Infer {
-		md, err := model.New(names, rels, model.Options{Clocks: clockEvents(descs, names), History: history(len(descs)), Marked: true})
+		attrs := make([]perf.Attr, len(descs))
+		for i, d := range descs {
+			attrs[i] = d.Attr
+		}
+		// The virtual PMU's targets are tasks: task-clock is a clock.
+		md, err := pipeline.NewModel(pipeline.ModelConfig{Names: names, Relations: rels, Attrs: attrs,
+			Options: model.Options{History: history(len(descs)), Marked: true}})
 		if err != nil {
-			return nil, fmt.Errorf("build bayesperf model: %w", err)
+			return nil, err
 		}
 		k.md = md
 	}
 	return k, nil
-}
-
-// clockEvents names the events that count their target's running time: task-clock,
-// unless it excludes user or kernel time (perf stat sets exclude_guest, which a task's
-// own clock does not care about). The virtual PMU's targets are tasks, and a task event's
-// time_enabled advances only while the task runs, so the enabled time of every slice
-// is task-clock's count whether a virtual counter held it or not (the tool's own
-// scaling of a multiplexed task-clock relies on the same fact). Telling the model
-// makes task-clock known in every slice, which also gives the other events an
-// activity to scale with (model.Options.Clocks).
-func clockEvents(descs []perf.EventDesc, names []string) []string {
-	var out []string
-	for i, d := range descs {
-		if i < len(names) && d.Attr.Type == perf.TypeSoftware && d.Attr.Config == perf.SWTaskClock && d.Attr.Flags&(perfabi.FlagExcludeUser|perfabi.FlagExcludeKern) == 0 {
-			out = append(out, names[i])
-		}
-	}
-	return out
 }
 
 // feed gives the estimators the slices of steps and adds up the truth.
@@ -178,26 +164,19 @@ func (k *correction) feed(steps []vpmu.Step) error {
 				k.truthAt[i] += d
 			}
 		}
-		sl := st.Views[0]
 		var en uint64
-		empty := true
-		for _, r := range sl.Readings {
+		for _, r := range st.Views[0].Readings {
 			en = max(en, r.Enabled)
-			if r.Enabled != 0 || r.Count != 0 {
-				empty = false
-			}
 		}
-		if empty {
+		sl, ok := pipeline.Merge(k.slices, len(k.names), st.Views[:1])
+		if !ok {
 			continue // a final slice in which the target did not run says nothing
 		}
 		k.enabled += en
-		sl.Index = k.slices
 		sl.Duration /= k.unit // in multiplexing intervals, as stat and eval feed the model
 		if k.md != nil {
-			c := sl
-			c.Readings = slices.Clone(sl.Readings)
-			if err := k.md.Observe(c); err != nil && !errors.Is(err, model.ErrNumerical) {
-				errs = append(errs, fmt.Errorf("feed bayesperf slice %d: %w", sl.Index, err))
+			if _, err := pipeline.Observe(k.md, sl); err != nil {
+				errs = append(errs, err)
 				continue
 			}
 		}
@@ -338,10 +317,7 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 	}
 	if corrected {
 		for m, j := range idxs {
-			val := uint64(math.Round(k.est[j].Value))
-			val = max(val, k.pub[j])
-			k.pub[j] = val
-			v.Members[m].Value = val
+			v.Members[m].Value = k.pub.Raise(j, pipeline.Round(k.est[j].Value))
 		}
 		k.pubEn = max(k.pubEn, k.estEn)
 		v.Enabled, v.Running = k.pubEn, k.pubEn
