@@ -31,7 +31,7 @@ var rules = []rule{
 	{"internal/sidecar", []string{"internal/sidecar", "shim", "ringbuf", "internal/perf", "perfabi", "golang.org/x/sys"}, nil},
 	// The virtual PMU over real events and schedules; vstage plugs it into the sidecar.
 	{"internal/vpmu", []string{"internal/vpmu", "internal/pipeline", "internal/sidecar", "shim", "internal/perf", "perfabi", "inference", "golang.org/x/sys"},
-		[]string{"internal/workload", "internal/collect"}}, // real workloads; vstage on the BPF collector
+		[]string{"internal/workload", "bpf"}}, // real workloads; vstage on the BPF collector
 	// The kernel-rotation corrector: a sidecar stage over the model.
 	{"internal/kstage", []string{"internal/kstage", "internal/pipeline", "internal/sidecar", "internal/vpmu", "shim", "internal/perf", "perfabi", "inference", "golang.org/x/sys"}, nil},
 	// Collected counts -> slices -> model -> published value, shared by every corrector:
@@ -42,9 +42,7 @@ var rules = []rule{
 	// End-to-end tests use the binaries, as a user would; raw clients use the ABI.
 	{"test", []string{"test", "golang.org/x/sys", "github.com/stretchr/testify"},
 		[]string{"shim"}}, // hostile raw clients speak the shim's ABI to the sidecar
-	// The choice of collector for the virtual PMU: above both, so neither imports the other.
-	{"internal/collect", []string{"internal/collect", "bpf", "internal/vpmu", "internal/perf", "perfabi", "golang.org/x/sys"}, nil},
-	// BPF collection: owns the BPF objects; produces perf.Snapshots.
+	// BPF collection: owns the BPF objects; implements perf.Collector.
 	{"bpf", []string{"bpf", "internal/perf", "perfabi", "github.com/cilium/ebpf", "golang.org/x/sys"}, nil},
 	// The OpenMetrics endpoint: an output format like statfmt, with Prometheus' library;
 	// it knows no collector, model or sidecar.

@@ -59,7 +59,7 @@
 //
 // `bayesperf eval` calls RunCommand with two views (kernel and overlap) and Truth.
 //
-// With Config.Snapshots a snapshotting collector (the bpf one, through internal/collect)
+// With Config.Snapshots a snapshotting collector (bpf.Snapshots)
 // reads every copy at its slice boundaries in the kernel and paces Step; Split, Flush,
 // Virtual and TruthNow read the copies at their instant through its Peek, and the Runner
 // waits for a snapshot without its lock, so a server's reads go on while the target

@@ -233,7 +233,7 @@ func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 	p.lastWall = now
 	// Running totals never decrease: a delta is only counted once the totals pass what
 	// was already reported. read(2) never goes back, and package bpf's collector makes
-	// its next snapshot at least what a Peek (a split) read; a Switchable that did not
+	// its next snapshot at least what a Peek (a split) read; a collector that did not
 	// would have the difference counted once, later, rather than twice.
 	enabled := uint64(0)
 	if clock > p.prevClock {

@@ -59,7 +59,7 @@
 //
 // Collector: each client's virtual PMU reads its copies with read(2) (vpmu's own
 // backend: inherited events with enable_on_exec) or, with Stage.Snapshots set
-// (`--collector bpf`, or auto where BPF loads; internal/collect), through the bpf
+// (`--collector bpf`, or auto where BPF loads; bpf.Snapshots), through the bpf
 // collector: copies opened per task with enable_on_exec on a target that has not
 // exec'd and, for inherited events, on the threads and processes the target creates
 // (new processes held at their fork until their copies are open; without inherit only
