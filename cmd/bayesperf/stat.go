@@ -236,6 +236,7 @@ type statSession struct {
 
 	bp     *model.Model
 	lx     *baseline.Estimator
+	feed   pipeline.Feed // to bp and lx, durations in multiplexing intervals
 	slices []inference.Slice
 	ivFrom int           // first slice of the current -I interval
 	nextIv time.Duration // when the current interval ends, since start
@@ -247,7 +248,6 @@ type statSession struct {
 	ln         net.Listener          // --listen, bound by newStatSession
 	listenAddr string                // --listen as given
 	exp        *openmetrics.Exporter // serves ln once the target is known
-	numFail    int                   // slices the model skipped (numerical failure)
 	warn       func(string)
 }
 
@@ -346,6 +346,7 @@ func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
 		return nil, err
 	}
 	s.lx = baseline.New(baseline.Linux, len(evs))
+	s.feed = pipeline.Feed{Estimators: []inference.Estimator{s.bp, s.lx}, Unit: s.unit}
 
 	s.out = os.Stderr
 	if f.output != "" {
@@ -395,7 +396,7 @@ func (s *statSession) serve(pid int) {
 // publish hands one interval's lines, ending at end, to the --listen endpoint.
 func (s *statSession) publish(end time.Time, cs []statfmt.Counter) {
 	if s.exp != nil {
-		s.exp.Publish(end, cs, openmetrics.Health{Slices: len(s.slices), NumericalFailures: s.numFail})
+		s.exp.Publish(end, cs, openmetrics.Health{Slices: len(s.slices), NumericalFailures: s.feed.Skipped})
 	}
 }
 
@@ -415,25 +416,14 @@ func (s *statSession) observe(steps []vpmu.Step) error {
 			parts = append(parts, st.Views[0])
 		}
 	}
-	sl, ok := pipeline.Merge(len(s.slices), len(s.evs), parts)
+	sl, ok := pipeline.Merge(0, len(s.evs), parts)
 	if !ok {
 		return nil
 	}
 	s.sawMux = s.sawMux || pipeline.Multiplexed(sl)
-	// Durations in multiplexing intervals, the scale the estimator works at (as eval
-	// feeds it); enabled and running stay ns, only their ratio matters.
-	sl.Duration /= s.unit
+	sl, err := s.feed.Add(sl)
 	s.slices = append(s.slices, sl)
-	for _, est := range []inference.Estimator{s.bp, s.lx} {
-		skipped, err := pipeline.Observe(est, sl)
-		if err != nil {
-			return err
-		}
-		if skipped {
-			s.numFail++
-		}
-	}
-	return nil
+	return err
 }
 
 // counters are the lines for slices [from, to).

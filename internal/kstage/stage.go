@@ -97,13 +97,13 @@ type target struct {
 	pub       pipeline.Floor // last value published: published values never decrease
 	corrected []bool         // a value other than the kernel's was published
 	md        *model.Model
-	base      []float64 // totals when the model started
-	slices    int       // slices given to the model
-	sum       []float64 // the model's per-slice estimates summed (live: the filter's)
-	final     bool      // the task is gone: tot are the smoother's final totals
-	open      openSlice // the slice being built (see segment)
-	rate      []float64 // latest estimated rate per event, per ns: its share of the open slice
-	lastEst   []float64 // estimate of each event in the newest slice
+	base      []float64     // totals when the model started
+	fd        pipeline.Feed // gives the model its slices (durations already in intervals)
+	sum       []float64     // the model's per-slice estimates summed (live: the filter's)
+	final     bool          // the task is gone: tot are the smoother's final totals
+	open      openSlice     // the slice being built (see segment)
+	rate      []float64     // latest estimated rate per event, per ns: its share of the open slice
+	lastEst   []float64     // estimate of each event in the newest slice
 	// smoothed are the smoother's running totals through slice smoothedAt.
 	smoothed   []float64
 	smoothedAt int
@@ -319,7 +319,7 @@ func (s *Stage) Unregistered(e sidecar.Event) {
 	}
 	if !slices.Contains(t.muxed, true) {
 		// What is left was never multiplexed: exact, published as it is.
-		t.md, t.slices, t.smoothed, t.smoothedAt = nil, 0, nil, -1
+		t.md, t.fd, t.smoothed, t.smoothedAt = nil, pipeline.Feed{}, nil, -1
 		t.base, t.sum, t.lastEst, t.rate = nil, nil, nil, nil
 		return
 	}
@@ -520,7 +520,7 @@ func (s *Stage) start(t *target) error {
 	n := len(t.handles)
 	// The old model's smoothed totals stop at the last read before the rebuild: until
 	// the new model has a slice, reads get the totals (base) instead.
-	t.md, t.slices, t.smoothed, t.smoothedAt = md, 0, nil, -1
+	t.md, t.fd, t.smoothed, t.smoothedAt = md, pipeline.Feed{Estimators: []inference.Estimator{md}}, nil, -1
 	t.base = make([]float64, n)
 	for j := range n {
 		t.base[j] = t.tot[j]
@@ -540,8 +540,8 @@ func (s *Stage) start(t *target) error {
 // values never decrease, so a revision comes out of the following intervals.) The
 // smoother's final totals come at the end (finish).
 func (s *Stage) totals(t *target) {
-	est := t.md.Estimate(t.slices-1, t.slices)
-	mean, _ := t.md.Posterior(t.slices-1, t.slices)
+	est := t.md.Estimate(t.fd.Slices-1, t.fd.Slices)
+	mean, _ := t.md.Posterior(t.fd.Slices-1, t.fd.Slices)
 	for j := range t.handles {
 		if j >= len(est) {
 			continue
@@ -570,15 +570,15 @@ func (s *Stage) totals(t *target) {
 // slice count: a tool's reads come in bursts). Its cost grows with the slices whose
 // covariances the model keeps (History), older ones are sums already smoothed.
 func (s *Stage) smooth(t *target) {
-	if t.smoothedAt == t.slices || t.slices == 0 {
+	if t.smoothedAt == t.fd.Slices || t.fd.Slices == 0 {
 		return
 	}
-	est := t.md.Estimate(0, t.slices)
+	est := t.md.Estimate(0, t.fd.Slices)
 	t.smoothed = make([]float64, len(est))
 	for j := range est {
 		t.smoothed[j] = t.base[j] + est[j].Value
 	}
-	t.smoothedAt = t.slices
+	t.smoothedAt = t.fd.Slices
 }
 
 // finish ends the target's run: the smoother's final totals.
@@ -589,14 +589,14 @@ func (s *Stage) finish(t *target) {
 	s.closeSlice(t)
 	t.final = true
 	t.md.Finish()
-	est := t.md.Estimate(0, t.slices)
+	est := t.md.Estimate(0, t.fd.Slices)
 	for j := range t.handles {
 		if j < len(est) && t.muxed[j] && est[j].Status != inference.StatusNotCounted {
 			t.tot[j] = t.base[j] + est[j].Value
 			t.known[j] = true
 		}
 	}
-	s.logf("kstage: target pid %d cpu %d gone after %d slices: final totals", t.key.pid, t.key.cpu, t.slices)
+	s.logf("kstage: target pid %d cpu %d gone after %d slices: final totals", t.key.pid, t.key.cpu, t.fd.Slices)
 }
 
 // publish writes what the tool reads for one value: the kernel's when the event was

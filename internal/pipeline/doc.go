@@ -2,7 +2,8 @@
 // published value: the raw (count, enabled, running) triples a collector read become
 // per-slice deltas (Deltas, Advance, Sub), the slices of one step are merged as perf
 // sums a process's threads (Merge), the bayesperf model is built over the events
-// (NewModel, with the clock events found by IsClock) and fed (Feeder), and the values
+// (NewModel, with the clock events found by IsClock) and fed (Feed: slices numbered,
+// durations in multiplexing intervals, numerical failures counted), and the values
 // handed to a tool never decrease (Floor) and are whole counts (Round).
 //
 // The virtual PMU (internal/vpmu, internal/vpmu/vstage), the kernel-rotation corrector
@@ -18,5 +19,5 @@
 // what was already counted (Advance). Published values never go down: a tool computing
 // per-interval deltas (perf stat -I) would print a wrapped 1.8e19.
 //
-// Functions are pure; Feeder and Floor are not safe for concurrent use.
+// Functions are pure; Feed and Floor are not safe for concurrent use.
 package pipeline

@@ -61,16 +61,37 @@ func NewModel(c ModelConfig) (*model.Model, error) {
 	return md, nil
 }
 
-// Observe gives est one slice (a copy of its readings: estimators may keep them). A
-// slice the model had to skip for a numerical failure (model.ErrNumerical) is reported
-// by skipped, not as an error: the estimate goes on from the next one.
-func Observe(est inference.Estimator, sl inference.Slice) (skipped bool, err error) {
-	sl.Readings = slices.Clone(sl.Readings)
-	if err := est.Observe(sl); err != nil {
-		if errors.Is(err, model.ErrNumerical) {
-			return true, nil
-		}
-		return false, fmt.Errorf("feed %s slice %d: %w", est.Name(), sl.Index, err)
+// Feed gives estimators their slices, in order: it numbers them from 0, puts their
+// durations in multiplexing intervals (the scale the model works at; enabled and
+// running stay ns, only their ratio matters), and counts those a model had to skip for a
+// numerical failure (model.ErrNumerical): the estimate goes on from the next one.
+type Feed struct {
+	Estimators []inference.Estimator
+	// Unit is the multiplexing interval in ns; 0 takes durations as already in
+	// intervals.
+	Unit    float64
+	Slices  int // slices fed
+	Skipped int // numerical failures, over every estimator
+}
+
+// Add feeds sl (its Index and Duration set here) to every estimator, in order, and
+// returns it as fed. Another error stops there and the slice is not counted.
+func (f *Feed) Add(sl inference.Slice) (inference.Slice, error) {
+	sl.Index = f.Slices
+	if f.Unit > 0 {
+		sl.Duration /= f.Unit
 	}
-	return false, nil
+	for _, est := range f.Estimators {
+		// A copy of the readings: estimators may keep them.
+		c := sl
+		c.Readings = slices.Clone(sl.Readings)
+		if err := est.Observe(c); err != nil {
+			if !errors.Is(err, model.ErrNumerical) {
+				return sl, fmt.Errorf("feed %s slice %d: %w", est.Name(), sl.Index, err)
+			}
+			f.Skipped++
+		}
+	}
+	f.Slices++
+	return sl, nil
 }

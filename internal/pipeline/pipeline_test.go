@@ -93,8 +93,11 @@ func TestNewModelClocks(t *testing.T) {
 	// task-clock is a clock: known in a slice that did not count it, as its enabled time.
 	sl := inference.Slice{Duration: 1, Readings: []inference.Reading{{Event: 1, Count: 30, Enabled: 1000, Running: 1000},
 		{Event: 2, Count: 28, Enabled: 1000, Running: 1000}, {Event: 3, Count: 2, Enabled: 1000, Running: 1000}}}
-	if skipped, err := Observe(md, sl); err != nil || skipped {
-		t.Fatalf("observe: skipped %v err %v", skipped, err)
+	f := Feed{Estimators: []inference.Estimator{md}, Unit: 1000}
+	sl.Duration = 1000
+	fed, err := f.Add(sl)
+	if err != nil || f.Skipped != 0 || f.Slices != 1 || fed.Index != 0 || fed.Duration != 1 {
+		t.Fatalf("feed: %+v, %+v, %v", f, fed, err)
 	}
 	est := md.Estimate(0, 1)
 	if est[0].Value != 1000 || est[0].Status == inference.StatusNotCounted {

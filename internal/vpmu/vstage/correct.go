@@ -36,10 +36,11 @@ type correction struct {
 	md       *model.Model // nil without Infer
 	lx       linuxSums    // the kernel's scaling over the same slices
 	lxKernel *linuxSums   // the kernel's scaling on the kernel's round robin (Baseline), nil else
-	unit     float64      // multiplexing interval in ns: the unit of slice durations
-	slices   int          // slices given to the estimators
-	enabled  uint64       // virtual enabled ns up to the last slice given
-	truthAt  []uint64     // truth totals up to the last slice given
+	// fd gives the model its slices (none without Infer), durations in multiplexing
+	// intervals; its Slices count the slices given to the estimators.
+	fd       pipeline.Feed
+	enabled  uint64   // virtual enabled ns up to the last slice given
+	truthAt  []uint64 // truth totals up to the last slice given
 	finished bool
 	never    []bool // per event: in a group that never fits, so never counted (not inferred)
 
@@ -131,7 +132,7 @@ func (s *Stage) newCorrection(descs []perf.EventDesc, names []string, rels []rel
 		iv = vpmu.MuxInterval()
 	}
 	k := &correction{target: target, names: names, infer: s.Infer, sched: s.Schedule,
-		lx: newLinuxSums(len(descs)), unit: float64(iv.Nanoseconds()), intervals: s.Intervals,
+		lx: newLinuxSums(len(descs)), fd: pipeline.Feed{Unit: float64(iv.Nanoseconds())}, intervals: s.Intervals,
 		truthAt: make([]uint64, len(descs)), pub: make(pipeline.Floor, len(descs)), readSet: map[int]bool{}}
 	if k.sched == "" {
 		k.sched = "kernel"
@@ -148,6 +149,7 @@ func (s *Stage) newCorrection(descs []perf.EventDesc, names []string, rels []rel
 			return nil, err
 		}
 		k.md = md
+		k.fd.Estimators = []inference.Estimator{md}
 	}
 	return k, nil
 }
@@ -168,17 +170,15 @@ func (k *correction) feed(steps []vpmu.Step) error {
 		for _, r := range st.Views[0].Readings {
 			en = max(en, r.Enabled)
 		}
-		sl, ok := pipeline.Merge(k.slices, len(k.names), st.Views[:1])
+		sl, ok := pipeline.Merge(0, len(k.names), st.Views[:1])
 		if !ok {
 			continue // a final slice in which the target did not run says nothing
 		}
 		k.enabled += en
-		sl.Duration /= k.unit // in multiplexing intervals, as stat and eval feed the model
-		if k.md != nil {
-			if _, err := pipeline.Observe(k.md, sl); err != nil {
-				errs = append(errs, err)
-				continue
-			}
+		sl, err := k.fd.Add(sl)
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
 		k.lx.observe(sl)
 		if k.lxKernel != nil && len(st.Views) > 1 {
@@ -186,7 +186,6 @@ func (k *correction) feed(steps []vpmu.Step) error {
 			c.Duration = sl.Duration
 			k.lxKernel.observe(c)
 		}
-		k.slices++
 	}
 	return errors.Join(errs...)
 }
@@ -196,8 +195,8 @@ func (k *correction) snapshot() {
 	k.estEn = k.enabled
 	k.estTruth = slices.Clone(k.truthAt)
 	k.est = nil
-	if k.md != nil && k.slices > 0 {
-		k.est = k.md.Estimate(0, k.slices)
+	if k.md != nil && k.fd.Slices > 0 {
+		k.est = k.md.Estimate(0, k.fd.Slices)
 		// A real PMU reports such a group <not counted>; so does the model, rather than
 		// an inference from relations that the tool could not get from the hardware.
 		for j := range k.est {
@@ -226,7 +225,7 @@ func (s *Stage) finish(c *client) {
 	if k.md != nil {
 		k.md.Finish()
 	}
-	s.logf("vstage: client %d: target pid %d gone after %d slices: final totals", k.client, k.target, k.slices)
+	s.logf("vstage: client %d: target pid %d gone after %d slices: final totals", k.client, k.target, k.fd.Slices)
 	k.snapshot()
 	// Keep what the client would read from now on and close the copies at once: while
 	// the tool still has its own events open (it reads them after its command exits)
@@ -288,14 +287,14 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 			}
 			k.snapshot()
 			if k.intervals {
-				r := round{slice: k.slices, lx: k.lx.at(), reads: make([]readPoint, len(k.names))}
+				r := round{slice: k.fd.Slices, lx: k.lx.at(), reads: make([]readPoint, len(k.names))}
 				if k.lxKernel != nil {
 					r.lxK = k.lxKernel.at()
 				}
 				k.rounds = append(k.rounds, r)
 				if k.md != nil {
 					// The report asks for the span from this round to the next.
-					k.md.Mark(k.slices)
+					k.md.Mark(k.fd.Slices)
 				}
 			}
 			clear(k.readSet)

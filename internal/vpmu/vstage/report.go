@@ -71,7 +71,7 @@ func (s *Stage) retire(c *client, rebuilt bool) {
 		return
 	}
 	s.finish(c)
-	if c.corr.slices > 0 || !rebuilt {
+	if c.corr.fd.Slices > 0 || !rebuilt {
 		// A PMU rebuilt before its target ran (the tool was still opening events)
 		// has nothing to report, even if the tool read its events meanwhile (with the
 		// BPF collector a read round could land there, and the report listed an
@@ -131,7 +131,7 @@ func (s *Stage) TruthTotals() map[string]uint64 {
 
 // clientReport builds the report of a finished correction.
 func (s *Stage) clientReport(k *correction) ClientReport {
-	cr := ClientReport{Client: k.client, Pid: k.target, Correct: "none", Schedule: k.sched, Collector: k.coll, Slices: k.slices}
+	cr := ClientReport{Client: k.client, Pid: k.target, Correct: "none", Schedule: k.sched, Collector: k.coll, Slices: k.fd.Slices}
 	if k.infer {
 		cr.Correct = "bayesperf"
 	}
@@ -144,7 +144,7 @@ func (s *Stage) clientReport(k *correction) ClientReport {
 	if k.lxKernel != nil {
 		lxKEnd = k.lxKernel.at()
 	}
-	cr.Totals = k.span(0, k.slices, nil, lxEnd, nil, lxKEnd, truth0, k.truthAt)
+	cr.Totals = k.span(0, k.fd.Slices, nil, lxEnd, nil, lxKEnd, truth0, k.truthAt)
 	prev := make([]readPoint, len(k.names))
 	from := 0
 	var lxFrom, lxKFrom []float64
