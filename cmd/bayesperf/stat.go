@@ -26,7 +26,6 @@ import (
 	"github.com/bayesperf/bayesperf/internal/pipeline"
 	"github.com/bayesperf/bayesperf/internal/statfmt"
 	"github.com/bayesperf/bayesperf/internal/vpmu"
-	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 func init() {
@@ -652,86 +651,18 @@ func parseSeconds(s string) (time.Duration, error) {
 }
 
 // stepper is what the measurement loop needs from a source of per-slice observations:
-// the virtual PMU (vpmu.PMU) or the kernel's own events (kernelCounters).
+// the virtual PMU (vpmu.PMU) or the kernel's own scheduling of the events (vpmu.Kernel).
 type stepper interface {
 	Step() (vpmu.Step, error)
 	Flush() (vpmu.Step, error)
 	Close() error
 }
 
-// kernelCounters counts the events of one task with the kernel's own scheduling and
-// reports, per slice, the raw deltas of (count, time_enabled, time_running) the kernel
-// gave (pipeline.Deltas): without --virtual-counters no budget is imposed, so on a CPU
-// whose PMU the kernel multiplexes the estimator sees the kernel's real multiplexing
-// (and on a machine without one every event runs all the time and the values are
-// exact). {a,b} groups are opened as kernel groups, so that they are scheduled together
-// as under perf stat.
-type kernelCounters struct {
-	c         *perf.ReadCollector // owns the events
-	prev, cur []perf.Count
-	idx       int
-}
-
-func openKernelCounters(descs []perf.EventDesc, pid int) (*kernelCounters, error) {
-	var (
-		evs    []*perf.Event
-		leader *perf.Event
-	)
-	closeAll := func() {
-		for i := len(evs) - 1; i >= 0; i-- {
-			evs[i].Close()
-		}
-	}
-	for i, d := range descs {
-		a := d.Attr
-		a.Flags = a.Flags&^(perfabi.FlagDisabled|perfabi.FlagEnableOnExec) | perfabi.FlagInherit
-		a.ReadFormat = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning
-		var lead *perf.Event
-		if d.Grouped && i > 0 && descs[i-1].Grouped && descs[i-1].Group == d.Group {
-			lead = leader
-		}
-		e, err := perf.Open(a, pid, perf.AnyCPU, lead)
-		if err != nil {
-			closeAll()
-			return nil, fmt.Errorf("open %s: %w", d.Name, err)
-		}
-		e.Name = d.Name
-		if lead == nil {
-			leader = e
-		}
-		evs = append(evs, e)
-	}
-	c, err := perf.NewReadCollector(evs, 0, true)
-	if err != nil {
-		closeAll()
-		return nil, err
-	}
-	return &kernelCounters{c: c, prev: make([]perf.Count, len(evs)), cur: make([]perf.Count, len(evs))}, nil
-}
-
-func (k *kernelCounters) Step() (vpmu.Step, error)  { return k.step(false) }
-func (k *kernelCounters) Flush() (vpmu.Step, error) { return k.step(true) }
-
-func (k *kernelCounters) step(force bool) (vpmu.Step, error) {
-	if err := k.c.ReadAll(k.cur); err != nil {
-		return vpmu.Step{}, err
-	}
-	sl, enabled := pipeline.Deltas(k.idx, k.prev, k.cur)
-	if enabled == 0 && !force {
-		return vpmu.Step{Index: k.idx, Idle: true}, nil // the task did not run: as vpmu's idle steps
-	}
-	copy(k.prev, k.cur)
-	k.idx++
-	return vpmu.Step{Index: sl.Index, Views: []inference.Slice{sl}}, nil
-}
-
-func (k *kernelCounters) Close() error { return k.c.Close() }
-
 // open opens the session's source of observations on task pid: the virtual PMU with
 // --virtual-counters, the kernel's own events otherwise. It is started.
 func (s *statSession) open(pid int) (stepper, error) {
 	if !s.virtual {
-		return openKernelCounters(s.evs, pid)
+		return vpmu.OpenKernel(s.evs, pid)
 	}
 	p, err := vpmu.Open(s.vpmuConfig(pid))
 	if err != nil {
