@@ -2,7 +2,6 @@ package kstage
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"sort"
@@ -618,12 +617,13 @@ func (s *Stage) publish(t *target, idx []int, v *shim.Values, isRound bool) {
 			corrected = corrected || t.corrected[j]
 		}
 		for m, j := range idx {
-			if corrected {
-				u := uint64(math.Round(pipeline.Scaled(perf.Count{Value: v.Members[m].Value, Enabled: v.Enabled, Running: v.Running})))
-				v.Members[m].Value = max(u, t.pub[j])
-				t.corrected[j] = true
+			if !corrected {
+				t.pub[j] = v.Members[m].Value // the kernel's, a RESET included
+				continue
 			}
-			t.pub[j] = v.Members[m].Value
+			u := pipeline.Round(pipeline.Scaled(perf.Count{Value: v.Members[m].Value, Enabled: v.Enabled, Running: v.Running}))
+			v.Members[m].Value = t.pub.Raise(j, u)
+			t.corrected[j] = true
 		}
 		if corrected {
 			v.Running = v.Enabled

@@ -4,14 +4,16 @@ import "time"
 
 // Count is the raw triple the kernel reports for a counting event: the counter value and
 // the times (ns) the event was enabled and actually running. Collectors hand these over
-// unscaled; scaling is an estimator's business.
+// unscaled; scaling is an estimator's business, and deltas are internal/pipeline's
+// (never wrapped when a counter appears to go back).
 type Count struct {
 	Value   uint64
 	Enabled uint64
 	Running uint64
 }
 
-// Sub returns the delta c - prev, field by field.
+// Sub returns the delta c - prev, field by field (wrapping: for counts known not to go
+// back; pipeline.Sub saturates).
 func (c Count) Sub(prev Count) Count {
 	return Count{Value: c.Value - prev.Value, Enabled: c.Enabled - prev.Enabled, Running: c.Running - prev.Running}
 }

@@ -325,7 +325,7 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 		if k.infer {
 			// The same tool may read this event corrected later: keep both monotonic.
 			for m, j := range idxs {
-				k.pub[j] = max(k.pub[j], v.Members[m].Value)
+				k.pub.Raise(j, v.Members[m].Value)
 			}
 			k.pubEn = max(k.pubEn, v.Enabled)
 		}
