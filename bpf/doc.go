@@ -52,6 +52,10 @@
 //	}
 //	c.Close()
 //
+// The Collector implements perf.Collector, the contract the read(2) collector shares.
+// A virtual PMU gets one through Snapshots (its vpmu.Config.Snapshots), and Resolve
+// turns --collector auto|read|bpf into the collector a run uses.
+//
 // # Errors and concurrency
 //
 // NewCollector returns an *UnavailableError (errors.Is(err, ErrUnavailable)) when BPF

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/bayesperf/bayesperf/bpf"
-	"github.com/bayesperf/bayesperf/internal/collect"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
 	"github.com/bayesperf/bayesperf/internal/truth"
 	"github.com/bayesperf/bayesperf/internal/vpmu/vstage"
@@ -86,7 +85,7 @@ func sidecarMain(args []string) int {
 	correctFlag := fs.String("correct", "", "")
 	sched := fs.String("schedule", "bayesperf", "")
 	reportFile := fs.String("report", "", "")
-	collector := fs.String("collector", collect.Auto, "")
+	collector := fs.String("collector", bpf.CollectorAuto, "")
 	allowUIDs := fs.String("allow-uid", "", "")
 	inferFrom := fs.String("infer-from", "", "")
 	truthFile := fs.String("truth", "", "")
@@ -224,17 +223,17 @@ func sidecarMain(args []string) int {
 // serve still falls back to read(2), with the reason in the log), read, or auto (bpf
 // when bpf.Probe succeeds).
 func chooseCollector(st *vstage.Stage, name string) error {
-	coll, why, err := collect.Resolve(name)
+	coll, why, err := bpf.Resolve(name)
 	if err != nil {
 		return usageErr("--collector %s: want auto, read or bpf", name)
 	}
-	if coll == collect.BPF {
-		if name == collect.BPF {
+	if coll == bpf.CollectorBPF {
+		if name == bpf.CollectorBPF {
 			if err := bpf.Probe(); err != nil {
 				return fmt.Errorf("--collector bpf: %w", err)
 			}
 		}
-		st.Snapshots = collect.Snapshots
+		st.Snapshots = bpf.Snapshots
 		go bpf.Preload()
 		return nil
 	}

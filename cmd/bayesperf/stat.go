@@ -23,9 +23,9 @@ import (
 	"github.com/bayesperf/bayesperf/internal/eval"
 	"github.com/bayesperf/bayesperf/internal/openmetrics"
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/pipeline"
 	"github.com/bayesperf/bayesperf/internal/statfmt"
 	"github.com/bayesperf/bayesperf/internal/vpmu"
-	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 func init() {
@@ -235,6 +235,7 @@ type statSession struct {
 
 	bp     *model.Model
 	lx     *baseline.Estimator
+	feed   pipeline.Feed // to bp and lx, durations in multiplexing intervals
 	slices []inference.Slice
 	ivFrom int           // first slice of the current -I interval
 	nextIv time.Duration // when the current interval ends, since start
@@ -246,7 +247,6 @@ type statSession struct {
 	ln         net.Listener          // --listen, bound by newStatSession
 	listenAddr string                // --listen as given
 	exp        *openmetrics.Exporter // serves ln once the target is known
-	numFail    int                   // slices the model skipped (numerical failure)
 	warn       func(string)
 }
 
@@ -341,10 +341,11 @@ func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
 			return nil, usageError{fmt.Errorf("build kernel schedule: %w", err)}
 		}
 	}
-	if s.bp, err = model.New(s.names, rels, model.Options{}); err != nil {
-		return nil, fmt.Errorf("build bayesperf model: %w", err)
+	if s.bp, err = pipeline.NewModel(pipeline.ModelConfig{Names: s.names, Relations: rels}); err != nil {
+		return nil, err
 	}
 	s.lx = baseline.New(baseline.Linux, len(evs))
+	s.feed = pipeline.Feed{Estimators: []inference.Estimator{s.bp, s.lx}, Unit: s.unit}
 
 	s.out = os.Stderr
 	if f.output != "" {
@@ -394,7 +395,7 @@ func (s *statSession) serve(pid int) {
 // publish hands one interval's lines, ending at end, to the --listen endpoint.
 func (s *statSession) publish(end time.Time, cs []statfmt.Counter) {
 	if s.exp != nil {
-		s.exp.Publish(end, cs, openmetrics.Health{Slices: len(s.slices), NumericalFailures: s.numFail})
+		s.exp.Publish(end, cs, openmetrics.Health{Slices: len(s.slices), NumericalFailures: s.feed.Skipped})
 	}
 }
 
@@ -405,68 +406,23 @@ func (s *statSession) vpmuConfig(pid int) vpmu.Config {
 }
 
 // observe merges one step of each PMU (one per followed thread) into one slice, as perf
-// sums a process's threads: counts, enabled and running times add up. Idle steps add
-// nothing; when every step is idle there is no slice.
+// sums a process's threads (pipeline.Merge), and feeds it to the estimators. Idle steps
+// add nothing; when every step is idle, or nothing ran, there is no slice.
 func (s *statSession) observe(steps []vpmu.Step) error {
-	n := len(s.evs)
-	sl := inference.Slice{Index: len(s.slices), Readings: make([]inference.Reading, n)}
-	ran := false
-	for i := range sl.Readings {
-		sl.Readings[i].Event = inference.EventID(i)
-	}
+	var parts []inference.Slice
 	for _, st := range steps {
-		if st.Idle || len(st.Views) == 0 {
-			continue
-		}
-		ran = true
-		v := st.Views[0]
-		sl.Duration += v.Duration
-		for _, r := range v.Readings {
-			if int(r.Event) < 0 || int(r.Event) >= n {
-				continue
-			}
-			d := &sl.Readings[r.Event]
-			d.Count += r.Count
-			d.Enabled += r.Enabled
-			d.Running += r.Running
+		if !st.Idle && len(st.Views) > 0 {
+			parts = append(parts, st.Views[0])
 		}
 	}
-	if !ran {
+	sl, ok := pipeline.Merge(0, len(s.evs), parts)
+	if !ok {
 		return nil
 	}
-	// A final slice (Flush) in which the target did not run and nothing counted says
-	// nothing; kept, it would read as a slice where no event was counted and turn exact
-	// values into inferred ones.
-	empty := true
-	for _, r := range sl.Readings {
-		if r.Enabled != 0 || r.Count != 0 {
-			empty = false
-			break
-		}
-	}
-	if empty {
-		return nil
-	}
-	for _, r := range sl.Readings {
-		if r.Running < r.Enabled {
-			s.sawMux = true
-		}
-	}
-	// Durations in multiplexing intervals, the scale the estimator works at (as eval
-	// feeds it); enabled and running stay ns, only their ratio matters.
-	sl.Duration /= s.unit
+	s.sawMux = s.sawMux || pipeline.Multiplexed(sl)
+	sl, err := s.feed.Add(sl)
 	s.slices = append(s.slices, sl)
-	for _, est := range []inference.Estimator{s.bp, s.lx} {
-		c := sl
-		c.Readings = slices.Clone(sl.Readings)
-		if err := est.Observe(c); err != nil {
-			if !errors.Is(err, model.ErrNumerical) {
-				return fmt.Errorf("feed %s slice %d: %w", est.Name(), sl.Index, err)
-			}
-			s.numFail++
-		}
-	}
-	return nil
+	return err
 }
 
 // counters are the lines for slices [from, to).
@@ -695,99 +651,18 @@ func parseSeconds(s string) (time.Duration, error) {
 }
 
 // stepper is what the measurement loop needs from a source of per-slice observations:
-// the virtual PMU (vpmu.PMU) or the kernel's own events (kernelCounters).
+// the virtual PMU (vpmu.PMU) or the kernel's own scheduling of the events (vpmu.Kernel).
 type stepper interface {
 	Step() (vpmu.Step, error)
 	Flush() (vpmu.Step, error)
 	Close() error
 }
 
-// kernelCounters counts the events of one task with the kernel's own scheduling and
-// reports, per slice, the raw deltas of (count, time_enabled, time_running) the kernel
-// gave: without --virtual-counters no budget is imposed, so on a CPU whose PMU the
-// kernel multiplexes the estimator sees the kernel's real multiplexing (and on a machine
-// without one every event runs all the time and the values are exact). {a,b} groups are
-// opened as kernel groups, so that they are scheduled together as under perf stat.
-type kernelCounters struct {
-	evs  []*perf.Event
-	prev []perf.Count
-	idx  int
-}
-
-func openKernelCounters(descs []perf.EventDesc, pid int) (*kernelCounters, error) {
-	k := &kernelCounters{prev: make([]perf.Count, len(descs))}
-	var leader *perf.Event
-	for i, d := range descs {
-		a := d.Attr
-		a.Flags = a.Flags&^(perfabi.FlagDisabled|perfabi.FlagEnableOnExec) | perfabi.FlagInherit
-		a.ReadFormat = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning
-		var lead *perf.Event
-		if d.Grouped && i > 0 && descs[i-1].Grouped && descs[i-1].Group == d.Group {
-			lead = leader
-		}
-		e, err := perf.Open(a, pid, perf.AnyCPU, lead)
-		if err != nil {
-			k.Close()
-			return nil, fmt.Errorf("open %s: %w", d.Name, err)
-		}
-		e.Name = d.Name
-		if lead == nil {
-			leader = e
-		}
-		k.evs = append(k.evs, e)
-	}
-	return k, nil
-}
-
-func (k *kernelCounters) Step() (vpmu.Step, error)  { return k.step(false) }
-func (k *kernelCounters) Flush() (vpmu.Step, error) { return k.step(true) }
-
-func (k *kernelCounters) step(force bool) (vpmu.Step, error) {
-	sl := inference.Slice{Index: k.idx, Readings: make([]inference.Reading, len(k.evs))}
-	var enabled uint64
-	cur := make([]perf.Count, len(k.evs))
-	for i, e := range k.evs {
-		c, err := e.ReadCount()
-		if err != nil {
-			return vpmu.Step{}, fmt.Errorf("read %s: %w", e.Name, err)
-		}
-		cur[i] = c
-		d := perf.Count{Value: sub(c.Value, k.prev[i].Value), Enabled: sub(c.Enabled, k.prev[i].Enabled), Running: sub(c.Running, k.prev[i].Running)}
-		sl.Readings[i] = inference.Reading{Event: inference.EventID(i), Count: d.Value, Enabled: d.Enabled, Running: min(d.Running, d.Enabled)}
-		enabled = max(enabled, d.Enabled)
-	}
-	if enabled == 0 && !force {
-		return vpmu.Step{Index: k.idx, Idle: true}, nil // the task did not run: as vpmu's idle steps
-	}
-	copy(k.prev, cur)
-	sl.Duration = float64(max(enabled, 1))
-	k.idx++
-	return vpmu.Step{Index: sl.Index, Views: []inference.Slice{sl}}, nil
-}
-
-// sub is a-b, or 0 when a counter went backwards (never report a wrapped delta).
-func sub(a, b uint64) uint64 {
-	if a < b {
-		return 0
-	}
-	return a - b
-}
-
-func (k *kernelCounters) Close() error {
-	var first error
-	for i := len(k.evs) - 1; i >= 0; i-- {
-		if err := k.evs[i].Close(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
 // open opens the session's source of observations on task pid: the virtual PMU with
 // --virtual-counters, the kernel's own events otherwise. It is started.
 func (s *statSession) open(pid int) (stepper, error) {
 	if !s.virtual {
-		return openKernelCounters(s.evs, pid)
+		return vpmu.OpenKernel(s.evs, pid)
 	}
 	p, err := vpmu.Open(s.vpmuConfig(pid))
 	if err != nil {

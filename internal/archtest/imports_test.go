@@ -30,18 +30,19 @@ var rules = []rule{
 	// The server knows the ABI and the ring; correction plugs in through its Stage.
 	{"internal/sidecar", []string{"internal/sidecar", "shim", "ringbuf", "internal/perf", "perfabi", "golang.org/x/sys"}, nil},
 	// The virtual PMU over real events and schedules; vstage plugs it into the sidecar.
-	{"internal/vpmu", []string{"internal/vpmu", "internal/sidecar", "shim", "internal/perf", "perfabi", "inference", "golang.org/x/sys"},
-		[]string{"internal/workload", "internal/collect"}}, // real workloads; vstage on the BPF collector
+	{"internal/vpmu", []string{"internal/vpmu", "internal/pipeline", "internal/sidecar", "shim", "internal/perf", "perfabi", "inference", "golang.org/x/sys"},
+		[]string{"internal/workload", "bpf"}}, // real workloads; vstage on the BPF collector
 	// The kernel-rotation corrector: a sidecar stage over the model.
-	{"internal/kstage", []string{"internal/kstage", "internal/sidecar", "internal/vpmu", "shim", "internal/perf", "perfabi", "inference", "golang.org/x/sys"}, nil},
+	{"internal/kstage", []string{"internal/kstage", "internal/pipeline", "internal/sidecar", "internal/vpmu", "shim", "internal/perf", "perfabi", "inference", "golang.org/x/sys"}, nil},
+	// Collected counts -> slices -> model -> published value, shared by every corrector:
+	// below the sidecar and the collectors' users, above the perf layer and the math.
+	{"internal/pipeline", []string{"internal/pipeline", "inference", "internal/perf", "perfabi"}, nil},
 	// The truth of a drop-in run: a stage around the correcting one.
 	{"internal/truth", []string{"internal/truth", "internal/sidecar", "shim", "internal/perf", "perfabi", "golang.org/x/sys"}, nil},
 	// End-to-end tests use the binaries, as a user would; raw clients use the ABI.
 	{"test", []string{"test", "golang.org/x/sys", "github.com/stretchr/testify"},
 		[]string{"shim"}}, // hostile raw clients speak the shim's ABI to the sidecar
-	// The choice of collector for the virtual PMU: above both, so neither imports the other.
-	{"internal/collect", []string{"internal/collect", "bpf", "internal/vpmu", "internal/perf", "perfabi", "golang.org/x/sys"}, nil},
-	// BPF collection: owns the BPF objects; produces perf.Snapshots.
+	// BPF collection: owns the BPF objects; implements perf.Collector.
 	{"bpf", []string{"bpf", "internal/perf", "perfabi", "github.com/cilium/ebpf", "golang.org/x/sys"}, nil},
 	// The OpenMetrics endpoint: an output format like statfmt, with Prometheus' library;
 	// it knows no collector, model or sidecar.

@@ -13,6 +13,7 @@ import (
 	"github.com/bayesperf/bayesperf/inference/model"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/replay"
+	"github.com/bayesperf/bayesperf/internal/pipeline"
 )
 
 // Estimator names, in report order.
@@ -119,16 +120,17 @@ func estimators(obs Observations, opt Options) ([]entrant, []string, error) {
 	for _, k := range []baseline.Kind{baseline.Linux, baseline.Fixed, baseline.Linear} {
 		out = append(out, entrant{k.String(), baseline.New(k, n), obs.Kernel})
 	}
-	rr, err := model.New(obs.Events, opt.Relations, opt.Model)
+	mc := pipeline.ModelConfig{Names: obs.Events, Relations: opt.Relations, Options: opt.Model}
+	rr, err := pipeline.NewModel(mc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("build bayesperf model: %w", err)
+		return nil, nil, err
 	}
 	out = append(out, entrant{BayesPerfRR, rr, obs.Kernel})
 	dropped := rr.Dropped
 	if obs.Own != nil {
-		own, err := model.New(obs.Events, opt.Relations, opt.Model)
+		own, err := pipeline.NewModel(mc)
 		if err != nil {
-			return nil, nil, fmt.Errorf("build bayesperf model: %w", err)
+			return nil, nil, err
 		}
 		out = append(out, entrant{BayesPerf, own, obs.Own})
 	}

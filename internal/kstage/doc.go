@@ -13,9 +13,9 @@
 // deltas since the last round are cut into the kernel's own slices (segment.go: a round
 // that holds one rotation is split where it happened, as the shares of the round the
 // leaving and joining events ran say), and each slice goes to a bayesperf model
-// (inference/model; relations bound to the events' perf names through perf.Namer;
-// task-clock of a task target named as a clock). A round in which the target did not
-// run adds nothing.
+// (built and fed through internal/pipeline; relations bound to the events' perf names
+// through perf.Namer; task-clock of a task target a clock, pipeline.IsClock). A round
+// in which the target did not run adds nothing.
 //
 // What the tool reads (shim.Values, rewritten in place):
 //   - An event whose time_running has always equalled its time_enabled keeps the

@@ -1,11 +1,9 @@
 package kstage
 
 import (
-	"errors"
 	"math"
 
 	"github.com/bayesperf/bayesperf/inference"
-	"github.com/bayesperf/bayesperf/inference/model"
 )
 
 // roundDelta is what one event did in one round: its count, and the share of the
@@ -167,12 +165,11 @@ func (s *Stage) closeSlice(t *target) {
 // feed gives the model one slice and updates the running totals and each event's
 // latest rate (per ns), which estimates what it counts in the open slice.
 func (s *Stage) feed(t *target, sl inference.Slice) {
-	sl.Index = t.slices
-	if err := t.md.Observe(sl); err != nil && !errors.Is(err, model.ErrNumerical) {
+	sl, err := t.fd.Add(sl)
+	if err != nil {
 		s.logf("kstage: target pid %d cpu %d: %v", t.key.pid, t.key.cpu, err)
 		return
 	}
-	t.slices++
 	s.totals(t)
 	if len(t.rate) < len(t.handles) {
 		t.rate = append(t.rate, make([]float64, len(t.handles)-len(t.rate))...)

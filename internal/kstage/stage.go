@@ -2,7 +2,6 @@ package kstage
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"sort"
@@ -13,6 +12,7 @@ import (
 	"github.com/bayesperf/bayesperf/inference/model"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/pipeline"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
 	"github.com/bayesperf/bayesperf/internal/vpmu"
 	"github.com/bayesperf/bayesperf/perfabi"
@@ -78,9 +78,6 @@ type client struct {
 // CPU (pid -1). The kernel multiplexes each context separately, so each gets a model.
 type targetKey struct{ pid, cpu int32 }
 
-// raw is the kernel's cumulative (value, enabled, running) of one event.
-type raw struct{ value, enabled, running uint64 }
-
 // target is the correction state of one target of one client. Per event (index j, in
 // handle order): the raw values of the last round fed to the model, whether it was
 // ever multiplexed, and its total estimate as of that round (base + the model's).
@@ -92,20 +89,20 @@ type target struct {
 	index   map[uint32]int
 	off     bool // too many events: the kernel's values
 
-	last      []raw     // raw values at the last round
-	muxed     []bool    // ever ran less than it was enabled
-	tot       []float64 // estimate of the running total through the last slice fed
-	known     []bool    // the model has information on the event (its status is not not-counted)
-	pub       []uint64  // last value published: published values never decrease
-	corrected []bool    // a value other than the kernel's was published
+	last      []perf.Count   // raw values at the last round
+	muxed     []bool         // ever ran less than it was enabled
+	tot       []float64      // estimate of the running total through the last slice fed
+	known     []bool         // the model has information on the event (its status is not not-counted)
+	pub       pipeline.Floor // last value published: published values never decrease
+	corrected []bool         // a value other than the kernel's was published
 	md        *model.Model
-	base      []float64 // totals when the model started
-	slices    int       // slices given to the model
-	sum       []float64 // the model's per-slice estimates summed (live: the filter's)
-	final     bool      // the task is gone: tot are the smoother's final totals
-	open      openSlice // the slice being built (see segment)
-	rate      []float64 // latest estimated rate per event, per ns: its share of the open slice
-	lastEst   []float64 // estimate of each event in the newest slice
+	base      []float64     // totals when the model started
+	fd        pipeline.Feed // gives the model its slices (durations already in intervals)
+	sum       []float64     // the model's per-slice estimates summed (live: the filter's)
+	final     bool          // the task is gone: tot are the smoother's final totals
+	open      openSlice     // the slice being built (see segment)
+	rate      []float64     // latest estimated rate per event, per ns: its share of the open slice
+	lastEst   []float64     // estimate of each event in the newest slice
 	// smoothed are the smoother's running totals through slice smoothedAt.
 	smoothed   []float64
 	smoothedAt int
@@ -240,7 +237,7 @@ func (s *Stage) CorrectCall(_ int64, call sidecar.Call, events []sidecar.Event, 
 	}
 	// Map every value to its events, and each round's readings to the targets.
 	reads := make([]read, 0, len(values))
-	rounds := map[*target]map[int]raw{}
+	rounds := map[*target]map[int]perf.Count{}
 	for i, e := range events {
 		v := &values[i]
 		if len(v.Members) == 0 {
@@ -267,11 +264,11 @@ func (s *Stage) CorrectCall(_ int64, call sidecar.Call, events []sidecar.Event, 
 		if call == sidecar.CallRound || len(events) == len(c.events) {
 			r := rounds[t]
 			if r == nil {
-				r = map[int]raw{}
+				r = map[int]perf.Count{}
 				rounds[t] = r
 			}
 			for m, j := range idx {
-				r[j] = raw{v.Members[m].Value, v.Enabled, v.Running}
+				r[j] = perf.Count{Value: v.Members[m].Value, Enabled: v.Enabled, Running: v.Running}
 			}
 		}
 	}
@@ -321,7 +318,7 @@ func (s *Stage) Unregistered(e sidecar.Event) {
 	}
 	if !slices.Contains(t.muxed, true) {
 		// What is left was never multiplexed: exact, published as it is.
-		t.md, t.slices, t.smoothed, t.smoothedAt = nil, 0, nil, -1
+		t.md, t.fd, t.smoothed, t.smoothedAt = nil, pipeline.Feed{}, nil, -1
 		t.base, t.sum, t.lastEst, t.rate = nil, nil, nil, nil
 		return
 	}
@@ -391,7 +388,7 @@ func (t *target) add(h uint32) int {
 	j := len(t.handles)
 	t.index[h] = j
 	t.handles = append(t.handles, h)
-	t.last = append(t.last, raw{})
+	t.last = append(t.last, perf.Count{})
 	t.muxed = append(t.muxed, false)
 	t.tot = append(t.tot, 0)
 	t.known = append(t.known, false)
@@ -403,7 +400,7 @@ func (t *target) add(h uint32) int {
 // round takes one periodic round of the target's events (cumulative raw values by
 // index): their deltas since the last round, cut into the kernel's slices (segment),
 // feed the model.
-func (s *Stage) round(t *target, cur map[int]raw) {
+func (s *Stage) round(t *target, cur map[int]perf.Count) {
 	if t.off || t.final {
 		return
 	}
@@ -418,7 +415,7 @@ func (s *Stage) round(t *target, cur map[int]raw) {
 		// the next round; until then their totals are the kernel's scaled values.
 		for j := t.md.Events(); j < len(t.handles); j++ {
 			if r, ok := cur[j]; ok {
-				t.last[j], t.tot[j], t.muxed[j] = r, scaled(r), r.running < r.enabled
+				t.last[j], t.tot[j], t.muxed[j] = r, pipeline.Scaled(r), r.Running < r.Enabled
 				delete(cur, j)
 			}
 		}
@@ -426,8 +423,8 @@ func (s *Stage) round(t *target, cur map[int]raw) {
 	var en uint64
 	muxed := false
 	for j, r := range cur {
-		en = max(en, sub(r.enabled, t.last[j].enabled))
-		if r.running < r.enabled {
+		en = max(en, pipeline.Sub(r.Enabled, t.last[j].Enabled))
+		if r.Running < r.Enabled {
 			t.muxed[j] = true
 		}
 		muxed = muxed || t.muxed[j]
@@ -443,7 +440,7 @@ func (s *Stage) round(t *target, cur map[int]raw) {
 		// Never multiplexed: every value is exact and published as it is.
 		for j, r := range cur {
 			t.last[j] = r
-			t.tot[j] = float64(r.value)
+			t.tot[j] = float64(r.Value)
 		}
 		return
 	}
@@ -466,7 +463,7 @@ func (s *Stage) round(t *target, cur map[int]raw) {
 	ref := uint64(0)
 	for j := range len(t.handles) {
 		if r, ok := cur[j]; ok {
-			if ref = sub(r.enabled, t.last[j].enabled); ref > 0 {
+			if ref = pipeline.Sub(r.Enabled, t.last[j].Enabled); ref > 0 {
 				break
 			}
 		}
@@ -477,8 +474,8 @@ func (s *Stage) round(t *target, cur map[int]raw) {
 	rd := make([]roundDelta, 0, len(cur))
 	for j, r := range cur {
 		p := t.last[j]
-		de, dr := sub(r.enabled, p.enabled), sub(r.running, p.running)
-		d := roundDelta{j: j, count: sub(r.value, p.value)}
+		de, dr := pipeline.Sub(r.Enabled, p.Enabled), pipeline.Sub(r.Running, p.Running)
+		d := roundDelta{j: j, count: pipeline.Sub(r.Value, p.Value)}
 		switch {
 		case dr >= de && de > 0:
 			d.frac = 1
@@ -497,7 +494,6 @@ func (s *Stage) round(t *target, cur map[int]raw) {
 // multiplexed, the estimates for the others.
 func (s *Stage) start(t *target) error {
 	attrs := make([]perf.Attr, len(t.handles))
-	clocks := []string{}
 	c := t.owner
 	for j, h := range t.handles {
 		e := c.events[h]
@@ -507,24 +503,23 @@ func (s *Stage) start(t *target) error {
 			Flags: e.Attr.Flags & (perfabi.FlagExcludeUser | perfabi.FlagExcludeKern | perfabi.FlagExcludeHV)}
 	}
 	names := s.names.Names(attrs)
-	for j, h := range t.handles {
-		if isClock(c.events[h], t) {
-			clocks = append(clocks, names[j])
-		}
-	}
 	rels := relation.BindUniverse(s.Relations, names, s.names.Universe())
 	hist := s.History
 	if hist <= 0 {
 		hist = 256
 	}
-	md, err := model.New(names, rels, model.Options{Clocks: clocks, History: hist})
+	mc := pipeline.ModelConfig{Names: names, Relations: rels, Options: model.Options{History: hist}}
+	if t.key.pid >= 0 {
+		mc.Attrs = attrs // a task target's task-clock is its clock
+	}
+	md, err := pipeline.NewModel(mc)
 	if err != nil {
-		return fmt.Errorf("build bayesperf model: %w", err)
+		return err
 	}
 	n := len(t.handles)
 	// The old model's smoothed totals stop at the last read before the rebuild: until
 	// the new model has a slice, reads get the totals (base) instead.
-	t.md, t.slices, t.smoothed, t.smoothedAt = md, 0, nil, -1
+	t.md, t.fd, t.smoothed, t.smoothedAt = md, pipeline.Feed{Estimators: []inference.Estimator{md}}, nil, -1
 	t.base = make([]float64, n)
 	for j := range n {
 		t.base[j] = t.tot[j]
@@ -532,14 +527,6 @@ func (s *Stage) start(t *target) error {
 	t.sum, t.lastEst = make([]float64, n), make([]float64, n)
 	s.logf("kstage: target pid %d cpu %d: correcting %d events (%d relations bound)", t.key.pid, t.key.cpu, n, len(rels))
 	return nil
-}
-
-// isClock says e counts its target's running time, which every reading's enabled time
-// is for a task target: task-clock of a task, not excluding user or kernel time (see
-// model.Options.Clocks).
-func isClock(e sidecar.Event, t *target) bool {
-	return t.key.pid >= 0 && e.Attr.Type == perf.TypeSoftware && e.Attr.Config == perf.SWTaskClock &&
-		e.Attr.Flags&(perfabi.FlagExcludeUser|perfabi.FlagExcludeKern) == 0
 }
 
 // totals updates the running totals after a slice with the newest slice's filtered
@@ -552,8 +539,8 @@ func isClock(e sidecar.Event, t *target) bool {
 // values never decrease, so a revision comes out of the following intervals.) The
 // smoother's final totals come at the end (finish).
 func (s *Stage) totals(t *target) {
-	est := t.md.Estimate(t.slices-1, t.slices)
-	mean, _ := t.md.Posterior(t.slices-1, t.slices)
+	est := t.md.Estimate(t.fd.Slices-1, t.fd.Slices)
+	mean, _ := t.md.Posterior(t.fd.Slices-1, t.fd.Slices)
 	for j := range t.handles {
 		if j >= len(est) {
 			continue
@@ -573,7 +560,7 @@ func (s *Stage) totals(t *target) {
 		if t.muxed[j] {
 			t.tot[j] = t.base[j] + t.sum[j]
 		} else {
-			t.tot[j] = float64(t.last[j].value)
+			t.tot[j] = float64(t.last[j].Value)
 		}
 	}
 }
@@ -582,15 +569,15 @@ func (s *Stage) totals(t *target) {
 // slice count: a tool's reads come in bursts). Its cost grows with the slices whose
 // covariances the model keeps (History), older ones are sums already smoothed.
 func (s *Stage) smooth(t *target) {
-	if t.smoothedAt == t.slices || t.slices == 0 {
+	if t.smoothedAt == t.fd.Slices || t.fd.Slices == 0 {
 		return
 	}
-	est := t.md.Estimate(0, t.slices)
+	est := t.md.Estimate(0, t.fd.Slices)
 	t.smoothed = make([]float64, len(est))
 	for j := range est {
 		t.smoothed[j] = t.base[j] + est[j].Value
 	}
-	t.smoothedAt = t.slices
+	t.smoothedAt = t.fd.Slices
 }
 
 // finish ends the target's run: the smoother's final totals.
@@ -601,14 +588,14 @@ func (s *Stage) finish(t *target) {
 	s.closeSlice(t)
 	t.final = true
 	t.md.Finish()
-	est := t.md.Estimate(0, t.slices)
+	est := t.md.Estimate(0, t.fd.Slices)
 	for j := range t.handles {
 		if j < len(est) && t.muxed[j] && est[j].Status != inference.StatusNotCounted {
 			t.tot[j] = t.base[j] + est[j].Value
 			t.known[j] = true
 		}
 	}
-	s.logf("kstage: target pid %d cpu %d gone after %d slices: final totals", t.key.pid, t.key.cpu, t.slices)
+	s.logf("kstage: target pid %d cpu %d gone after %d slices: final totals", t.key.pid, t.key.cpu, t.fd.Slices)
 }
 
 // publish writes what the tool reads for one value: the kernel's when the event was
@@ -630,12 +617,13 @@ func (s *Stage) publish(t *target, idx []int, v *shim.Values, isRound bool) {
 			corrected = corrected || t.corrected[j]
 		}
 		for m, j := range idx {
-			if corrected {
-				u := uint64(math.Round(scaled(raw{v.Members[m].Value, v.Enabled, v.Running})))
-				v.Members[m].Value = max(u, t.pub[j])
-				t.corrected[j] = true
+			if !corrected {
+				t.pub[j] = v.Members[m].Value // the kernel's, a RESET included
+				continue
 			}
-			t.pub[j] = v.Members[m].Value
+			u := pipeline.Round(pipeline.Scaled(perf.Count{Value: v.Members[m].Value, Enabled: v.Enabled, Running: v.Running}))
+			v.Members[m].Value = t.pub.Raise(j, u)
+			t.corrected[j] = true
 		}
 		if corrected {
 			v.Running = v.Enabled
@@ -685,7 +673,7 @@ func (s *Stage) publish(t *target, idx []int, v *shim.Values, isRound bool) {
 			// Since the last round: what the kernel counted, scaled by enabled/running
 			// where the event ran part of the time, at its latest rate where not at all.
 			p := t.last[j]
-			dv, de, dr := sub(v.Members[m].Value, p.value), sub(v.Enabled, p.enabled), sub(v.Running, p.running)
+			dv, de, dr := pipeline.Sub(v.Members[m].Value, p.Value), pipeline.Sub(v.Enabled, p.Enabled), pipeline.Sub(v.Running, p.Running)
 			switch {
 			case dr > 0:
 				val += float64(dv) * float64(max(de, dr)) / float64(dr)
@@ -693,14 +681,8 @@ func (s *Stage) publish(t *target, idx []int, v *shim.Values, isRound bool) {
 				val += t.rate[j] * float64(de)
 			}
 		}
-		u := uint64(0)
-		if val > 0 && !math.IsNaN(val) && !math.IsInf(val, 0) {
-			u = uint64(math.Round(val))
-		}
-		u = max(u, t.pub[j])
-		t.pub[j] = u
 		t.corrected[j] = true
-		v.Members[m].Value = u
+		v.Members[m].Value = t.pub.Raise(j, pipeline.Round(val))
 	}
 	v.Running = v.Enabled
 }
@@ -710,22 +692,6 @@ func (s *Stage) maxEvents() int {
 		return s.MaxEvents
 	}
 	return 64
-}
-
-// scaled is the kernel-style estimate of a cumulative value: value * enabled / running.
-func scaled(r raw) float64 {
-	if r.running == 0 || r.running >= r.enabled {
-		return float64(r.value)
-	}
-	return float64(r.value) * float64(r.enabled) / float64(r.running)
-}
-
-// sub is a-b, or 0 when a counter went backwards.
-func sub(a, b uint64) uint64 {
-	if a < b {
-		return 0
-	}
-	return a - b
 }
 
 // countsClient says e counts the tool that opened it, as the shim decides it (pid 0,

@@ -360,7 +360,7 @@ func TestFinalTotals(t *testing.T) {
 func slicesOf(s *Stage) int {
 	for _, c := range s.clients {
 		for _, t := range c.targets {
-			return t.slices
+			return t.fd.Slices
 		}
 	}
 	return 0
@@ -551,11 +551,11 @@ func TestClosedEvents(t *testing.T) {
 		if tg.md.Events() != events || len(tg.handles) != events {
 			t.Errorf("%s: a model of %d events for %d handles, want %d", when, tg.md.Events(), len(tg.handles), events)
 		}
-		before := tg.slices
+		before := tg.fd.Slices
 		for range 150 {
 			k.step()
 		}
-		if n := tgt().slices - before; n < 150/8 {
+		if n := tgt().fd.Slices - before; n < 150/8 {
 			t.Errorf("%s: %d slices fed in 150 rounds: the rounds do not feed the model", when, n)
 		}
 		if !k.st.Sync(k.evs[live[0]]) || k.st.Pace(1) == 0 {

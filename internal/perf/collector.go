@@ -20,8 +20,13 @@ type ReadCollector struct {
 	buf      []byte
 	rd       Reading
 	plan     []readStep
+	stepOf   []int // per event: its read in plan
+	seen     []int // scratch for Peek: the Peek in which a read was last made
+	peeks    int
 	closeEvs bool
 }
+
+var _ Collector = (*ReadCollector)(nil)
 
 type readStep struct {
 	ev    *Event
@@ -52,12 +57,16 @@ func NewReadCollector(events []*Event, interval time.Duration, own bool) (*ReadC
 				}
 			}
 		}
+		for range n {
+			c.stepOf = append(c.stepOf, len(c.plan))
+		}
 		c.plan = append(c.plan, readStep{ev: e, first: i, n: n})
 		maxN = max(maxN, n)
 		i += n
 	}
 	c.buf = make([]byte, perfabi.ReadSize(perfabi.FormatTotalTimeEnabled|perfabi.FormatTotalTimeRunning|perfabi.FormatGroup|perfabi.FormatID|perfabi.FormatLost, maxN))
 	c.rd.Values = make([]Value, 0, maxN)
+	c.seen = make([]int, len(c.plan))
 	return c, nil
 }
 
@@ -69,10 +78,7 @@ func (c *ReadCollector) Name() string { return "read" }
 func (c *ReadCollector) Next() (Snapshot, error) {
 	if c.interval > 0 {
 		now := time.Now()
-		if c.next.IsZero() {
-			c.next = now
-		}
-		c.next = c.next.Add(c.interval)
+		c.next = c.boundary(now)
 		if d := c.next.Sub(now); d > 0 {
 			time.Sleep(d)
 		} else if -d > c.interval {
@@ -87,6 +93,75 @@ func (c *ReadCollector) Next() (Snapshot, error) {
 	return s, nil
 }
 
+// boundary is the end of the current slice.
+func (c *ReadCollector) boundary(now time.Time) time.Time {
+	if c.next.IsZero() {
+		c.next = now
+	}
+	return c.next.Add(c.interval)
+}
+
+// Wait sleeps until the current slice ends (at once without an interval).
+func (c *ReadCollector) Wait() error {
+	if c.interval > 0 {
+		now := time.Now()
+		if d := c.boundary(now).Sub(now); d > 0 {
+			time.Sleep(d)
+		}
+	}
+	return nil
+}
+
+// Peek reads the events listed now, one read per group they belong to.
+func (c *ReadCollector) Peek(events []int, out []Count) error {
+	if len(out) < len(events) {
+		return errors.New("peek: destination too short")
+	}
+	c.peeks++
+	for k, i := range events {
+		if i < 0 || i >= len(c.events) {
+			return fmt.Errorf("peek: event %d out of range", i)
+		}
+		p := c.stepOf[i]
+		if c.seen[p] == c.peeks {
+			continue // filled in when its group was read
+		}
+		if err := c.read(c.plan[p]); err != nil {
+			return err
+		}
+		c.seen[p] = c.peeks
+		st := c.plan[p]
+		for kk := k; kk < len(events); kk++ {
+			if j := events[kk]; j >= 0 && j < len(c.events) && c.stepOf[j] == p {
+				out[kk] = Count{Value: c.rd.Values[j-st.first].Value, Enabled: c.rd.Enabled, Running: c.rd.Running}
+			}
+		}
+	}
+	return nil
+}
+
+// SetEnabled enables or disables event i at once (PERF_EVENT_IOC_ENABLE/DISABLE).
+func (c *ReadCollector) SetEnabled(i int, on bool) error {
+	if i < 0 || i >= len(c.events) {
+		return fmt.Errorf("set enabled: event %d out of range", i)
+	}
+	if on {
+		return c.events[i].Enable(false)
+	}
+	return c.events[i].Disable(false)
+}
+
+// read reads one step of the plan into c.rd.
+func (c *ReadCollector) read(st readStep) error {
+	if err := st.ev.ReadInto(c.buf, &c.rd); err != nil {
+		return err
+	}
+	if len(c.rd.Values) != st.n {
+		return fmt.Errorf("read perf group %s: %d values, want %d", st.ev.Name, len(c.rd.Values), st.n)
+	}
+	return nil
+}
+
 // ReadAll reads every event's cumulative triple into dst (len(dst) == number of events)
 // without allocating.
 func (c *ReadCollector) ReadAll(dst []Count) error {
@@ -94,11 +169,8 @@ func (c *ReadCollector) ReadAll(dst []Count) error {
 		return errors.New("read all: destination has the wrong length")
 	}
 	for _, st := range c.plan {
-		if err := st.ev.ReadInto(c.buf, &c.rd); err != nil {
+		if err := c.read(st); err != nil {
 			return err
-		}
-		if len(c.rd.Values) != st.n {
-			return fmt.Errorf("read perf group %s: %d values, want %d", st.ev.Name, len(c.rd.Values), st.n)
 		}
 		for k, v := range c.rd.Values {
 			dst[st.first+k] = Count{Value: v.Value, Enabled: c.rd.Enabled, Running: c.rd.Running}

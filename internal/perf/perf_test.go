@@ -101,6 +101,72 @@ func TestTracepointCountsExactly(t *testing.T) {
 	if s.Counts[2].Enabled != s.Counts[1].Enabled {
 		t.Errorf("group members report different times: %+v", s.Counts[1:])
 	}
+	// The target is gone: Peek reads the same final values, in the order asked for,
+	// whichever member of a group is asked first.
+	out := make([]Count, 4)
+	if err := c.Peek([]int{3, 0, 1, 2}, out); err != nil {
+		t.Fatal(err)
+	}
+	for k, i := range []int{3, 0, 1, 2} {
+		if out[k] != s.Counts[i] {
+			t.Errorf("Peek of event %d = %+v, Next gave %+v", i, out[k], s.Counts[i])
+		}
+	}
+}
+
+// TestReadCollectorSetEnabled: an event switched off by the collector stops counting,
+// and counts again once switched on.
+func TestReadCollectorSetEnabled(t *testing.T) {
+	runtime.LockOSThread() // the event counts this thread only
+	defer runtime.UnlockOSThread()
+	d, err := ParseEvents("task-clock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Open(d[0].Attr, ThisPid, AnyCPU, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewReadCollector([]*Event{e}, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	spin := func() {
+		x := 0
+		for i := range 20_000_000 {
+			x += i
+		}
+		_ = x
+	}
+	if err := c.SetEnabled(0, false); err != nil {
+		t.Fatal(err)
+	}
+	off := make([]Count, 1)
+	if err := c.Peek([]int{0}, off); err != nil {
+		t.Fatal(err)
+	}
+	spin()
+	s, err := c.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Counts[0] != off[0] {
+		t.Fatalf("switched off, the event counted: %+v then %+v", off[0], s.Counts[0])
+	}
+	if err := c.SetEnabled(0, true); err != nil {
+		t.Fatal(err)
+	}
+	spin()
+	if err := c.Peek([]int{0}, off); err != nil {
+		t.Fatal(err)
+	}
+	if off[0].Value <= s.Counts[0].Value {
+		t.Fatalf("switched on, the event did not count: %+v then %+v", s.Counts[0], off[0])
+	}
+	if err := c.SetEnabled(1, true); err == nil {
+		t.Fatal("SetEnabled of an event out of range must fail")
+	}
 }
 
 func TestEnableDisableStopsCounting(t *testing.T) {

@@ -59,7 +59,12 @@
 //
 // `bayesperf eval` calls RunCommand with two views (kernel and overlap) and Truth.
 //
-// With Config.Snapshots a snapshotting collector (the bpf one, through internal/collect)
+// Kernel steps the same way without a budget, for `bayesperf stat` without
+// --virtual-counters: the events as the kernel schedules them, its slices the deltas of
+// what the kernel reported. Deltas, never-decreasing totals and merging are
+// internal/pipeline's, shared with the other correctors.
+//
+// With Config.Snapshots a snapshotting collector (bpf.Snapshots)
 // reads every copy at its slice boundaries in the kernel and paces Step; Split, Flush,
 // Virtual and TruthNow read the copies at their instant through its Peek, and the Runner
 // waits for a snapshot without its lock, so a server's reads go on while the target

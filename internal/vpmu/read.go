@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/pipeline"
 )
 
 // Virtual returns what a client reading event i through view v sees now: the copy's
@@ -36,9 +37,7 @@ func (p *PMU) Virtual(v, i int) (perf.Count, error) {
 			if err != nil {
 				return perf.Count{}, err
 			}
-			if tc.Value >= p.prevCopy[k] {
-				c.Value += tc.Value - p.prevCopy[k]
-			}
+			c.Value += pipeline.Sub(tc.Value, p.prevCopy[k])
 		}
 	} else {
 		var err error

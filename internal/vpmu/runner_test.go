@@ -110,7 +110,7 @@ func fakeSnapsConfig(t *testing.T) (*fakeSnaps, Config) {
 	evs, ks := kernelEvents(t, "page-faults,context-switches", 1, nil)
 	f := newFakeSnaps(1 + 2*len(evs)) // the clock, the truth copies, the view's copies
 	return f, Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true, Pid: os.Getpid(),
-		Snapshots: func(SnapshotRequest) (Switchable, error) { return f, nil }}
+		Snapshots: func(perf.SnapshotRequest) (perf.Collector, error) { return f, nil }}
 }
 
 // openRunner opens the PMU of cfg, closed when the test ends, and a Runner stepping it
@@ -149,7 +149,7 @@ func TestRunnerSnapshots(t *testing.T) {
 	evs, ks := kernelEvents(t, "page-faults,context-switches", 1, nil)
 	f := newFakeSnaps(1 + 2*len(evs)) // the clock, the truth copies, the view's copies
 	p, err := Open(Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true, Pid: os.Getpid(),
-		Snapshots: func(req SnapshotRequest) (Switchable, error) {
+		Snapshots: func(req perf.SnapshotRequest) (perf.Collector, error) {
 			if len(req.Attrs) != len(f.now) {
 				t.Fatalf("%d copies asked for, want %d", len(req.Attrs), len(f.now))
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bayesperf/bayesperf/inference"
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/pipeline"
 )
 
 // want fills p.next with configuration t of every view.
@@ -85,174 +86,65 @@ func (p *PMU) Split() (Step, error) { return p.stepSlice(false, false) }
 // not run in it, so that nothing counted is left out.
 func (p *PMU) Flush() (Step, error) { return p.stepSlice(true, true) }
 
+// reading is what a step read of every copy at the slice boundary: the virtual clock's
+// enabled time, each event's truth and each view's copy, all cumulative.
+type reading struct {
+	now   int64
+	clock uint64
+	truth func(i int) uint64
+	view  func(v, i int) perf.Count
+	// switched: the next configuration is already applied, and wasOn holds the events
+	// that counted in the ending slice.
+	switched bool
+}
+
+// stepSlice ends the current slice: it reads every copy (through the snapshotting
+// collector, or with read(2)), and turns what they counted since the last step into
+// one inference.Slice per view and the truth deltas.
 func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 	if !p.started {
 		return Step{}, errors.New("step virtual PMU: not started")
 	}
 	var (
-		clock uint64
-		truth func(i int) uint64
-		view  func(v, i int) (perf.Count, error)
-		now   int64
-		// switched: the next configuration is already applied, and wasOn holds the
-		// events that counted in the ending slice.
-		switched bool
+		rd   reading
+		idle bool
+		err  error
 	)
-	if p.bc != nil && rotate && !force {
-		if p.eof {
-			return Step{}, io.EOF
-		}
-		snap, err := p.bc.Next()
-		if errors.Is(err, io.EOF) {
-			p.eof = true
-			return Step{}, io.EOF
-		}
-		if err != nil {
-			return Step{}, fmt.Errorf("step virtual PMU: %w", err)
-		}
-		if snap.Counts[0].Enabled <= p.prevClock {
-			// A split (a tool's read, which took the Runner's lock after this slice
-			// ended and before the step) already reported the slice, and the target has
-			// not run since: idle, as a read(2) step after no run, rather than a slice
-			// of no time. The views keep their configuration for the next slice, which
-			// the collector gates with the events enabled now.
-			return Step{Index: p.step, Idle: true}, nil
-		}
-		now = perf.MonotonicNs()
-		clock = snap.Counts[0].Enabled
-		truth = func(i int) uint64 { return snap.Counts[1+i].Value }
-		view = func(v, i int) (perf.Count, error) { return snap.Counts[p.bpfIndex(v, i)], nil }
-	} else if p.bc != nil {
-		// Split or Flush: every copy as it is now, read through the collector without
-		// ending its slice, so that the next snapshot covers the rest of it. Nothing
-		// rotates (a Flush ends the run): the collector applies a switch to the slice
-		// since its last snapshot, which this one has already partly reported.
+	switch {
+	case p.bc != nil && rotate && !force:
+		rd, idle, err = p.nextSnapshot()
+	case p.bc != nil:
+		// Split or Flush: nothing rotates (a Flush ends the run): the collector applies
+		// a switch to the slice since its last snapshot, which this one has already
+		// partly reported.
 		rotate = false
-		counts, err := p.peekAll()
-		if err != nil {
-			return Step{}, fmt.Errorf("step virtual PMU: %w", err)
-		}
-		if counts[0].Enabled <= p.prevClock && !force {
-			return Step{Index: p.step, Idle: true}, nil
-		}
-		now = perf.MonotonicNs()
-		clock = counts[0].Enabled
-		truth = func(i int) uint64 { return counts[1+i].Value }
-		view = func(v, i int) (perf.Count, error) { return counts[p.bpfIndex(v, i)], nil }
-	} else {
-		// One read of the clock says whether the target ran at all, before anything is
-		// switched (an idle step must not rotate).
-		c, err := p.readOne(p.clock)
-		if err != nil {
-			return Step{}, err
-		}
-		if c.Enabled == p.prevClock && !force {
-			return Step{Index: p.step, Idle: true}, nil
-		}
-		// Then, event by event, read the always-on copy: that read is the event's slice
-		// boundary. A derived event's views advance by exactly what the copy counted
-		// since the last step if they scheduled it in the ending slice, and switch by
-		// bookkeeping alone, atomically at the boundary as a real PMU switches. An event
-		// with view copies of its own (hardware events, see derivable) has them switched
-		// and read right after its truth: a leaving copy is disabled before it is read,
-		// so nothing leaks into its next turn, and an entering one is enabled at once;
-		// the few events that happen in between land in the neighbouring slice. Reads
-		// of another task's active events cost an IPI each, hundreds of microseconds a
-		// round on a loaded VM, so the copies are read once per step.
-		if rotate {
-			p.want(p.pos + 1)
-		} else {
-			p.want(p.pos)
-		}
-		now = perf.MonotonicNs()
-		clock = c.Enabled
-		p.gen++
-		for i := range p.cfg.Events {
-			if ks := p.truthOf[i]; len(ks) > 0 || p.copyOf[i] >= 0 {
-				if len(ks) == 0 {
-					ks = []int{p.copyOf[i]}
-				}
-				p.truthVals[i] = 0
-				for _, k := range ks {
-					if p.readAt[k] != p.gen {
-						tc, err := p.readOne(p.copies[k])
-						if err != nil {
-							return Step{}, err
-						}
-						p.copyVals[k], p.readAt[k] = tc.Value, p.gen
-					}
-					p.truthVals[i] += p.copyVals[k]
-				}
-			}
-			for v := range p.views {
-				was, will := p.on[v][i], p.next[v][i]
-				p.wasOn[v][i] = was
-				if p.derived[i] {
-					if k := p.copyOf[i]; was {
-						p.viewVals[v][i] = p.prevView[v][i]
-						if p.copyVals[k] >= p.prevCopy[k] {
-							p.viewVals[v][i].Value += p.copyVals[k] - p.prevCopy[k]
-						}
-					}
-					p.on[v][i] = will
-					continue
-				}
-				if was && !will {
-					if err := p.toggle(v, i, false); err != nil {
-						return Step{}, err
-					}
-				}
-				if was {
-					vc, err := p.readOne(p.views[v][i])
-					if err != nil {
-						return Step{}, err
-					}
-					p.viewVals[v][i] = vc
-				}
-				p.on[v][i] = will
-			}
-		}
-		// Entering copies are enabled once every leaving one is off: a view's copies are
-		// pinned, and a pinned copy enabled while the counters are all taken would go
-		// into error state instead of counting.
-		for v := range p.views {
-			for i := range p.cfg.Events {
-				if !p.derived[i] && !p.wasOn[v][i] && p.on[v][i] {
-					if err := p.toggle(v, i, true); err != nil {
-						return Step{}, err
-					}
-				}
-			}
-		}
-		copy(p.prevCopy, p.copyVals)
-		switched = true
-		truth = func(i int) uint64 { return p.truthVals[i] }
-		view = func(v, i int) (perf.Count, error) { return p.viewVals[v][i], nil }
+		rd, idle, err = p.peekSnapshot(force)
+	default:
+		rd, idle, err = p.readCopies(force, rotate)
 	}
-	st := Step{Index: p.step, WallNs: now - p.lastWall}
-	p.lastWall = now
-	// Running totals never decrease: a delta is only counted once the totals pass what
-	// was already reported. read(2) never goes back, and package bpf's collector makes
-	// its next snapshot at least what a Peek (a split) read; a Switchable that did not
-	// would have the difference counted once, later, rather than twice.
-	enabled := uint64(0)
-	if clock > p.prevClock {
-		enabled = clock - p.prevClock
-		p.prevClock = clock
+	if err != nil {
+		return Step{}, err
 	}
+	if idle {
+		return Step{Index: p.step, Idle: true}, nil
+	}
+	st := Step{Index: p.step, WallNs: rd.now - p.lastWall}
+	p.lastWall = rd.now
+	// Running totals never decrease (pipeline.Advance): a delta is only counted once the
+	// totals pass what was already reported. read(2) never goes back, and package bpf's
+	// collector makes its next snapshot at least what a Peek (a split) read; a collector
+	// that did not would have the difference counted once, later, rather than twice.
+	enabled := pipeline.Advance(&p.prevClock, rd.clock)
 	if p.cfg.Truth {
 		st.Truth = make([]uint64, len(p.cfg.Events))
 		for i := range st.Truth {
-			if v := truth(i); v > p.prevTruth[i] {
-				st.Truth[i] = v - p.prevTruth[i]
-				p.prevTruth[i] = v
-			}
+			st.Truth[i] = pipeline.Advance(&p.prevTruth[i], rd.truth(i))
 		}
 	}
 	// The slice lasts the time the target ran in it (its virtual enabled time), the
 	// time base of the kernel's own scaling; idle stretches were merged into it above.
 	dur := float64(max(enabled, 1))
-	if !switched {
+	if !rd.switched {
 		for v := range p.on {
 			copy(p.wasOn[v], p.on[v])
 		}
@@ -262,10 +154,7 @@ func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 		for i := range p.views[v] {
 			r := inference.Reading{Event: inference.EventID(i), Enabled: enabled}
 			if p.wasOn[v][i] {
-				c, err := view(v, i)
-				if err != nil {
-					return Step{}, err
-				}
+				c := rd.view(v, i)
 				if c.Value >= p.prevView[v][i].Value {
 					r.Count = c.Value - p.prevView[v][i].Value
 					p.prevView[v][i] = c
@@ -284,12 +173,156 @@ func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 	if rotate {
 		p.pos++
 	}
-	if !switched {
+	if !rd.switched {
 		if err := p.apply(p.pos); err != nil {
 			return Step{}, err
 		}
 	}
 	return st, nil
+}
+
+// nextSnapshot waits for the snapshotting collector's next snapshot, which ends the slice.
+func (p *PMU) nextSnapshot() (reading, bool, error) {
+	if p.eof {
+		return reading{}, false, io.EOF
+	}
+	snap, err := p.bc.Next()
+	if errors.Is(err, io.EOF) {
+		p.eof = true
+		return reading{}, false, io.EOF
+	}
+	if err != nil {
+		return reading{}, false, fmt.Errorf("step virtual PMU: %w", err)
+	}
+	if snap.Counts[0].Enabled <= p.prevClock {
+		// A split (a tool's read, which took the Runner's lock after this slice ended
+		// and before the step) already reported the slice, and the target has not run
+		// since: idle, as a read(2) step after no run, rather than a slice of no time.
+		// The views keep their configuration for the next slice, which the collector
+		// gates with the events enabled now.
+		return reading{}, true, nil
+	}
+	return p.fromCounts(snap.Counts), false, nil
+}
+
+// peekSnapshot reads every copy as it is now, through the collector without ending its
+// slice, so that the next snapshot covers the rest of it.
+func (p *PMU) peekSnapshot(force bool) (reading, bool, error) {
+	counts, err := p.peekAll()
+	if err != nil {
+		return reading{}, false, fmt.Errorf("step virtual PMU: %w", err)
+	}
+	if counts[0].Enabled <= p.prevClock && !force {
+		return reading{}, true, nil
+	}
+	return p.fromCounts(counts), false, nil
+}
+
+// fromCounts is the reading of a collector's counts, in bpfIndex order.
+func (p *PMU) fromCounts(counts []perf.Count) reading {
+	return reading{now: perf.MonotonicNs(), clock: counts[0].Enabled,
+		truth: func(i int) uint64 { return counts[1+i].Value },
+		view:  func(v, i int) perf.Count { return counts[p.bpfIndex(v, i)] }}
+}
+
+// readCopies reads the copies with read(2) and switches the views' own copies to the
+// next configuration (the current one when rotate is unset) at the same boundary.
+func (p *PMU) readCopies(force, rotate bool) (reading, bool, error) {
+	// One read of the clock says whether the target ran at all, before anything is
+	// switched (an idle step must not rotate).
+	c, err := p.readOne(p.clock)
+	if err != nil {
+		return reading{}, false, err
+	}
+	if c.Enabled == p.prevClock && !force {
+		return reading{}, true, nil
+	}
+	// Then, event by event, read the always-on copy: that read is the event's slice
+	// boundary. A derived event's views advance by exactly what the copy counted since
+	// the last step if they scheduled it in the ending slice, and switch by bookkeeping
+	// alone, atomically at the boundary as a real PMU switches. An event with view
+	// copies of its own (hardware events, see derivable) has them switched and read
+	// right after its truth: a leaving copy is disabled before it is read, so nothing
+	// leaks into its next turn, and an entering one is enabled at once; the few events
+	// that happen in between land in the neighbouring slice. Reads of another task's
+	// active events cost an IPI each, hundreds of microseconds a round on a loaded VM,
+	// so the copies are read once per step.
+	if rotate {
+		p.want(p.pos + 1)
+	} else {
+		p.want(p.pos)
+	}
+	rd := reading{now: perf.MonotonicNs(), clock: c.Enabled, switched: true,
+		truth: func(i int) uint64 { return p.truthVals[i] },
+		view:  func(v, i int) perf.Count { return p.viewVals[v][i] }}
+	p.gen++
+	for i := range p.cfg.Events {
+		if err := p.readTruth(i); err != nil {
+			return reading{}, false, err
+		}
+		for v := range p.views {
+			was, will := p.on[v][i], p.next[v][i]
+			p.wasOn[v][i] = was
+			if p.derived[i] {
+				if k := p.copyOf[i]; was {
+					p.viewVals[v][i] = p.prevView[v][i]
+					p.viewVals[v][i].Value += pipeline.Sub(p.copyVals[k], p.prevCopy[k])
+				}
+				p.on[v][i] = will
+				continue
+			}
+			if was && !will {
+				if err := p.toggle(v, i, false); err != nil {
+					return reading{}, false, err
+				}
+			}
+			if was {
+				vc, err := p.readOne(p.views[v][i])
+				if err != nil {
+					return reading{}, false, err
+				}
+				p.viewVals[v][i] = vc
+			}
+			p.on[v][i] = will
+		}
+	}
+	// Entering copies are enabled once every leaving one is off: a view's copies are
+	// pinned, and a pinned copy enabled while the counters are all taken would go into
+	// error state instead of counting.
+	for v := range p.views {
+		for i := range p.cfg.Events {
+			if !p.derived[i] && !p.wasOn[v][i] && p.on[v][i] {
+				if err := p.toggle(v, i, true); err != nil {
+					return reading{}, false, err
+				}
+			}
+		}
+	}
+	copy(p.prevCopy, p.copyVals)
+	return rd, false, nil
+}
+
+// readTruth reads event i's always-on copies (each once per round) into p.truthVals[i].
+func (p *PMU) readTruth(i int) error {
+	ks := p.truthOf[i]
+	if len(ks) == 0 && p.copyOf[i] < 0 {
+		return nil
+	}
+	if len(ks) == 0 {
+		ks = []int{p.copyOf[i]}
+	}
+	p.truthVals[i] = 0
+	for _, k := range ks {
+		if p.readAt[k] != p.gen {
+			tc, err := p.readOne(p.copies[k])
+			if err != nil {
+				return err
+			}
+			p.copyVals[k], p.readAt[k] = tc.Value, p.gen
+		}
+		p.truthVals[i] += p.copyVals[k]
+	}
+	return nil
 }
 
 // peekAll reads every copy now through the snapshotting collector.

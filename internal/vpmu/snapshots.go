@@ -46,7 +46,7 @@ func (p *PMU) openSnapshots() error {
 	if iv <= 0 {
 		iv = MuxInterval()
 	}
-	c, err := p.cfg.Snapshots(SnapshotRequest{Attrs: attrs, Pid: p.cfg.Pid, Slice: iv, Inherit: p.cfg.Inherit, EnableOnExec: p.cfg.EnableOnExec})
+	c, err := p.cfg.Snapshots(perf.SnapshotRequest{Attrs: attrs, Pid: p.cfg.Pid, Slice: iv, Inherit: p.cfg.Inherit, EnableOnExec: p.cfg.EnableOnExec})
 	if err != nil {
 		return fmt.Errorf("open virtual PMU's collector: %w", err)
 	}

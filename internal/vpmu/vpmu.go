@@ -81,20 +81,20 @@ type Config struct {
 	// Inherit counts threads and processes the target creates after Open.
 	Inherit bool
 	// Snapshots, when set, reads every copy through a snapshotting collector instead of
-	// read(2) at every Step: it is called once (see SnapshotRequest), and the collector
+	// read(2) at every Step: it is called once (see perf.SnapshotRequest), and the collector
 	// must follow the target's threads itself (and its children, with Inherit). Step then
 	// blocks until the collector's next snapshot (a slice in which the target did not run
 	// gives none, as the kernel does not rotate an inactive task context either) and
 	// returns io.EOF after the target has exited and its final snapshot was returned.
 	// Split, Flush, Virtual and TruthNow read the copies now through the collector's Peek.
-	// Package bpf's collector fits (see internal/collect). Needs Pid > 0.
-	Snapshots func(SnapshotRequest) (Switchable, error)
+	// Package bpf's collector fits (bpf.Snapshots). Needs Pid > 0.
+	Snapshots func(perf.SnapshotRequest) (perf.Collector, error)
 	// Interval is the snapshotting collector's slice; 0 means MuxInterval.
 	Interval time.Duration
 	// EnableOnExec makes every copy start counting at the target's next execve, as perf
 	// stat's events do on the command it starts: the clock, the truth copies and each
 	// view's first configuration are opened with enable_on_exec (with Snapshots, the
-	// collector is asked to do the same: SnapshotRequest.EnableOnExec).
+	// collector is asked to do the same: perf.SnapshotRequest.EnableOnExec).
 	EnableOnExec bool
 }
 
@@ -137,43 +137,11 @@ type PMU struct {
 	sbuf      [24]byte
 	started   bool
 
-	bc      Switchable // with Snapshots: every copy, in bpfIndex order
+	bc      perf.Collector // with Snapshots: every copy, in bpfIndex order
 	eof     bool
 	peekIdx []int        // with Snapshots: every copy's index, for Peek
 	peekBuf []perf.Count // scratch for peekAll
 	peekTwo [2]perf.Count
-}
-
-// SnapshotRequest is what Config.Snapshots is asked to collect.
-type SnapshotRequest struct {
-	// Attrs are all the copies: the clock, the truth copies, then each view's copies
-	// (view copies carry the disabled bit until scheduled); no inherit, no
-	// enable_on_exec bits (Inherit and EnableOnExec say those).
-	Attrs []perf.Attr
-	Pid   int           // the target task
-	Slice time.Duration // snapshot period
-	// Inherit: count the threads and processes the target creates, as inherited events
-	// do (Config.Inherit).
-	Inherit bool
-	// EnableOnExec: the copies of the target's present threads start counting at its
-	// next execve (Config.EnableOnExec).
-	EnableOnExec bool
-}
-
-// Switchable is a snapshotting collector whose events can be switched on and off at its
-// snapshots, all the virtual PMU needs from one.
-type Switchable interface {
-	perf.Collector
-	SetEnabled(i int, on bool) error
-	// Wait blocks until Next would return at once (a slice ended, the target is gone and
-	// its final values can be read, or the collector failed or was closed), without
-	// consuming anything. Whatever Next must wait for, Wait waits for: the Runner calls
-	// Next with its lock held, so a tool's reads wait for as long as Next takes (a bpf
-	// collector that waited for an exiting target's threads in Next held them up to 1s).
-	Wait() error
-	// Peek returns what Next would report for the events listed if the slice ended
-	// now, without ending it.
-	Peek(events []int, out []perf.Count) error
 }
 
 // Step is what one multiplexing slice produced.

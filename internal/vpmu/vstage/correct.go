@@ -2,17 +2,15 @@ package vstage
 
 import (
 	"errors"
-	"fmt"
-	"math"
 	"slices"
 
 	"github.com/bayesperf/bayesperf/inference"
 	"github.com/bayesperf/bayesperf/inference/model"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/pipeline"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
 	"github.com/bayesperf/bayesperf/internal/vpmu"
-	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -38,17 +36,18 @@ type correction struct {
 	md       *model.Model // nil without Infer
 	lx       linuxSums    // the kernel's scaling over the same slices
 	lxKernel *linuxSums   // the kernel's scaling on the kernel's round robin (Baseline), nil else
-	unit     float64      // multiplexing interval in ns: the unit of slice durations
-	slices   int          // slices given to the estimators
-	enabled  uint64       // virtual enabled ns up to the last slice given
-	truthAt  []uint64     // truth totals up to the last slice given
+	// fd gives the model its slices (none without Infer), durations in multiplexing
+	// intervals; its Slices count the slices given to the estimators.
+	fd       pipeline.Feed
+	enabled  uint64   // virtual enabled ns up to the last slice given
+	truthAt  []uint64 // truth totals up to the last slice given
 	finished bool
 	never    []bool // per event: in a group that never fits, so never counted (not inferred)
 
 	est      []inference.Estimate // running totals at the current round's boundary
 	estEn    uint64
 	estTruth []uint64
-	pub      []uint64 // last value published per event: published values never decrease
+	pub      pipeline.Floor // last value published per event: published values never decrease
 	pubEn    uint64
 	readSet  map[int]bool
 	// intervals keeps rounds for the report (Stage.Intervals); without it nothing here
@@ -133,37 +132,26 @@ func (s *Stage) newCorrection(descs []perf.EventDesc, names []string, rels []rel
 		iv = vpmu.MuxInterval()
 	}
 	k := &correction{target: target, names: names, infer: s.Infer, sched: s.Schedule,
-		lx: newLinuxSums(len(descs)), unit: float64(iv.Nanoseconds()), intervals: s.Intervals,
-		truthAt: make([]uint64, len(descs)), pub: make([]uint64, len(descs)), readSet: map[int]bool{}}
+		lx: newLinuxSums(len(descs)), fd: pipeline.Feed{Unit: float64(iv.Nanoseconds())}, intervals: s.Intervals,
+		truthAt: make([]uint64, len(descs)), pub: make(pipeline.Floor, len(descs)), readSet: map[int]bool{}}
 	if k.sched == "" {
 		k.sched = "kernel"
 	}
 	if s.Infer {
-		md, err := model.New(names, rels, model.Options{Clocks: clockEvents(descs, names), History: history(len(descs)), Marked: true})
+		attrs := make([]perf.Attr, len(descs))
+		for i, d := range descs {
+			attrs[i] = d.Attr
+		}
+		// The virtual PMU's targets are tasks: task-clock is a clock.
+		md, err := pipeline.NewModel(pipeline.ModelConfig{Names: names, Relations: rels, Attrs: attrs,
+			Options: model.Options{History: history(len(descs)), Marked: true}})
 		if err != nil {
-			return nil, fmt.Errorf("build bayesperf model: %w", err)
+			return nil, err
 		}
 		k.md = md
+		k.fd.Estimators = []inference.Estimator{md}
 	}
 	return k, nil
-}
-
-// clockEvents names the events that count their target's running time: task-clock,
-// unless it excludes user or kernel time (perf stat sets exclude_guest, which a task's
-// own clock does not care about). The virtual PMU's targets are tasks, and a task event's
-// time_enabled advances only while the task runs, so the enabled time of every slice
-// is task-clock's count whether a virtual counter held it or not (the tool's own
-// scaling of a multiplexed task-clock relies on the same fact). Telling the model
-// makes task-clock known in every slice, which also gives the other events an
-// activity to scale with (model.Options.Clocks).
-func clockEvents(descs []perf.EventDesc, names []string) []string {
-	var out []string
-	for i, d := range descs {
-		if i < len(names) && d.Attr.Type == perf.TypeSoftware && d.Attr.Config == perf.SWTaskClock && d.Attr.Flags&(perfabi.FlagExcludeUser|perfabi.FlagExcludeKern) == 0 {
-			out = append(out, names[i])
-		}
-	}
-	return out
 }
 
 // feed gives the estimators the slices of steps and adds up the truth.
@@ -178,28 +166,19 @@ func (k *correction) feed(steps []vpmu.Step) error {
 				k.truthAt[i] += d
 			}
 		}
-		sl := st.Views[0]
 		var en uint64
-		empty := true
-		for _, r := range sl.Readings {
+		for _, r := range st.Views[0].Readings {
 			en = max(en, r.Enabled)
-			if r.Enabled != 0 || r.Count != 0 {
-				empty = false
-			}
 		}
-		if empty {
+		sl, ok := pipeline.Merge(0, len(k.names), st.Views[:1])
+		if !ok {
 			continue // a final slice in which the target did not run says nothing
 		}
 		k.enabled += en
-		sl.Index = k.slices
-		sl.Duration /= k.unit // in multiplexing intervals, as stat and eval feed the model
-		if k.md != nil {
-			c := sl
-			c.Readings = slices.Clone(sl.Readings)
-			if err := k.md.Observe(c); err != nil && !errors.Is(err, model.ErrNumerical) {
-				errs = append(errs, fmt.Errorf("feed bayesperf slice %d: %w", sl.Index, err))
-				continue
-			}
+		sl, err := k.fd.Add(sl)
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
 		k.lx.observe(sl)
 		if k.lxKernel != nil && len(st.Views) > 1 {
@@ -207,7 +186,6 @@ func (k *correction) feed(steps []vpmu.Step) error {
 			c.Duration = sl.Duration
 			k.lxKernel.observe(c)
 		}
-		k.slices++
 	}
 	return errors.Join(errs...)
 }
@@ -217,8 +195,8 @@ func (k *correction) snapshot() {
 	k.estEn = k.enabled
 	k.estTruth = slices.Clone(k.truthAt)
 	k.est = nil
-	if k.md != nil && k.slices > 0 {
-		k.est = k.md.Estimate(0, k.slices)
+	if k.md != nil && k.fd.Slices > 0 {
+		k.est = k.md.Estimate(0, k.fd.Slices)
 		// A real PMU reports such a group <not counted>; so does the model, rather than
 		// an inference from relations that the tool could not get from the hardware.
 		for j := range k.est {
@@ -247,7 +225,7 @@ func (s *Stage) finish(c *client) {
 	if k.md != nil {
 		k.md.Finish()
 	}
-	s.logf("vstage: client %d: target pid %d gone after %d slices: final totals", k.client, k.target, k.slices)
+	s.logf("vstage: client %d: target pid %d gone after %d slices: final totals", k.client, k.target, k.fd.Slices)
 	k.snapshot()
 	// Keep what the client would read from now on and close the copies at once: while
 	// the tool still has its own events open (it reads them after its command exits)
@@ -309,14 +287,14 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 			}
 			k.snapshot()
 			if k.intervals {
-				r := round{slice: k.slices, lx: k.lx.at(), reads: make([]readPoint, len(k.names))}
+				r := round{slice: k.fd.Slices, lx: k.lx.at(), reads: make([]readPoint, len(k.names))}
 				if k.lxKernel != nil {
 					r.lxK = k.lxKernel.at()
 				}
 				k.rounds = append(k.rounds, r)
 				if k.md != nil {
 					// The report asks for the span from this round to the next.
-					k.md.Mark(k.slices)
+					k.md.Mark(k.fd.Slices)
 				}
 			}
 			clear(k.readSet)
@@ -338,10 +316,7 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 	}
 	if corrected {
 		for m, j := range idxs {
-			val := uint64(math.Round(k.est[j].Value))
-			val = max(val, k.pub[j])
-			k.pub[j] = val
-			v.Members[m].Value = val
+			v.Members[m].Value = k.pub.Raise(j, pipeline.Round(k.est[j].Value))
 		}
 		k.pubEn = max(k.pubEn, k.estEn)
 		v.Enabled, v.Running = k.pubEn, k.pubEn
@@ -350,7 +325,7 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 		if k.infer {
 			// The same tool may read this event corrected later: keep both monotonic.
 			for m, j := range idxs {
-				k.pub[j] = max(k.pub[j], v.Members[m].Value)
+				k.pub.Raise(j, v.Members[m].Value)
 			}
 			k.pubEn = max(k.pubEn, v.Enabled)
 		}

@@ -29,10 +29,11 @@
 // all their events before they start the workload, so this only affects odd clients.
 //
 // Correction (Infer, `bayesperf run --correct bayesperf`): each client's slices feed a
-// bayesperf model (inference/model, relations bound to the events' perf names; task-clock
-// named as a clock: a task event's enabled time is the time the task ran, which is what
-// task-clock counts, so the model knows it in every slice), and a
-// read gets the posterior mean of the event's running total, with time_running =
+// bayesperf model (built and fed through internal/pipeline, relations bound to the
+// events' perf names; task-clock a clock, pipeline.IsClock: a task event's enabled time
+// is the time the task ran, which is what task-clock counts, so the model knows it in
+// every slice), and a read gets the posterior mean of the event's running total (never
+// below what was published, pipeline.Floor), with time_running =
 // time_enabled, so that the tool's own scaling leaves it unchanged; a group read is
 // corrected member by member, PERF_FORMAT_LOST stays the kernel's, and an event the
 // model knows nothing about (never scheduled, unrelated) keeps the virtual view. The
@@ -59,7 +60,7 @@
 //
 // Collector: each client's virtual PMU reads its copies with read(2) (vpmu's own
 // backend: inherited events with enable_on_exec) or, with Stage.Snapshots set
-// (`--collector bpf`, or auto where BPF loads; internal/collect), through the bpf
+// (`--collector bpf`, or auto where BPF loads; bpf.Snapshots), through the bpf
 // collector: copies opened per task with enable_on_exec on a target that has not
 // exec'd and, for inherited events, on the threads and processes the target creates
 // (new processes held at their fork until their copies are open; without inherit only

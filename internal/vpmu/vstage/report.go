@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/bayesperf/bayesperf/inference"
+	"github.com/bayesperf/bayesperf/internal/pipeline"
 )
 
 // Report is what `bayesperf run --report` writes: per client, per event, the corrected
@@ -70,7 +71,7 @@ func (s *Stage) retire(c *client, rebuilt bool) {
 		return
 	}
 	s.finish(c)
-	if c.corr.slices > 0 || !rebuilt {
+	if c.corr.fd.Slices > 0 || !rebuilt {
 		// A PMU rebuilt before its target ran (the tool was still opening events)
 		// has nothing to report, even if the tool read its events meanwhile (with the
 		// BPF collector a read round could land there, and the report listed an
@@ -130,7 +131,7 @@ func (s *Stage) TruthTotals() map[string]uint64 {
 
 // clientReport builds the report of a finished correction.
 func (s *Stage) clientReport(k *correction) ClientReport {
-	cr := ClientReport{Client: k.client, Pid: k.target, Correct: "none", Schedule: k.sched, Collector: k.coll, Slices: k.slices}
+	cr := ClientReport{Client: k.client, Pid: k.target, Correct: "none", Schedule: k.sched, Collector: k.coll, Slices: k.fd.Slices}
 	if k.infer {
 		cr.Correct = "bayesperf"
 	}
@@ -143,7 +144,7 @@ func (s *Stage) clientReport(k *correction) ClientReport {
 	if k.lxKernel != nil {
 		lxKEnd = k.lxKernel.at()
 	}
-	cr.Totals = k.span(0, k.slices, nil, lxEnd, nil, lxKEnd, truth0, k.truthAt)
+	cr.Totals = k.span(0, k.fd.Slices, nil, lxEnd, nil, lxKEnd, truth0, k.truthAt)
 	prev := make([]readPoint, len(k.names))
 	from := 0
 	var lxFrom, lxKFrom []float64
@@ -163,7 +164,7 @@ func (s *Stage) clientReport(k *correction) ClientReport {
 				continue // the tool did not read this event in this round
 			}
 			p, q := r.reads[j], prev[j]
-			dv, de, dr := sub(p.value, q.value), sub(p.enabled, q.enabled), sub(p.running, q.running)
+			dv, de, dr := pipeline.Sub(p.value, q.value), pipeline.Sub(p.enabled, q.enabled), pipeline.Sub(p.running, q.running)
 			tool := 0.0
 			if dr > 0 {
 				tool = float64(dv) * float64(de) / float64(dr)
@@ -183,7 +184,7 @@ func (s *Stage) clientReport(k *correction) ClientReport {
 				}
 			}
 			if p.hasTruth {
-				t := sub(p.truth, q.truth)
+				t := pipeline.Sub(p.truth, q.truth)
 				e.Truth = &t
 			}
 			prev[j] = p
@@ -227,17 +228,10 @@ func (k *correction) span(from, to int, a0, a1, k0, k1 []float64, t0, t1 []uint6
 			e.Lo, e.Hi = &lo, &hi
 		}
 		if t0 != nil && t1 != nil && i < len(t0) && i < len(t1) {
-			t := sub(t1[i], t0[i])
+			t := pipeline.Sub(t1[i], t0[i])
 			e.Truth = &t
 		}
 		out[i] = e
 	}
 	return out
-}
-
-func sub(a, b uint64) uint64 {
-	if a < b {
-		return 0
-	}
-	return a - b
 }

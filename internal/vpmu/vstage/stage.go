@@ -55,10 +55,10 @@ type Stage struct {
 	// Linux would give on a real CPU, measured in the same run (as eval does).
 	Baseline bool
 	// Snapshots, when set, is how each client's virtual PMU reads its copies
-	// (vpmu.Config.Snapshots: the bpf collector, internal/collect); a client whose PMU
+	// (vpmu.Config.Snapshots: bpf.Snapshots); a client whose PMU
 	// cannot be opened with it (BPF unavailable, hardware events, ...) falls back to
 	// read(2), and the log says why. Nil: read(2) for every client.
-	Snapshots func(vpmu.SnapshotRequest) (vpmu.Switchable, error)
+	Snapshots func(perf.SnapshotRequest) (perf.Collector, error)
 	// ReadWhy says why Snapshots is nil (--collector read, or BPF unavailable), for the
 	// log line that names each client's collector.
 	ReadWhy string

@@ -12,10 +12,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/bayesperf/bayesperf/internal/collect"
+	"github.com/bayesperf/bayesperf/bpf"
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
-	"github.com/bayesperf/bayesperf/internal/vpmu"
 	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
@@ -47,7 +46,7 @@ func TestMain(m *testing.M) {
 // time besides task-clock, which sits on a fixed counter (the running times of the others
 // add up to 4 × time_enabled once the command is gone).
 //
-// It runs with each collector: read(2), and the bpf collector (internal/collect), which
+// It runs with each collector: read(2), and the bpf collector (bpf.Snapshots), which
 // opens the copies with enable_on_exec on the shell and answers reads between its
 // snapshots through Peek.
 func TestPerfStatLikeClient(t *testing.T) {
@@ -75,7 +74,7 @@ func testPerfStatLikeClient(t *testing.T, coll string) {
 	}
 	st := &Stage{Counters: 4, Fixed: fixed, Logf: t.Logf}
 	if coll == "bpf" {
-		st.Snapshots = collect.Snapshots
+		st.Snapshots = bpf.Snapshots
 	}
 	defer st.Close()
 	v := vals()
@@ -149,7 +148,7 @@ func TestCollectorFallback(t *testing.T) {
 	}()
 	var lines []string
 	st := &Stage{Counters: 2, Logf: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) },
-		Snapshots: func(vpmu.SnapshotRequest) (vpmu.Switchable, error) { return nil, errors.New("no bpf here") }}
+		Snapshots: func(perf.SnapshotRequest) (perf.Collector, error) { return nil, errors.New("no bpf here") }}
 	defer st.Close()
 	v := make([]shim.Values, len(evs))
 	for i := range v {

@@ -1,4 +1,4 @@
-package collect
+package bpf
 
 import (
 	"os"
@@ -6,31 +6,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bayesperf/bayesperf/bpf"
 	"github.com/bayesperf/bayesperf/internal/perf"
-	"github.com/bayesperf/bayesperf/internal/vpmu"
 	"github.com/bayesperf/bayesperf/perfabi"
 )
 
-// TestResolve: read and bpf are taken as given, auto is bpf exactly when bpf.Probe
-// succeeds (as root here: CI runs as root), and anything else is refused.
+// TestResolve: read and bpf are taken as given, auto is bpf exactly when Probe succeeds
+// (as root here: CI runs as root), and anything else is refused.
 func TestResolve(t *testing.T) {
-	for _, n := range []string{Read, BPF} {
+	for _, n := range []string{CollectorRead, CollectorBPF} {
 		if c, why, err := Resolve(n); c != n || why != "" || err != nil {
 			t.Errorf("Resolve(%q) = %q, %q, %v", n, c, why, err)
 		}
 	}
-	c, why, err := Resolve(Auto)
-	probe := bpf.Probe()
+	c, why, err := Resolve(CollectorAuto)
+	probe := Probe()
 	switch {
 	case err != nil:
 		t.Errorf("Resolve(auto): %v", err)
-	case probe == nil && (c != BPF || why != ""):
-		t.Errorf("Resolve(auto) = %q (%q) where bpf.Probe succeeds", c, why)
-	case probe != nil && (c != Read || why == ""):
-		t.Errorf("Resolve(auto) = %q (%q) where bpf.Probe fails: %v", c, why, probe)
+	case probe == nil && (c != CollectorBPF || why != ""):
+		t.Errorf("Resolve(auto) = %q (%q) where Probe succeeds", c, why)
+	case probe != nil && (c != CollectorRead || why == ""):
+		t.Errorf("Resolve(auto) = %q (%q) where Probe fails: %v", c, why, probe)
 	}
-	if os.Geteuid() == 0 && c != BPF {
+	if os.Geteuid() == 0 && c != CollectorBPF {
 		t.Errorf("Resolve(auto) as root = %q (%s), want bpf", c, why)
 	}
 	if _, _, err := Resolve("poll"); err == nil || !strings.Contains(err.Error(), "auto, read or bpf") {
@@ -46,7 +44,7 @@ func TestSnapshotsRefusesHardwareEvents(t *testing.T) {
 		{Type: perf.TypeSoftware, Size: perfabi.AttrSize, Config: perf.SWDummy},
 		{Type: perf.TypeHardware, Size: perfabi.AttrSize, Config: 0},
 	}
-	_, err := Snapshots(vpmu.SnapshotRequest{Attrs: attrs, Pid: os.Getpid(), Slice: 4 * time.Millisecond})
+	_, err := Snapshots(perf.SnapshotRequest{Attrs: attrs, Pid: os.Getpid(), Slice: 4 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "not a software event or tracepoint") {
 		t.Fatalf("Snapshots with a hardware event: %v, want a refusal", err)
 	}
