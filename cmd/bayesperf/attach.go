@@ -24,7 +24,8 @@ const attachHelp = `NAME
     bayesperf attach - count events of a running process, perf stat -p style
 
 SYNOPSIS
-    bayesperf attach -p PID [-e EVENTS] [-I MS] [--duration S] [-x SEP | --json]
+    bayesperf attach -p PID | -a | -C LIST [-A] [-e EVENTS] [-I MS] [--duration S]
+                     [-x SEP | --json]
                      [--summary] [--virtual-counters N] [--fixed-counters EVENTS]
                      [--schedule kernel|bayesperf] [--relations FILE]
                      [--pmu-events DIR] [--mux-interval D] [-o FILE]
@@ -46,8 +47,12 @@ DESCRIPTION
 
 OPTIONS
     -p PID
-        The process to attach to (required). Needs the right to trace it
-        (same user with perf_event_paranoid <= 2, or root).
+        The process to attach to. Needs the right to trace it (same user with
+        perf_event_paranoid <= 2, or root).
+    -a, -C LIST, -A
+        Instead of a process, every task on every online CPU (-a) or on the
+        CPUs of LIST (0-3,6), until SIGINT, SIGTERM or --duration; -A prints
+        one line per CPU. As for bayesperf stat.
     --duration S
         Stop after S seconds (2.5) or a Go duration (2500ms); 0 (default)
         runs until SIGINT, SIGTERM or the exit of PID.
@@ -62,6 +67,7 @@ EXAMPLES
     bayesperf attach -p 1234 -I 1000 --duration 10 --virtual-counters 2 \
         -e 'page-faults,minor-faults,major-faults,sched:sched_switch'
     bayesperf attach -p 1234 --json -I 100 --listen 127.0.0.1:9464 -o /dev/stdout
+    bayesperf attach -a -A --json -I 250 --virtual-counters 4 -e 'syscalls:sys_enter_*'
 
 EXIT STATUS
     0 after a clean stop (SIGINT included); 2 for a usage error; 1 when the

@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 
 	"github.com/bayesperf/bayesperf/inference"
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/statfmt"
+	"golang.org/x/sys/unix"
 )
 
 // targetCPUs are the CPUs -a or -C ask to count on, nil for a task target; -A needs one
@@ -49,12 +51,40 @@ func (s *statSession) openCPUs() error {
 		if err != nil {
 			return fmt.Errorf("count on CPU %d: %w", c, err)
 		}
-		if _, err := s.newTrack(c, []stepper{p}); err != nil {
+		tr, err := s.newTrack(c, []stepper{p})
+		if err != nil {
 			p.Close()
 			return err
 		}
+		tr.pin = s.pinTo(tr)
 	}
 	return nil
+}
+
+// pinned runs the steps of one CPU's track on a thread bound to that CPU. A read(2) or
+// ioctl of a CPU's perf event from another CPU is a cross-CPU function call (an IPI)
+// into it, and with 35 events on each CPU those calls were half of the CPU time of
+// stat -a (bench cpus); on its own CPU the kernel serves them locally, and the CPUs'
+// tracks step in parallel instead of one after the other.
+type pinned struct {
+	req  chan bool // a step to take (true: the flush); closed: stop
+	done chan error
+}
+
+// pinTo starts tr's pinned stepper; if the thread cannot be bound (an affinity mask
+// that excludes the CPU), the steps run there anyway, as read(2) from anywhere works.
+func (s *statSession) pinTo(tr *track) *pinned {
+	p := &pinned{req: make(chan bool), done: make(chan error)}
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		var set unix.CPUSet
+		set.Set(tr.cpu)
+		_ = unix.SchedSetaffinity(0, &set)
+		for flush := range p.req {
+			p.done <- s.stepTrack(tr, flush)
+		}
+	}()
+	return p
 }
 
 // target is what the header says was counted: the command, the process, every CPU

@@ -28,7 +28,8 @@ SYNOPSIS
                    [--virtual-counters N] [--fixed-counters EVENTS]
                    [--schedule kernel|bayesperf] [--relations FILE]
                    [--pmu-events DIR] [--mux-interval D] [-o FILE]
-                   [--listen ADDR] -- CMD [ARGS...]
+                   [--listen ADDR] [-a | -C LIST] [-A] -- CMD [ARGS...]
+    bayesperf stat -a | -C LIST [-A] [flags]
 
 DESCRIPTION
     Runs CMD, counts EVENTS for it and its children from its first instruction
@@ -57,6 +58,13 @@ DESCRIPTION
     --fixed-counters events), rotated as the kernel rotates flexible groups
     (--schedule kernel) or by BayesPerf's overlap-aware schedule (--schedule
     bayesperf): multiplexing on any machine, corrected by bayesperf.
+
+    With -a or -C the events count every task on every online CPU, or on the
+    CPUs of a list, while CMD runs (or, without CMD, until SIGINT), as perf
+    stat -a does: each CPU has its own events, its own virtual PMU and its
+    own model (its events share no slice with another CPU's), and its events
+    are read by a thread bound to it. The lines are the CPUs' sums, or one
+    per CPU with -A.
 
     Output goes to stderr, as perf stat's does (CMD keeps stdout), or to -o FILE.
 
@@ -108,6 +116,16 @@ OPTIONS
         Multiplexing interval (Go duration, e.g. 4ms). Default: the kernel's.
     -o FILE
         Write the output to FILE instead of stderr.
+    -a, --all-cpus
+        Count every task on every online CPU (needs root, or
+        perf_event_paranoid <= 0). The header says 'system wide'.
+    -C, --cpu LIST
+        As -a, on the CPUs of LIST (0-3,6), which must be online.
+    -A, --no-aggr
+        With -a or -C, one line per CPU and event instead of the CPUs' sums
+        (each side of the summed 95% interval is the root sum of squares of
+        the CPUs'), as perf stat -A prints them: a CPU column first ("CPU3"),
+        "CPU3," in CSV, "cpu" : "3" in JSON.
     --listen ADDR
         Serve the corrected counters at http://ADDR/metrics in the OpenMetrics
         text format, for Prometheus: per event the corrected running total
@@ -124,8 +142,10 @@ EXAMPLES
         -e 'page-faults,minor-faults,major-faults,raw_syscalls:sys_enter,syscalls:sys_enter_*' \
         -- bayesperf workload syscalls
 
+    bayesperf stat -a -A -I 1000 --json --virtual-counters 4 -e 'syscalls:sys_enter_*'
+
 EXIT STATUS
-    CMD's exit status; 2 for a usage error (unknown event, bad flag, no
+    CMD's exit status (0 without CMD); 2 for a usage error (unknown event, bad flag, no
     command, an unreadable or malformed --relations file); 127 when CMD
     cannot be started; 1 for another failure (no permission, an event this
     machine lacks). Each failure is one line on stderr.

@@ -72,7 +72,10 @@ type track struct {
 	lx     *baseline.Estimator
 	feed   pipeline.Feed // to bp and lx, durations in multiplexing intervals
 	slices []inference.Slice
-	ivFrom int // first slice of the current -I interval
+	ivFrom int  // first slice of the current -I interval
+	sawMux bool // the kernel multiplexed some event (running < enabled in a slice)
+	// pin, for a CPU's track, runs its steps on that CPU (see pinned).
+	pin *pinned
 }
 
 // listenPeriod is how often --listen publishes without -I: Prometheus' scrape interval
@@ -256,33 +259,51 @@ func (s *statSession) newTrack(cpu int, src []stepper) (*track, error) {
 }
 
 // step ends the current slice of every track (flush: the last one, after the target
-// ended) and feeds it to the track's estimators.
+// ended) and feeds it to the track's estimators. The tracks of CPUs step at once, each
+// on its own CPU.
 func (s *statSession) step(flush bool) error {
-	for _, tr := range s.tracks {
-		for i, p := range tr.src {
-			var err error
-			if flush {
-				tr.steps[i], err = p.Flush()
-			} else {
-				tr.steps[i], err = p.Step()
-			}
-			if err != nil {
-				if tr.cpu != perf.AnyCPU {
-					return fmt.Errorf("CPU %d: %w", tr.cpu, err)
-				}
-				return err
-			}
+	errs := make([]error, len(s.tracks))
+	for k, tr := range s.tracks {
+		if tr.pin != nil {
+			tr.pin.req <- flush
+		} else {
+			errs[k] = s.stepTrack(tr, flush)
 		}
-		if err := s.observe(tr, tr.steps); err != nil {
+	}
+	for k, tr := range s.tracks {
+		if tr.pin != nil {
+			errs[k] = <-tr.pin.done
+		}
+		s.sawMux = s.sawMux || tr.sawMux
+	}
+	return errors.Join(errs...)
+}
+
+// stepTrack is step for one track.
+func (s *statSession) stepTrack(tr *track, flush bool) error {
+	for i, p := range tr.src {
+		var err error
+		if flush {
+			tr.steps[i], err = p.Flush()
+		} else {
+			tr.steps[i], err = p.Step()
+		}
+		if err != nil {
+			if tr.cpu != perf.AnyCPU {
+				return fmt.Errorf("CPU %d: %w", tr.cpu, err)
+			}
 			return err
 		}
 	}
-	return nil
+	return s.observe(tr, tr.steps)
 }
 
 // close closes every track's sources.
 func (s *statSession) close() {
 	for _, tr := range s.tracks {
+		if tr.pin != nil {
+			close(tr.pin.req)
+		}
 		for _, p := range tr.src {
 			p.Close()
 		}
@@ -303,7 +324,7 @@ func (s *statSession) observe(tr *track, steps []vpmu.Step) error {
 	if !ok {
 		return nil
 	}
-	s.sawMux = s.sawMux || pipeline.Multiplexed(sl)
+	tr.sawMux = tr.sawMux || pipeline.Multiplexed(sl)
 	sl, err := tr.feed.Add(sl)
 	tr.slices = append(tr.slices, sl)
 	return err
