@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/statfmt"
-	"github.com/bayesperf/bayesperf/internal/vpmu"
 )
 
 func init() {
@@ -24,7 +24,8 @@ const attachHelp = `NAME
     bayesperf attach - count events of a running process, perf stat -p style
 
 SYNOPSIS
-    bayesperf attach -p PID [-e EVENTS] [-I MS] [--duration S] [-x SEP | --json]
+    bayesperf attach -p PID | -a | -C LIST [-A] [-e EVENTS] [-I MS] [--duration S]
+                     [-x SEP | --json]
                      [--summary] [--virtual-counters N] [--fixed-counters EVENTS]
                      [--schedule kernel|bayesperf] [--relations FILE]
                      [--pmu-events DIR] [--mux-interval D] [-o FILE]
@@ -46,8 +47,12 @@ DESCRIPTION
 
 OPTIONS
     -p PID
-        The process to attach to (required). Needs the right to trace it
-        (same user with perf_event_paranoid <= 2, or root).
+        The process to attach to. Needs the right to trace it (same user with
+        perf_event_paranoid <= 2, or root).
+    -a, -C LIST, -A
+        Instead of a process, every task on every online CPU (-a) or on the
+        CPUs of LIST (0-3,6), until SIGINT, SIGTERM or --duration; -A prints
+        one line per CPU. As for bayesperf stat.
     --duration S
         Stop after S seconds (2.5) or a Go duration (2500ms); 0 (default)
         runs until SIGINT, SIGTERM or the exit of PID.
@@ -62,6 +67,7 @@ EXAMPLES
     bayesperf attach -p 1234 -I 1000 --duration 10 --virtual-counters 2 \
         -e 'page-faults,minor-faults,major-faults,sched:sched_switch'
     bayesperf attach -p 1234 --json -I 100 --listen 127.0.0.1:9464 -o /dev/stdout
+    bayesperf attach -a -A --json -I 250 --virtual-counters 4 -e 'syscalls:sys_enter_*'
 
 EXIT STATUS
     0 after a clean stop (SIGINT included); 2 for a usage error; 1 when the
@@ -82,14 +88,18 @@ func runAttach(args []string) int {
 	if fs.NArg() > 0 {
 		return fail(usageErr("unexpected arguments %q: attach counts a running process (-p PID); to start a command use bayesperf stat", fs.Args()))
 	}
-	if *pid <= 0 {
-		return fail(usageErr("no process given; usage: bayesperf attach -p PID [-e EVENTS] [flags]"))
+	systemWide := f.allCPUs || f.cpuList != ""
+	switch {
+	case systemWide && *pid > 0:
+		return fail(usageErr("-p and -a/-C exclude each other: count a process, or every task of some CPUs"))
+	case *pid <= 0 && !systemWide:
+		return fail(usageErr("no process given; usage: bayesperf attach -p PID [-e EVENTS] [flags], or -a / -C LIST"))
 	}
 	dur, err := parseSeconds(*durStr)
 	if err != nil {
 		return fail(usageErr("--duration: %w", err))
 	}
-	if err := unix.Kill(*pid, 0); errors.Is(err, unix.ESRCH) {
+	if err := unix.Kill(*pid, 0); !systemWide && errors.Is(err, unix.ESRCH) {
 		return fail(usageErr("-p %d: no such process", *pid))
 	}
 	// Signals first: a SIGINT that arrives while the events are being opened must stop
@@ -102,16 +112,16 @@ func runAttach(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	pmus, err := s.openThreads(*pid)
-	defer func() {
-		for _, p := range pmus {
-			p.Close()
-		}
-	}()
+	defer s.close()
+	if systemWide {
+		err = s.openCPUs()
+		s.serve(-1)
+	} else if err = s.openThreads(*pid); err == nil {
+		s.serve(*pid)
+	}
 	if err != nil {
 		return fail(err)
 	}
-	s.serve(*pid)
 	s.start = time.Now()
 	s.pr.Start = s.start
 	var deadline <-chan time.Time
@@ -122,21 +132,6 @@ func runAttach(args []string) int {
 	}
 	wake := time.NewTimer(s.mux)
 	defer wake.Stop()
-	steps := make([]vpmu.Step, len(pmus))
-	step := func(flush bool) error {
-		for i, p := range pmus {
-			var err error
-			if flush {
-				steps[i], err = p.Flush()
-			} else {
-				steps[i], err = p.Step()
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return s.observe(steps)
-	}
 loop:
 	for {
 		select {
@@ -145,22 +140,22 @@ loop:
 		case <-deadline:
 			break loop
 		case now := <-wake.C:
-			if err := step(false); err != nil {
+			if err := s.step(false); err != nil {
 				return fail(err)
 			}
 			if err := s.tick(now); err != nil {
 				return fail(err)
 			}
-			if !alive(*pid) {
+			if !systemWide && !alive(*pid) {
 				break loop
 			}
 			wake.Reset(time.Until(s.nextWake(now)))
 		}
 	}
-	if err := step(true); err != nil {
+	if err := s.step(true); err != nil {
 		return fail(fmt.Errorf("final step: %w", err))
 	}
-	if err := s.finish(statfmt.ForPid(*pid), statfmt.Footer{Elapsed: time.Since(s.start)}); err != nil {
+	if err := s.finish(s.target(statfmt.ForPid(*pid)), statfmt.Footer{Elapsed: time.Since(s.start)}); err != nil {
 		return fail(err)
 	}
 	return 0
@@ -169,10 +164,10 @@ loop:
 // openThreads opens and starts the events (a virtual PMU or the kernel's) on every thread of pid (with inherit, so the
 // threads and processes they create later count too), as perf stat -p opens its events
 // per thread. Threads that exit meanwhile are skipped.
-func (s *statSession) openThreads(pid int) ([]stepper, error) {
+func (s *statSession) openThreads(pid int) error {
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
-		return nil, fmt.Errorf("list threads of %d: %w", pid, err)
+		return fmt.Errorf("list threads of %d: %w", pid, err)
 	}
 	var pmus []stepper
 	var first error
@@ -181,7 +176,7 @@ func (s *statSession) openThreads(pid int) ([]stepper, error) {
 		if err != nil {
 			continue
 		}
-		p, err := s.open(tid)
+		p, err := s.open(tid, perf.AnyCPU)
 		if err != nil {
 			if errors.Is(err, unix.ESRCH) {
 				continue // the thread ended since the listing
@@ -197,9 +192,15 @@ func (s *statSession) openThreads(pid int) ([]stepper, error) {
 		if first == nil {
 			first = fmt.Errorf("process %d has no thread left", pid)
 		}
-		return nil, fmt.Errorf("attach to %d: %w", pid, first)
+		return fmt.Errorf("attach to %d: %w", pid, first)
 	}
-	return pmus, nil
+	if _, err := s.newTrack(perf.AnyCPU, pmus); err != nil {
+		for _, p := range pmus {
+			p.Close()
+		}
+		return err
+	}
+	return nil
 }
 
 // alive says whether pid still exists and is not a zombie.

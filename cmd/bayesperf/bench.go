@@ -18,6 +18,7 @@ func init() {
 
 const benchHelp = `NAME
     bayesperf bench read - ns per counter read: kernel, shim mirror, floor, rdpmc
+    (bayesperf bench cpus --help: CPU time of system-wide counting per core)
 
 SYNOPSIS
     bayesperf bench read [--json] [--iterations N] [--batches K]
@@ -92,8 +93,10 @@ func benchMain(args []string) int {
 		fmt.Print(benchHelp)
 		return 0
 	case "read":
+	case "cpus":
+		return benchCPUs(args[1:])
 	default:
-		return exitWith("bench", usageErr("unknown benchmark %q; known: read (see 'bayesperf bench --help')", args[0]))
+		return exitWith("bench", usageErr("unknown benchmark %q; known: read, cpus (see 'bayesperf bench --help')", args[0]))
 	}
 	fs := flag.NewFlagSet("bench read", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "")

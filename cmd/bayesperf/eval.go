@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bayesperf/bayesperf/inference/learned"
+	"github.com/bayesperf/bayesperf/inference/metrics"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/replay"
 	"github.com/bayesperf/bayesperf/internal/eval"
@@ -82,6 +84,9 @@ func runEval(args []string) int {
 	plotFile := fs.String("plot", "", "draw truth and estimates of the worst events and the errors to FILE.png or FILE.svg")
 	modelFile := fs.String("model", "", "also score the learned estimators mlp and bigru of FILE (written by 'bayesperf train')")
 	reads := fs.String("reads", "", "score the reads of a drop-in run written by 'bayesperf run --truth FILE.csv'")
+	var cf statFlags
+	fs.BoolVar(&cf.allCPUs, "a", false, "live: count every task on every online CPU while CMD runs, one virtual PMU and one model per CPU, and score each CPU")
+	fs.StringVar(&cf.cpuList, "C", "", "live: as -a, on the CPUs of a list (0-3,6)")
 	if code, stop := parseCmdLine("eval", flagHelp(fs, evalUsage), fs, args); stop {
 		return code
 	}
@@ -203,7 +208,24 @@ func runEval(args []string) int {
 		if *asJSON {
 			cmd.Stdout = os.Stderr // keep stdout for exactly one JSON object
 		}
-		lr, err := eval.RunLive(eval.Live{Events: evs, Fixed: fixedIdx, Counters: *counters, Interval: muxIv, Rels: opt.Relations, Collector: coll}, cmd)
+		live := eval.Live{Events: evs, Fixed: fixedIdx, Counters: *counters, Interval: muxIv, Rels: opt.Relations, Collector: coll}
+		cpus, err := cf.targetCPUs()
+		if err != nil {
+			return fail(err)
+		}
+		if cpus != nil {
+			if *saveTrace != "" || *plotFile != "" {
+				return fail(usageErr("-a and -C score each CPU: --save-trace and --plot take one run"))
+			}
+			live.Collector = "read"
+			runs, err := eval.RunLiveCPUs(live, cpus, cmd)
+			if err != nil {
+				return fail(err)
+			}
+			opt.Online = *online
+			return writeCPUResults(runs, cpus, opt, strings.Join(fs.Args(), " "), *asJSON, fail)
+		}
+		lr, err := eval.RunLive(live, cmd)
 		if err != nil {
 			return fail(err)
 		}
@@ -280,4 +302,46 @@ func loadModel(file string) (*learned.Model, error) {
 		return nil, usageError{fmt.Errorf("%s: %w", file, err)}
 	}
 	return m, nil
+}
+
+// writeCPUResults scores each CPU's run and prints its table (or, with asJSON, one
+// object {"cpus": [...]} of the CPUs' results, each with its "cpu"), then, in the table,
+// bayesperf's error reduction on every CPU and their median.
+func writeCPUResults(runs []*eval.LiveRun, cpus []int, opt eval.Options, command string, asJSON bool, fail func(error) int) int {
+	type cpuResult struct {
+		CPU int `json:"cpu"`
+		*eval.Result
+	}
+	var all []cpuResult
+	var reds []float64
+	var line strings.Builder
+	for i, lr := range runs {
+		res, err := eval.Score(lr.Obs, opt)
+		if err != nil {
+			return fail(fmt.Errorf("CPU %d: %w", cpus[i], err))
+		}
+		res.Collector = lr.Collector
+		all = append(all, cpuResult{cpus[i], res})
+		if r, ok := res.ErrorReduction[eval.BayesPerf]; ok {
+			reds = append(reds, r)
+			fmt.Fprintf(&line, " CPU%d %.2fx", cpus[i], r)
+		}
+		if !asJSON {
+			res.WriteTable(os.Stdout, fmt.Sprintf("CPU %d, every task, while '%s' ran (%.2f s, multiplexing every %v)", cpus[i], command, float64(lr.WallNs)/1e9, lr.Interval))
+		}
+	}
+	if asJSON {
+		b, err := json.Marshal(struct {
+			CPUs []cpuResult `json:"cpus"`
+		}{all})
+		if err != nil {
+			return fail(fmt.Errorf("encode results: %w", err))
+		}
+		fmt.Printf("%s\n", b)
+		return 0
+	}
+	if len(reds) > 0 {
+		fmt.Printf("\nbayesperf's error reduction per CPU:%s; median %.2fx\n", line.String(), metrics.Median(reds))
+	}
+	return 0
 }

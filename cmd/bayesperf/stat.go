@@ -4,28 +4,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/bayesperf/bayesperf/inference"
-	"github.com/bayesperf/bayesperf/inference/baseline"
-	"github.com/bayesperf/bayesperf/inference/model"
-	"github.com/bayesperf/bayesperf/inference/relation"
-	"github.com/bayesperf/bayesperf/inference/schedule"
-	"github.com/bayesperf/bayesperf/internal/eval"
-	"github.com/bayesperf/bayesperf/internal/openmetrics"
 	"github.com/bayesperf/bayesperf/internal/perf"
-	"github.com/bayesperf/bayesperf/internal/pipeline"
 	"github.com/bayesperf/bayesperf/internal/statfmt"
-	"github.com/bayesperf/bayesperf/internal/vpmu"
 )
 
 func init() {
@@ -40,7 +28,8 @@ SYNOPSIS
                    [--virtual-counters N] [--fixed-counters EVENTS]
                    [--schedule kernel|bayesperf] [--relations FILE]
                    [--pmu-events DIR] [--mux-interval D] [-o FILE]
-                   [--listen ADDR] -- CMD [ARGS...]
+                   [--listen ADDR] [-a | -C LIST] [-A] -- CMD [ARGS...]
+    bayesperf stat -a | -C LIST [-A] [flags]
 
 DESCRIPTION
     Runs CMD, counts EVENTS for it and its children from its first instruction
@@ -69,6 +58,13 @@ DESCRIPTION
     --fixed-counters events), rotated as the kernel rotates flexible groups
     (--schedule kernel) or by BayesPerf's overlap-aware schedule (--schedule
     bayesperf): multiplexing on any machine, corrected by bayesperf.
+
+    With -a or -C the events count every task on every online CPU, or on the
+    CPUs of a list, while CMD runs (or, without CMD, until SIGINT), as perf
+    stat -a does: each CPU has its own events, its own virtual PMU and its
+    own model (its events share no slice with another CPU's), and its events
+    are read by a thread bound to it. The lines are the CPUs' sums, or one
+    per CPU with -A.
 
     Output goes to stderr, as perf stat's does (CMD keeps stdout), or to -o FILE.
 
@@ -120,6 +116,16 @@ OPTIONS
         Multiplexing interval (Go duration, e.g. 4ms). Default: the kernel's.
     -o FILE
         Write the output to FILE instead of stderr.
+    -a, --all-cpus
+        Count every task on every online CPU (needs root, or
+        perf_event_paranoid <= 0). The header says 'system wide'.
+    -C, --cpu LIST
+        As -a, on the CPUs of LIST (0-3,6), which must be online.
+    -A, --no-aggr
+        With -a or -C, one line per CPU and event instead of the CPUs' sums
+        (each side of the summed 95% interval is the root sum of squares of
+        the CPUs'), as perf stat -A prints them: a CPU column first ("CPU3"),
+        "CPU3," in CSV, "cpu" : "3" in JSON.
     --listen ADDR
         Serve the corrected counters at http://ADDR/metrics in the OpenMetrics
         text format, for Prometheus: per event the corrected running total
@@ -136,8 +142,10 @@ EXAMPLES
         -e 'page-faults,minor-faults,major-faults,raw_syscalls:sys_enter,syscalls:sys_enter_*' \
         -- bayesperf workload syscalls
 
+    bayesperf stat -a -A -I 1000 --json --virtual-counters 4 -e 'syscalls:sys_enter_*'
+
 EXIT STATUS
-    CMD's exit status; 2 for a usage error (unknown event, bad flag, no
+    CMD's exit status (0 without CMD); 2 for a usage error (unknown event, bad flag, no
     command, an unreadable or malformed --relations file); 127 when CMD
     cannot be started; 1 for another failure (no permission, an event this
     machine lacks). Each failure is one line on stderr.
@@ -157,6 +165,9 @@ type statFlags struct {
 	mux           time.Duration
 	output        string
 	listen        string
+	allCPUs       bool   // -a
+	cpuList       string // -C
+	perCPU        bool   // -A
 }
 
 func (f *statFlags) register(fs *flag.FlagSet) {
@@ -177,6 +188,12 @@ func (f *statFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.mux, "mux-interval", 0, "")
 	fs.StringVar(&f.output, "o", "", "")
 	fs.StringVar(&f.listen, "listen", "", "")
+	fs.BoolVar(&f.allCPUs, "a", false, "")
+	fs.BoolVar(&f.allCPUs, "all-cpus", false, "")
+	fs.StringVar(&f.cpuList, "C", "", "")
+	fs.StringVar(&f.cpuList, "cpu", "", "")
+	fs.BoolVar(&f.perCPU, "A", false, "")
+	fs.BoolVar(&f.perCPU, "no-aggr", false, "")
 }
 
 // splitShortValues lets perf's spellings through the flag package: a one-letter flag
@@ -216,326 +233,6 @@ func splitShortValues(fs *flag.FlagSet, args []string) []string {
 	return out
 }
 
-// statSession is one measurement: events, schedule, estimators, and the printer.
-type statSession struct {
-	evs      []perf.EventDesc
-	names    []string
-	sched    *schedule.Schedule
-	unit     float64 // multiplexing interval, ns: the unit of slice durations
-	mux      time.Duration
-	interval time.Duration // -I, 0 without
-	// period is how often values are published: -I, or listenPeriod when only
-	// --listen asks for them; 0 for neither.
-	period  time.Duration
-	virtual bool // --virtual-counters: the virtual PMU enforces a budget
-	// sawMux says the kernel multiplexed some event (running < enabled in a slice).
-	sawMux  bool
-	steps   int // wake-ups so far
-	summary bool
-
-	bp     *model.Model
-	lx     *baseline.Estimator
-	feed   pipeline.Feed // to bp and lx, durations in multiplexing intervals
-	slices []inference.Slice
-	ivFrom int           // first slice of the current -I interval
-	nextIv time.Duration // when the current interval ends, since start
-	start  time.Time
-	pr     *statfmt.Printer
-	out    io.Writer
-	closer io.Closer
-
-	ln         net.Listener          // --listen, bound by newStatSession
-	listenAddr string                // --listen as given
-	exp        *openmetrics.Exporter // serves ln once the target is known
-	warn       func(string)
-}
-
-// listenPeriod is how often --listen publishes without -I: Prometheus' scrape interval
-// is rarely shorter than a second.
-const listenPeriod = time.Second
-
-// newStatSession checks the flags and builds everything but the PMU. warn receives
-// notes for the user (one line each).
-func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
-	if f.intervalMs != 0 && f.intervalMs < 10 {
-		return nil, usageErr("-I %d: the interval must be at least 10 ms", f.intervalMs)
-	}
-	if f.vcounters < 0 {
-		return nil, usageErr("--virtual-counters %d: need at least 1 counter", f.vcounters)
-	}
-	if f.sched != "kernel" && f.sched != "bayesperf" {
-		return nil, usageErr("--schedule %s: want kernel or bayesperf", f.sched)
-	}
-	if f.mux != 0 && f.mux < time.Millisecond {
-		return nil, usageErr("--mux-interval %v: want at least 1ms (the kernel's minimum), or leave it out for the kernel's", f.mux)
-	}
-	if f.sep != "" && f.asJSON {
-		return nil, usageErr("-x and --json exclude each other")
-	}
-	if len(f.fixed) > 0 && f.vcounters == 0 {
-		return nil, usageErr("--fixed-counters needs --virtual-counters")
-	}
-	list := strings.Join(f.events, ",")
-	if list == "" {
-		list = "task-clock,context-switches,cpu-migrations,page-faults"
-	}
-	evs, err := perf.ParseEvents(list)
-	if err != nil {
-		return nil, eventListErr(err)
-	}
-	var fixedIdx []int
-	for _, name := range splitList(f.fixed) {
-		idx := slices.IndexFunc(evs, func(e perf.EventDesc) bool { return e.Name == name })
-		if idx >= 0 {
-			fixedIdx = append(fixedIdx, idx)
-			continue
-		}
-		more, err := perf.ParseEvents(name)
-		if err != nil {
-			return nil, eventListErr(fmt.Errorf("--fixed-counters: %w", err))
-		}
-		for _, m := range more {
-			m.Group = len(evs) + 1000 // its own group, never with the user's
-			evs = append(evs, m)
-			fixedIdx = append(fixedIdx, len(evs)-1)
-		}
-	}
-	seen := map[string]bool{}
-	for _, e := range evs {
-		if seen[e.Name] {
-			return nil, usageErr("event %s is listed twice: give each event once (a tracepoint glob may already include it)", e.Name)
-		}
-		seen[e.Name] = true
-	}
-	s := &statSession{evs: evs, interval: time.Duration(f.intervalMs) * time.Millisecond, summary: f.summary, virtual: f.vcounters > 0, warn: warn}
-	for _, e := range evs {
-		s.names = append(s.names, e.Name)
-	}
-	rels, err := loadRelations(f.relFile, f.pmuDir)
-	if err != nil {
-		return nil, err
-	}
-	var r perf.Resolver
-	rels = relation.BindUniverse(rels, s.names, append(perf.SymbolNames(), r.Tracepoints()...))
-
-	s.mux = f.mux
-	if s.mux <= 0 {
-		s.mux = vpmu.MuxInterval()
-	}
-	s.unit = float64(s.mux.Nanoseconds())
-	counters := f.vcounters
-	if counters == 0 {
-		counters = len(evs) // every event on a counter of its own: nothing rotates
-	}
-	sp := vpmu.Spec(evs, counters, fixedIdx)
-	if f.vcounters > 0 && f.sched == "bayesperf" {
-		if s.sched, err = eval.OwnSchedule(sp, s.names, rels); err != nil {
-			return nil, fmt.Errorf("build bayesperf schedule: %w", err)
-		}
-		if s.sched == nil {
-			warn("no bayesperf schedule for these events (no relation links them): using the kernel's round robin")
-		}
-	}
-	if s.sched == nil {
-		if s.sched, err = schedule.Kernel(sp); err != nil {
-			return nil, usageError{fmt.Errorf("build kernel schedule: %w", err)}
-		}
-	}
-	if s.bp, err = pipeline.NewModel(pipeline.ModelConfig{Names: s.names, Relations: rels}); err != nil {
-		return nil, err
-	}
-	s.lx = baseline.New(baseline.Linux, len(evs))
-	s.feed = pipeline.Feed{Estimators: []inference.Estimator{s.bp, s.lx}, Unit: s.unit}
-
-	s.out = os.Stderr
-	if f.output != "" {
-		of, err := os.Create(f.output)
-		if err != nil {
-			return nil, usageErr("-o %s: %v; give a file in a directory you can write", f.output, errors.Unwrap(err))
-		}
-		s.out, s.closer = of, of
-	}
-	s.pr = &statfmt.Printer{W: s.out, Interval: s.interval}
-	switch {
-	case f.asJSON:
-		s.pr.Mode = statfmt.JSON
-	case f.sep != "":
-		s.pr.Mode, s.pr.Sep = statfmt.CSV, f.sep
-	}
-	s.period = s.interval
-	if f.listen != "" {
-		if s.period == 0 {
-			s.period = listenPeriod
-		}
-		s.listenAddr = f.listen
-		if s.ln, err = net.Listen("tcp", f.listen); err != nil {
-			if s.closer != nil {
-				s.closer.Close()
-			}
-			return nil, usageErr("--listen %s: %v; give a free HOST:PORT (port 0 picks one)", f.listen, err)
-		}
-	}
-	s.nextIv = s.period
-	return s, nil
-}
-
-// serve starts the --listen endpoint for target pid, if asked for. A port the kernel
-// picked (ADDR:0) is said on stderr, the only way to learn it.
-func (s *statSession) serve(pid int) {
-	if s.ln == nil {
-		return
-	}
-	s.exp = openmetrics.New(pid, s.names)
-	s.exp.Serve(s.ln, func(err error) { s.warn(fmt.Sprintf("--listen: %v", err)) })
-	if _, port, _ := net.SplitHostPort(s.ln.Addr().String()); port != "" && strings.HasSuffix(s.listenAddr, ":0") {
-		s.warn("serving OpenMetrics on http://" + s.ln.Addr().String() + "/metrics")
-	}
-}
-
-// publish hands one interval's lines, ending at end, to the --listen endpoint.
-func (s *statSession) publish(end time.Time, cs []statfmt.Counter) {
-	if s.exp != nil {
-		s.exp.Publish(end, cs, openmetrics.Health{Slices: len(s.slices), NumericalFailures: s.feed.Skipped})
-	}
-}
-
-// vpmuConfig is the virtual PMU for the session: one view (the schedule), no truth.
-func (s *statSession) vpmuConfig(pid int) vpmu.Config {
-	return vpmu.Config{Events: s.evs, Views: []vpmu.View{{Name: "stat", Schedule: s.sched}},
-		Pid: pid, CPU: perf.AnyCPU, Inherit: true, Interval: s.mux}
-}
-
-// observe merges one step of each PMU (one per followed thread) into one slice, as perf
-// sums a process's threads (pipeline.Merge), and feeds it to the estimators. Idle steps
-// add nothing; when every step is idle, or nothing ran, there is no slice.
-func (s *statSession) observe(steps []vpmu.Step) error {
-	var parts []inference.Slice
-	for _, st := range steps {
-		if !st.Idle && len(st.Views) > 0 {
-			parts = append(parts, st.Views[0])
-		}
-	}
-	sl, ok := pipeline.Merge(0, len(s.evs), parts)
-	if !ok {
-		return nil
-	}
-	s.sawMux = s.sawMux || pipeline.Multiplexed(sl)
-	sl, err := s.feed.Add(sl)
-	s.slices = append(s.slices, sl)
-	return err
-}
-
-// counters are the lines for slices [from, to).
-func (s *statSession) counters(from, to int) []statfmt.Counter {
-	out := make([]statfmt.Counter, len(s.evs))
-	for i := range out {
-		out[i] = statfmt.Counter{Event: s.names[i], Status: inference.StatusNotCounted.String()}
-	}
-	if from >= to {
-		return out
-	}
-	bp, lx := s.bp.Estimate(from, to), s.lx.Estimate(from, to)
-	for i := range out {
-		c := &out[i]
-		for _, sl := range s.slices[from:to] {
-			c.Count += sl.Readings[i].Count
-			c.Enabled += sl.Readings[i].Enabled
-			c.Running += sl.Readings[i].Running
-		}
-		c.Counted = c.Enabled > 0
-		if i < len(bp) {
-			e := bp[i]
-			c.Value, c.Lo, c.Hi, c.Status = e.Value, e.Value, e.Value, e.Status.String()
-			if e.HasInterval {
-				c.Lo, c.Hi = e.Lo, e.Hi
-			}
-		}
-		if i < len(lx) {
-			c.Linux = lx[i].Value
-		}
-	}
-	return out
-}
-
-// quietPeriod is how often the kernel's counters are read while the kernel has not
-// multiplexed any of them: then every value is exact whatever the slicing, and reading
-// every few milliseconds would only cost CPU time and disturb the target (each read of an
-// inherited event interrupts the CPUs its threads run on).
-const quietPeriod = 100 * time.Millisecond
-
-// nextWake is when to take the next slice after the one taken at last: every
-// multiplexing interval under the virtual PMU (it rotates the events then) and while the
-// kernel multiplexes (an event the kernel rotates out shows it in the first slices),
-// else every quietPeriod after 3 slices at full rate; and at the end of the current -I
-// interval, so that interval lines cover exactly their span.
-func (s *statSession) nextWake(last time.Time) time.Time {
-	s.steps++
-	period := s.mux
-	if !s.virtual && !s.sawMux && s.steps >= 3 {
-		period = max(quietPeriod, s.mux)
-	}
-	next := last.Add(period)
-	if s.period > 0 {
-		if b := s.start.Add(s.nextIv); b.Before(next) {
-			next = b
-		}
-	}
-	return next
-}
-
-// tick prints (-I) and publishes (--listen) the interval that has ended by now, if one
-// has: its lines are written and flushed before the loop reads the next slice.
-func (s *statSession) tick(now time.Time) error {
-	if s.period <= 0 {
-		return nil
-	}
-	el := now.Sub(s.start)
-	if el < s.nextIv {
-		return nil
-	}
-	cs := s.counters(s.ivFrom, len(s.slices))
-	var err error
-	if s.interval > 0 {
-		err = s.pr.IntervalBlock(el, cs)
-	}
-	s.publish(now, cs)
-	s.ivFrom = len(s.slices)
-	for s.nextIv <= el {
-		s.nextIv += s.period
-	}
-	return err
-}
-
-// finish prints the last partial interval and the totals (always without -I, with -I
-// only with --summary).
-func (s *statSession) finish(target string, foot statfmt.Footer) error {
-	var errs []error
-	if s.period > 0 && len(s.slices) > s.ivFrom {
-		cs := s.counters(s.ivFrom, len(s.slices))
-		if s.interval > 0 {
-			errs = append(errs, s.pr.IntervalBlock(foot.Elapsed, cs))
-		}
-		s.publish(s.start.Add(foot.Elapsed), cs)
-	}
-	if s.exp != nil {
-		errs = append(errs, s.exp.Close())
-	} else if s.ln != nil {
-		errs = append(errs, s.ln.Close())
-	}
-	if s.interval == 0 || s.summary {
-		s.bp.Finish() // totals are smoothed: later slices inform earlier ones
-		cs := s.counters(0, len(s.slices))
-		errs = append(errs, s.pr.Header(target), s.pr.Totals(cs, foot.Elapsed, s.interval > 0), s.pr.Footer(foot))
-	}
-	if s.closer != nil {
-		errs = append(errs, s.closer.Close())
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("write output: %w", err)
-	}
-	return nil
-}
-
 func runStat(args []string) int {
 	fs := flag.NewFlagSet("stat", flag.ContinueOnError)
 	var f statFlags
@@ -545,40 +242,62 @@ func runStat(args []string) int {
 	}
 	fail := func(err error) int { return exitWith("stat", err) }
 	argv := fs.Args()
-	if len(argv) == 0 {
+	systemWide := f.allCPUs || f.cpuList != ""
+	if len(argv) == 0 && !systemWide {
 		return fail(usageErr("no command given; usage: bayesperf stat -e EVENTS [flags] -- CMD [ARGS...]"))
 	}
 	s, err := newStatSession(&f, func(msg string) { fmt.Fprintln(os.Stderr, "bayesperf stat:", msg) })
 	if err != nil {
 		return fail(err)
 	}
-	cmd, err := lookCommand(argv)
-	if err != nil {
-		return fail(err)
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	var p stepper
-	err = perf.StartAttached(cmd, func(pid int) error {
-		var err error
-		p, err = s.open(pid)
-		return err
-	})
-	if err != nil {
-		return fail(err)
-	}
-	defer p.Close()
-	s.serve(cmd.Process.Pid)
-	s.start = time.Now()
-	s.pr.Start = s.start
-
+	defer s.close()
 	// SIGINT ends the command, not us: like perf stat we then print what was counted.
-	// A terminal already delivered it to the command's process group.
+	// A terminal already delivered it to the command's process group. Without a
+	// command (-a alone) it ends the count.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
-	fromTTY := foregroundTTY()
+
+	var cmd *exec.Cmd
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	switch {
+	case len(argv) == 0:
+		if err := s.openCPUs(); err != nil {
+			return fail(err)
+		}
+		s.serve(-1)
+	default:
+		if cmd, err = lookCommand(argv); err != nil {
+			return fail(err)
+		}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		err = perf.StartAttached(cmd, func(pid int) error {
+			if systemWide {
+				return s.openCPUs() // counting starts before the command does
+			}
+			p, err := s.open(pid, perf.AnyCPU)
+			if err != nil {
+				return err
+			}
+			_, err = s.newTrack(perf.AnyCPU, []stepper{p})
+			if err != nil {
+				p.Close()
+			}
+			return err
+		})
+		if err != nil {
+			return fail(err)
+		}
+		if systemWide {
+			s.serve(-1)
+		} else {
+			s.serve(cmd.Process.Pid)
+		}
+		go func() { done <- cmd.Wait() }()
+	}
+	s.start = time.Now()
+	s.pr.Start = s.start
+	fromTTY := foregroundTTY()
 	wake := time.NewTimer(s.mux)
 	defer wake.Stop()
 	var werr error
@@ -586,39 +305,41 @@ loop:
 	for {
 		select {
 		case werr = <-done:
-			st, err := p.Flush()
-			if err != nil {
-				return fail(fmt.Errorf("final step: %w", err))
-			}
-			if err := s.observe([]vpmu.Step{st}); err != nil {
-				return fail(err)
-			}
 			break loop
 		case sig := <-sigs:
+			if cmd == nil {
+				break loop
+			}
 			if !fromTTY || (sig != syscall.SIGINT && sig != syscall.SIGQUIT) {
 				_ = cmd.Process.Signal(sig)
 			}
 		case now := <-wake.C:
-			st, err := p.Step()
-			if err == nil {
-				err = s.observe([]vpmu.Step{st})
-			}
+			err := s.step(false)
 			if err == nil {
 				err = s.tick(now)
 			}
 			if err != nil {
-				_ = cmd.Process.Kill()
-				<-done
+				if cmd != nil {
+					_ = cmd.Process.Kill()
+					<-done
+				}
 				return fail(err)
 			}
 			wake.Reset(time.Until(s.nextWake(now)))
 		}
 	}
-	foot := statfmt.Footer{Elapsed: time.Since(s.start), Rusage: true}
-	if ps := cmd.ProcessState; ps != nil {
-		foot.User, foot.Sys = ps.UserTime(), ps.SystemTime()
+	if err := s.step(true); err != nil {
+		return fail(fmt.Errorf("final step: %w", err))
 	}
-	if err := s.finish(statfmt.ForCommand(argv), foot); err != nil {
+	foot := statfmt.Footer{Elapsed: time.Since(s.start)}
+	if ps := cmdState(cmd); ps != nil && !systemWide {
+		foot.Rusage, foot.User, foot.Sys = true, ps.UserTime(), ps.SystemTime()
+	}
+	task := ""
+	if cmd != nil {
+		task = statfmt.ForCommand(argv)
+	}
+	if err := s.finish(s.target(task), foot); err != nil {
 		return fail(err)
 	}
 	var ee *exec.ExitError
@@ -635,6 +356,14 @@ loop:
 	}
 }
 
+// cmdState is cmd's state after it exited, nil without a command.
+func cmdState(cmd *exec.Cmd) *os.ProcessState {
+	if cmd == nil {
+		return nil
+	}
+	return cmd.ProcessState
+}
+
 // parseSeconds reads a duration given in seconds ("2.5") or as a Go duration ("2500ms").
 func parseSeconds(s string) (time.Duration, error) {
 	if v, err := strconv.ParseFloat(s, 64); err == nil {
@@ -648,29 +377,4 @@ func parseSeconds(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("bad duration %q: want seconds (2.5) or a Go duration (2500ms)", s)
 	}
 	return d, nil
-}
-
-// stepper is what the measurement loop needs from a source of per-slice observations:
-// the virtual PMU (vpmu.PMU) or the kernel's own scheduling of the events (vpmu.Kernel).
-type stepper interface {
-	Step() (vpmu.Step, error)
-	Flush() (vpmu.Step, error)
-	Close() error
-}
-
-// open opens the session's source of observations on task pid: the virtual PMU with
-// --virtual-counters, the kernel's own events otherwise. It is started.
-func (s *statSession) open(pid int) (stepper, error) {
-	if !s.virtual {
-		return vpmu.OpenKernel(s.evs, pid)
-	}
-	p, err := vpmu.Open(s.vpmuConfig(pid))
-	if err != nil {
-		return nil, err
-	}
-	if err := p.Start(); err != nil {
-		p.Close()
-		return nil, err
-	}
-	return p, nil
 }

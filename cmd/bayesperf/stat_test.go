@@ -40,6 +40,10 @@ func TestObserveMergesThreads(t *testing.T) {
 		return vpmu.Step{Views: []inference.Slice{{Duration: float64(en), Readings: []inference.Reading{
 			{Event: 0, Count: c0, Enabled: en, Running: r0}, {Event: 1, Count: c1, Enabled: en, Running: r1}}}}}
 	}
+	tr, err := s.newTrack(-1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	unit := s.unit
 	steps := [][]vpmu.Step{
 		{mk(10, 0, uint64(unit), uint64(unit), 0), mk(0, 4, uint64(unit)/2, 0, uint64(unit)/2)},
@@ -48,17 +52,17 @@ func TestObserveMergesThreads(t *testing.T) {
 		{mk(0, 6, uint64(unit), 0, uint64(unit)), {Idle: true}},
 	}
 	for _, st := range steps {
-		if err := s.observe(st); err != nil {
+		if err := s.observe(tr, st); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(s.slices) != 2 {
-		t.Fatalf("%d slices, want 2 (idle and empty steps add none)", len(s.slices))
+	if len(tr.slices) != 2 {
+		t.Fatalf("%d slices, want 2 (idle and empty steps add none)", len(tr.slices))
 	}
-	if d := s.slices[0].Duration; d != 1.5 {
+	if d := tr.slices[0].Duration; d != 1.5 {
 		t.Errorf("first slice lasts %v multiplexing intervals, want 1.5 (two threads)", d)
 	}
-	cs := s.counters(0, 2)
+	cs := s.counters(tr, 0, 2)
 	u := uint64(unit)
 	if cs[0].Enabled != u+u/2+u || cs[0].Running != u {
 		t.Errorf("page-faults enabled %d running %d, want %d and %d", cs[0].Enabled, cs[0].Running, u+u/2+u, u)
@@ -72,7 +76,7 @@ func TestObserveMergesThreads(t *testing.T) {
 		}
 	}
 	// No slices: every line is <not counted>.
-	for _, c := range s.counters(2, 2) {
+	for _, c := range s.counters(tr, 2, 2) {
 		if c.Counted || c.Status != "not-counted" {
 			t.Errorf("empty span: %+v", c)
 		}

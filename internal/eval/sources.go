@@ -116,10 +116,17 @@ func RunLive(l Live, cmd *exec.Cmd) (*LiveRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	lr := &LiveRun{Interval: res.Interval, WallNs: res.WallNs, ExitErr: res.ExitErr, Collector: "read"}
+	lr := liveRun(res, names, own != nil)
 	if cfg.Snapshots != nil {
 		lr.Collector = "bpf"
 	}
+	return lr, nil
+}
+
+// liveRun turns a run of the virtual PMU with the kernel's view first (and bayesperf's
+// second, when own) into observations.
+func liveRun(res *vpmu.Result, names []string, own bool) *LiveRun {
+	lr := &LiveRun{Interval: res.Interval, WallNs: res.WallNs, ExitErr: res.ExitErr, Collector: "read"}
 	lr.Obs.Events = names
 	// Slice durations (the target's running time) are expressed in multiplexing
 	// intervals (~1 for a slice the target ran throughout), the unit replayed traces
@@ -133,9 +140,9 @@ func RunLive(l Live, cmd *exec.Cmd) (*LiveRun, error) {
 			st.Views[v].Duration /= unit
 		}
 		lr.Obs.Kernel = append(lr.Obs.Kernel, st.Views[0])
-		if own != nil {
+		if own {
 			lr.Obs.Own = append(lr.Obs.Own, st.Views[1])
 		}
 	}
-	return lr, nil
+	return lr
 }

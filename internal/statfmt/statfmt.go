@@ -36,6 +36,8 @@ type Counter struct {
 	// Enabled and Running are the ns the event was enabled and counting in the span;
 	// Count is the raw count the kernel gave in it: the triple every value derives from.
 	Count, Enabled, Running uint64
+	// CPU is the CPU a per-CPU line (Printer.PerCPU, perf's -A) counted on.
+	CPU int
 }
 
 // Footer is what perf prints after the counters of a whole run.
@@ -60,6 +62,9 @@ type Printer struct {
 	// carry "end-unix-ns": Start plus the interval's timestamp, in ns since the Unix
 	// epoch, so that a consumer can tell how late a line reached it.
 	Start time.Time
+	// PerCPU prints every line with its Counter's CPU, as perf stat -A does: "CPU3"
+	// before the value (std and CSV), "cpu" : "3" in JSON.
+	PerCPU bool
 
 	printed int // interval blocks printed, for the std header every 25 blocks
 }
@@ -213,6 +218,13 @@ func ForCommand(args []string) string { return "'" + strings.Join(args, " ") + "
 // ForPid is the header target of an attached process: process id 'PID'.
 func ForPid(pid int) string { return fmt.Sprintf("process id '%d'", pid) }
 
+// ForSystemWide is the header target of a run over every CPU (perf's -a).
+func ForSystemWide() string { return "'system wide'" }
+
+// ForCPUs is the header target of a run over the CPUs of a list (perf's -C LIST), as
+// the user gave it.
+func ForCPUs(list string) string { return "'CPU(s) " + list + "'" }
+
 // Totals writes the counters of a whole run (elapsed is the wall time, the base of
 // "CPUs utilized"). In CSV and JSON modes with summary set (an interval run's final
 // totals, perf's --summary) CSV lines carry perf's "summary" prefix.
@@ -249,7 +261,11 @@ func (p *Printer) IntervalBlock(ts time.Duration, cs []Counter) error {
 	bw := bufio.NewWriter(p.W)
 	uw := unitWidth(cs)
 	if p.Mode == Std && p.printed%25 == 0 {
-		fmt.Fprintf(bw, "#           time             counts %*s events\n", uw, "unit")
+		if p.PerCPU {
+			fmt.Fprintf(bw, "#           time CPU                    counts %*s events\n", uw, "unit")
+		} else {
+			fmt.Fprintf(bw, "#           time             counts %*s events\n", uw, "unit")
+		}
 	}
 	p.printed++
 	sec, nsec := int64(ts/time.Second), int64(ts%time.Second)
@@ -286,6 +302,9 @@ func (p *Printer) line(w *bufio.Writer, prefix, jsonPrefix, jsonSuffix string, c
 	switch p.Mode {
 	case Std:
 		w.WriteString(prefix)
+		if p.PerCPU {
+			fmt.Fprintf(w, "CPU%-7d ", c.CPU) // perf's aggr_printout for -A
+		}
 		if c.Counted {
 			w.WriteString(num(valueFormat(scale, "18")+" ", c.Value*scale))
 		} else {
@@ -316,6 +335,9 @@ func (p *Printer) line(w *bufio.Writer, prefix, jsonPrefix, jsonSuffix string, c
 	case CSV:
 		sep := p.sep()
 		w.WriteString(prefix)
+		if p.PerCPU {
+			fmt.Fprintf(w, "CPU%d%s", c.CPU, sep)
+		}
 		vf := valueFormat(scale, "")
 		if c.Counted {
 			w.WriteString(num(vf, c.Value*scale))
@@ -338,6 +360,9 @@ func (p *Printer) line(w *bufio.Writer, prefix, jsonPrefix, jsonSuffix string, c
 		}
 	case JSON:
 		w.WriteString("{" + jsonPrefix)
+		if p.PerCPU {
+			fmt.Fprintf(w, "\"cpu\" : \"%d\", ", c.CPU)
+		}
 		if c.Counted {
 			fmt.Fprintf(w, "\"counter-value\" : \"%s\", ", num("%f", c.Value*scale))
 		} else {

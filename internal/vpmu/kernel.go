@@ -9,8 +9,8 @@ import (
 	"github.com/bayesperf/bayesperf/perfabi"
 )
 
-// Kernel counts events of one task (inherited by the threads and processes it creates)
-// as the kernel schedules them, with no budget of its own: its steps carry the raw
+// Kernel counts events of one task (inherited by the threads and processes it creates),
+// or of every task on one CPU, as the kernel schedules them, with no budget of its own: its steps carry the raw
 // deltas of (count, time_enabled, time_running) the kernel gave (pipeline.Deltas), so
 // on a CPU whose PMU the kernel multiplexes they show its real multiplexing, and on a
 // machine without one every event runs all the time and its values are exact. {a,b}
@@ -22,8 +22,9 @@ type Kernel struct {
 	idx       int
 }
 
-// OpenKernel opens events on task pid, counting at once.
-func OpenKernel(events []perf.EventDesc, pid int) (*Kernel, error) {
+// OpenKernel opens events on task pid (cpu perf.AnyCPU), or on every task of cpu (pid
+// -1), counting at once.
+func OpenKernel(events []perf.EventDesc, pid, cpu int) (*Kernel, error) {
 	var (
 		evs    []*perf.Event
 		leader *perf.Event
@@ -35,13 +36,16 @@ func OpenKernel(events []perf.EventDesc, pid int) (*Kernel, error) {
 	}
 	for i, d := range events {
 		a := d.Attr
-		a.Flags = a.Flags&^(perfabi.FlagDisabled|perfabi.FlagEnableOnExec) | perfabi.FlagInherit
+		a.Flags = a.Flags &^ (perfabi.FlagDisabled | perfabi.FlagEnableOnExec | perfabi.FlagInherit)
+		if pid != -1 {
+			a.Flags |= perfabi.FlagInherit // a CPU's events see every task anyway
+		}
 		a.ReadFormat = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning
 		var lead *perf.Event
 		if d.Grouped && i > 0 && events[i-1].Grouped && events[i-1].Group == d.Group {
 			lead = leader
 		}
-		e, err := perf.Open(a, pid, perf.AnyCPU, lead)
+		e, err := perf.Open(a, pid, cpu, lead)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("open %s: %w", d.Name, err)

@@ -23,7 +23,7 @@ func TestKernelCountsExactly(t *testing.T) {
 	cmd.Env = append(os.Environ(), "BAYESPERF_VPMU_WORKLOAD=fixed-work:0")
 	var k *Kernel
 	if err := perf.StartAttached(cmd, func(pid int) error {
-		k, err = OpenKernel(evs, pid)
+		k, err = OpenKernel(evs, pid, perf.AnyCPU)
 		return err
 	}); err != nil {
 		t.Fatal(err)
