@@ -248,7 +248,15 @@ func (s *statSession) vpmuConfig(pid, cpu int) vpmu.Config {
 // newTrack builds the estimators of a track counting on cpu (perf.AnyCPU: the task)
 // from sources src, and adds it to the session.
 func (s *statSession) newTrack(cpu int, src []stepper) (*track, error) {
-	bp, err := pipeline.NewModel(pipeline.ModelConfig{Names: s.names, Relations: s.rels})
+	mc := pipeline.ModelConfig{Names: s.names, Relations: s.rels}
+	if cpu == perf.AnyCPU {
+		// A task's task-clock counts the time the task ran, which every reading's
+		// enabled time is: known in every slice, as it is in the drop-in path.
+		for _, e := range s.evs {
+			mc.Attrs = append(mc.Attrs, e.Attr)
+		}
+	}
+	bp, err := pipeline.NewModel(mc)
 	if err != nil {
 		return nil, err
 	}
