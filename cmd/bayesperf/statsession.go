@@ -249,9 +249,11 @@ func (s *statSession) vpmuConfig(pid, cpu int) vpmu.Config {
 // from sources src, and adds it to the session.
 func (s *statSession) newTrack(cpu int, src []stepper) (*track, error) {
 	mc := pipeline.ModelConfig{Names: s.names, Relations: s.rels}
-	if cpu == perf.AnyCPU {
+	if cpu == perf.AnyCPU && s.virtual {
 		// A task's task-clock counts the time the task ran, which every reading's
-		// enabled time is: known in every slice, as it is in the drop-in path.
+		// enabled time is: known in every slice, as in the drop-in path, though the
+		// virtual PMU multiplexes it. (The kernel never multiplexes it: there its
+		// own count is exact, and the model takes it as it is.)
 		for _, e := range s.evs {
 			mc.Attrs = append(mc.Attrs, e.Attr)
 		}
