@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"os"
-	"path/filepath"
 
 	"github.com/bayesperf/bayesperf/inference/pmuevents"
 	"github.com/bayesperf/bayesperf/inference/relation"
@@ -53,23 +52,13 @@ func loadRelations(relFile, pmuDir string) ([]relation.Relation, error) {
 }
 
 // loadPMUEvents loads a Linux pmu-events table: the host's, found through mapfile.csv
-// and cpuid, when dir is the arch directory (the one holding x86/, arm64/, ...), or the
-// table of the CPU directory dir itself (e.g. .../arch/x86/skylake), for a CPU that
-// mapfile.csv does not map this host to.
+// and the CPU's id, when dir is the arch directory (the one holding x86/, arm64/, ...),
+// or the table of the CPU directory dir itself (.../arch/x86/skylake,
+// .../arch/arm64/arm/neoverse-n1), for a CPU that mapfile.csv does not map this host to.
 func loadPMUEvents(dir string) (*pmuevents.Table, error) {
-	clean := filepath.Clean(dir)
-	if _, err := os.Stat(filepath.Join(filepath.Dir(clean), "mapfile.csv")); err == nil {
-		root := filepath.Dir(filepath.Dir(clean))
-		rel := filepath.Join(filepath.Base(filepath.Dir(clean)), filepath.Base(clean))
-		t, err := pmuevents.Load(root, rel)
-		if err != nil {
-			return nil, usageErr("--pmu-events %s: %v; give a CPU directory of Linux's tools/perf/pmu-events/arch (e.g. arch/x86/skylake) or the arch directory itself", dir, err)
-		}
-		return t, nil
-	}
-	t, err := pmuevents.Host(dir)
+	t, err := pmuevents.Open(dir)
 	if err != nil {
-		return nil, usageErr("--pmu-events %s: %v; give Linux's tools/perf/pmu-events/arch directory (the one holding x86/, arm64/, ...) or one CPU directory in it", dir, err)
+		return nil, usageErr("--pmu-events %s: %v; give Linux's tools/perf/pmu-events/arch directory (the one holding x86/, arm64/, ...) or one CPU directory in it (arch/x86/skylake, arch/arm64/arm/neoverse-n1)", dir, err)
 	}
 	return t, nil
 }
