@@ -44,6 +44,7 @@ func (n *Namer) loadGeneric() {
 		}
 		n.genNames = append(n.genNames, name)
 	}
+	n.loadCore()
 }
 
 func (n *Namer) loadTracepoints() {
