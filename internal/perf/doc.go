@@ -16,6 +16,10 @@
 // :G :H :I :p :P :D :e, and {a,b} groups. ParseList only checks syntax (pure, fuzzed);
 // Resolver turns Specs into attrs; an unknown name's error names close matches.
 //
+// Namer names opened attrs back (perf's generic and tracepoint names; with
+// SetCoreEventNames, the vendor's names of the CPU's core PMU events, inst_retired on
+// Arm), the names relations are written in.
+//
 // ReadCollector implements Collector with read(2), one read per group where the events
 // were opened as a group with FormatGroup. StartAttached starts a command stopped after
 // its execve so events can be opened on it before it runs.
