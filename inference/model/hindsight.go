@@ -71,7 +71,7 @@ func (md *Model) refilter() {
 		return
 	}
 	nm := &Model{opt: md.opt, names: md.names, n: md.n, k: md.k, free: md.free, rows: md.rows,
-		byDependence: md.byDependence, inSum: md.inSum, idEvents: md.idEvents, identities: md.identities, soft: md.soft, ineq: md.ineq, nl: md.nl, clocks: md.clocks, Dropped: md.Dropped}
+		byDependence: md.byDependence, inSum: md.inSum, idEvents: md.idEvents, identities: md.identities, soft: md.soft, ineq: md.ineq, nl: md.nl, same: md.same, clocks: md.clocks, Dropped: md.Dropped}
 	nm.alloc()
 	// The second pass fills the history and the smoother's buffers again, in the same
 	// order: reuse the first pass's, whose memory is already touched (fresh memory's

@@ -105,7 +105,7 @@ func (md *Model) predicted(i int, p []float64) {
 	}
 }
 
-func (h *history) pushFiltered(m, p []float64, s inference.Slice, n int, rows [][]entry) {
+func (h *history) pushFiltered(m, p []float64, s inference.Slice, n int, same [][2]int, rows [][]entry) {
 	h.mf = append(grow(h.mf, len(m)), m...)
 	h.pf = append(grow(h.pf, len(p)), p...)
 	base := len(h.exact)
@@ -119,13 +119,21 @@ func (h *history) pushFiltered(m, p []float64, s inference.Slice, n int, rows []
 			ex[r.Event] = float64(r.Count)
 		}
 	}
+	// An event listed twice: a reading of either copy is the other's count too.
+	for _, d := range same {
+		if math.IsNaN(ex[d[0]]) {
+			ex[d[0]] = ex[d[1]]
+		} else if math.IsNaN(ex[d[1]]) {
+			ex[d[1]] = ex[d[0]]
+		}
+	}
 	h.z = derive(ex, rows, h.z)
 	h.t++
 }
 
 // derive fills in ex (a slice's whole counts, NaN where an event was not counted) the
-// counts that exact identities determine from the others: an event listed twice or
-// repeated (x#2 = x) from its copy, a sum from its terms, a term from its sum and the
+// counts that exact identities determine from the others: a repeat (x#2 = x) from its
+// copy, a sum from its terms, a term from its sum and the
 // other terms. These are as exact as the counts they come from (the identities are
 // the state space), so they are reported as counted (withCounts, countedIn). The
 // filter skips readings of a slice far shorter than usual (see Observe): without this,

@@ -157,6 +157,8 @@ type Model struct {
 	ineq       []ineq
 	nl         []nonlin
 
+	same [][2]int // events listed twice: (copy, first)
+
 	clocks []int               // Options.Clocks, by index
 	cbuf   []inference.Reading // scratch: a slice's readings with the clocks filled in
 
@@ -217,8 +219,10 @@ type meas struct {
 func New(events []string, rels []relation.Relation, opt Options) (*Model, error) {
 	idx := make(map[string]int, len(events))
 	var cons []Constraint
+	var same [][2]int
 	for i, e := range events {
 		if first, dup := idx[e]; dup {
+			same = append(same, [2]int{i, first})
 			// The same event opened twice (perf allows it): both count the same thing
 			// in every slice. Relations name the first.
 			cons = append(cons, Constraint{
@@ -276,6 +280,7 @@ func New(events []string, rels []relation.Relation, opt Options) (*Model, error)
 		m.clocks = append(m.clocks, i)
 	}
 	m.nl = nls
+	m.same = same
 	m.Dropped = append(dropped, m.Dropped...)
 	return m, nil
 }
