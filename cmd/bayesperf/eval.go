@@ -194,6 +194,7 @@ func runEval(args []string) int {
 		for i, e := range evs {
 			names[i] = e.Name
 		}
+		names = perf.Distinct(names) // as eval.RunLive names them
 		opt.Relations = relation.BindUniverse(rels, names, universe)
 		muxIv := *mux
 		if muxIv <= 0 {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/internal/kstage"
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
@@ -81,7 +80,7 @@ func withKernelMux(st sidecar.Stage, correct, inferFrom string, logf func(string
 	// just as it starts (perf stat's context switches tripled on the test VM), and the
 	// names are only needed once the kernel is seen multiplexing, which a machine
 	// without a PMU never shows.
-	ks := &kstage.Stage{Relations: relation.Builtins(), Logf: logf}
+	ks := &kstage.Stage{Relations: stageRelations(logf), Logf: logf}
 	if st == nil {
 		ks.SelfFromKernel = true // alone, the stage is KernelExact
 		return ks

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/bayesperf/bayesperf/inference/pmuevents"
 	"github.com/bayesperf/bayesperf/inference/relation"
+	"github.com/bayesperf/bayesperf/internal/perf"
 )
 
 // relationHint says where to see what relations look like.
@@ -53,23 +55,63 @@ func loadRelations(relFile, pmuDir string) ([]relation.Relation, error) {
 }
 
 // loadPMUEvents loads a Linux pmu-events table: the host's, found through mapfile.csv
-// and cpuid, when dir is the arch directory (the one holding x86/, arm64/, ...), or the
-// table of the CPU directory dir itself (e.g. .../arch/x86/skylake), for a CPU that
-// mapfile.csv does not map this host to.
+// and the CPU's id, when dir is the arch directory (the one holding x86/, arm64/, ...),
+// or the table of the CPU directory dir itself (.../arch/x86/skylake,
+// .../arch/arm64/arm/neoverse-n1), for a CPU that mapfile.csv does not map this host to.
 func loadPMUEvents(dir string) (*pmuevents.Table, error) {
-	clean := filepath.Clean(dir)
-	if _, err := os.Stat(filepath.Join(filepath.Dir(clean), "mapfile.csv")); err == nil {
-		root := filepath.Dir(filepath.Dir(clean))
-		rel := filepath.Join(filepath.Base(filepath.Dir(clean)), filepath.Base(clean))
-		t, err := pmuevents.Load(root, rel)
+	t, err := pmuevents.Open(dir)
+	if err != nil {
+		return nil, usageErr("--pmu-events %s: %v; give Linux's tools/perf/pmu-events/arch directory (the one holding x86/, arm64/, ...) or one CPU directory in it (arch/x86/skylake, arch/arm64/arm/neoverse-n1)", dir, err)
+	}
+	return t, nil
+}
+
+// stageRelations are the relations the sidecar's stages bind: the built-in ones and,
+// when this machine's CPU matches a table of Linux's pmu-events (hostPMUEvents), that
+// table's. Found once per process.
+func stageRelations(logf func(string, ...any)) []relation.Relation {
+	if logf == nil { // not verbose
+		logf = func(string, ...any) {}
+	}
+	stageRelOnce.Do(func() { stageRels = append(relation.Builtins(), hostPMUEvents(logf)...) })
+	return stageRels
+}
+
+var (
+	stageRelOnce sync.Once
+	stageRels    []relation.Relation
+)
+
+// pmuEventsEnv names the pmu-events tree (Linux's tools/perf/pmu-events/arch) the
+// sidecar looks in for the host's CPU when no flag gives one.
+const pmuEventsEnv = "BAYESPERF_PMU_EVENTS"
+
+// hostPMUEvents finds Linux's pmu-events tree without being told which CPU this is:
+// $BAYESPERF_PMU_EVENTS, else pmu-events/arch beside the directory of the executable
+// (where `make pmu-events` puts it: bin/../pmu-events/arch). When mapfile.csv maps this
+// CPU to a table there, the core PMU's events get the table's names (perf.Namer: raw
+// and armv8_pmuv3 events are named inst_retired, not 8:0x8) and the table's relations
+// are returned. No tree, or no table for this CPU: none, and the log says why.
+func hostPMUEvents(logf func(string, ...any)) []relation.Relation {
+	dir := os.Getenv(pmuEventsEnv)
+	if dir == "" {
+		exe, err := os.Executable()
 		if err != nil {
-			return nil, usageErr("--pmu-events %s: %v; give a CPU directory of Linux's tools/perf/pmu-events/arch (e.g. arch/x86/skylake) or the arch directory itself", dir, err)
+			return nil
 		}
-		return t, nil
+		dir = filepath.Join(filepath.Dir(filepath.Dir(exe)), "pmu-events", "arch")
+		if _, err := os.Stat(dir); err != nil {
+			return nil // no tree: nothing to say
+		}
 	}
 	t, err := pmuevents.Host(dir)
 	if err != nil {
-		return nil, usageErr("--pmu-events %s: %v; give Linux's tools/perf/pmu-events/arch directory (the one holding x86/, arm64/, ...) or one CPU directory in it", dir, err)
+		logf("pmu-events: %v; no vendor relations", err)
+		return nil
 	}
-	return t, nil
+	rels, _ := t.Relations(pmuevents.HostEnv("/"))
+	names := t.CoreNames()
+	perf.SetCoreEventNames(perf.CorePMUTypes(), names)
+	logf("pmu-events: this CPU's table is %s (%s): %d relations, %d event numbers named", t.Dir, t.Root, len(rels), len(names))
+	return rels
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
 	"github.com/bayesperf/bayesperf/internal/vpmu/vstage"
@@ -28,7 +27,7 @@ func correctionStage(counters int, fixed []perf.Attr, correct, sched string, tru
 		return nil, usageErr("--schedule %s: want kernel or bayesperf", sched)
 	}
 	return &vstage.Stage{Counters: counters, Fixed: fixed, Logf: logf, Infer: correct == "bayesperf",
-		Schedule: sched, Relations: relation.Builtins(), Truth: truth, Baseline: report, Intervals: report}, nil
+		Schedule: sched, Relations: stageRelations(logf), Truth: truth, Baseline: report, Intervals: report}, nil
 }
 
 // writeStageFiles writes the stats file (with "truth", per event, when the stage kept

@@ -203,6 +203,13 @@ ENVIRONMENT
     BAYESPERF_SHIM        default for --shim.
     BAYESPERF_TIMEOUT_MS  how long the shim waits for a sidecar reply before
                           falling back to the kernel (default 2000).
+    BAYESPERF_PMU_EVENTS  Linux's tools/perf/pmu-events/arch directory (default:
+                          pmu-events/arch beside the bin/ holding bayesperf,
+                          where make pmu-events puts it). When its mapfile.csv
+                          maps this CPU to a table, the sidecar names the core
+                          PMU's events as the table does (inst_retired) and
+                          binds the table's relations (instructions =
+                          inst_retired on Arm cores); -v says which table.
 
 EXAMPLES
     bayesperf run -- perf stat -e task-clock,page-faults -- ./app

@@ -47,7 +47,9 @@
 // Measurements: an event counted for its whole slice gives its rate with a Poisson
 // noise unless it is counted in nearly every slice (then exactly, as relations tie other
 // events to it); the slices where an event was counted whole are still reported with
-// their exact counts. The Poisson variance is that of the count the event's level
+// their exact counts, and so are the events exact identities determine from them in
+// that slice (a repeat, a sum of counted terms, a term of a counted sum), even where the
+// slice was too short for its readings to inform the walk. The Poisson variance is that of the count the event's level
 // expects in the slice (at least one count), not of the count read, which would trust
 // low readings more than high ones and bias bursty events low; a slice shorter than
 // usual adds, per missing share of a usual slice, one step of the walk. One counted for

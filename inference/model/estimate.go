@@ -422,23 +422,27 @@ func (md *Model) scatter(e, un, n int, val float64) float64 {
 }
 
 // withCounts replaces, in event e's sum over [from, to), the smoothed rate of the
-// slices where e was counted whole by their counts.
+// slices where e was counted whole (or exact identities determine it from counts, see
+// derive) by their counts.
 func (md *Model) withCounts(e, from, to int, val float64) float64 {
 	h := &md.hist
 	c := &md.cache
 	k := md.k
 	row := md.rows[e]
-	if len(row) != 1 || !c.valid {
+	if len(row) == 0 || !c.valid {
 		return val
 	}
-	i := row[0].i
 	for t := max(from, h.lo, c.lo); t < min(to, c.upTo); t++ {
 		x := h.exact[(t-h.lo)*md.n+e]
 		if math.IsNaN(x) {
 			continue
 		}
 		ms := c.ms[(t-c.base)*k : (t-c.base+1)*k]
-		val += x - h.d[t-h.lo]*row[0].c*ms[i]
+		sm := 0.0
+		for _, a := range row {
+			sm += a.c * ms[a.i]
+		}
+		val += x - h.d[t-h.lo]*sm
 	}
 	return val
 }

@@ -141,12 +141,12 @@ func (md *Model) Observe(s inference.Slice) error {
 			}
 		}
 		md.fail++
-		md.hist.pushFiltered(md.m, md.P, s, md.n, md.same)
+		md.hist.pushFiltered(md.m, md.P, s, md.n, md.same, md.rows)
 		md.cache.valid = false
 		return fmt.Errorf("observe slice %d: %w", s.Index, ErrNumerical)
 	}
 	md.lrn.learn(md, s, d)
-	md.hist.pushFiltered(md.m, md.P, s, md.n, md.same)
+	md.hist.pushFiltered(md.m, md.P, s, md.n, md.same, md.rows)
 	md.cache.valid = false
 	if h := &md.hist; h.t-h.lo > h.limit {
 		md.freeze(h.limit / 2)

@@ -16,6 +16,9 @@
 //   - misses <= accesses where the names make it certain (BR_MISP_RETIRED.X <=
 //     BR_INST_RETIRED.X, Arm's X_REFILL <= X), fixed-counter twins (INST_RETIRED.ANY =
 //     INST_RETIRED.ANY_P);
+//   - on Arm cores, perf's generic events against the architectural events the kernel
+//     opens for them (instructions = inst_retired, exact; CoreNames names a core
+//     event by its number, so that the events a tool opens by number can be named);
 //   - metric trees: a top-down metric against the sum of its child metrics (Intel's
 //     tma_X_group, TopdownL1 sums to 100%), with every metric reference inlined down to
 //     raw events. Relations that hold for any event values (the vendor defined one side
@@ -25,7 +28,7 @@
 // user's spelling onto them. Counter constraints come from each event's Counter field
 // ("0,1,2,3", "Fixed counter 1") and counter.json (fixed and generic counters per unit).
 // Host finds the host's directory through /proc/cpuinfo (or the MIDR on arm64) and
-// mapfile.csv; HostEnv reads the #literals formulas use (#SMT_on, #slots, ...) from
+// mapfile.csv; Open takes an arch root (then the host's table) or a CPU directory; HostEnv reads the #literals formulas use (#SMT_on, #slots, ...) from
 // sysfs.
 //
 // Loading reads files and returns errors naming the file; nothing panics on malformed

@@ -176,3 +176,23 @@ func Host(root string) (*Table, error) {
 	}
 	return Load(root, dir)
 }
+
+// Open loads the table dir names: the host's (Host) when dir is an arch root (the
+// directory holding x86/, arm64/, ...), or else the CPU directory dir itself
+// (.../arch/x86/skylake, .../arch/arm64/arm/neoverse-n1: the arch root is the parent of
+// the directory holding mapfile.csv), for a CPU that mapfile.csv does not map the host
+// to.
+func Open(dir string) (*Table, error) {
+	clean := filepath.Clean(dir)
+	for up, p := 0, filepath.Dir(clean); up < 3 && p != filepath.Dir(p); up, p = up+1, filepath.Dir(p) {
+		if _, err := os.Stat(filepath.Join(p, "mapfile.csv")); err == nil {
+			root := filepath.Dir(p)
+			rel, err := filepath.Rel(root, clean)
+			if err != nil {
+				return nil, fmt.Errorf("load pmu-events %s: %w", dir, err)
+			}
+			return Load(root, rel)
+		}
+	}
+	return Host(clean)
+}

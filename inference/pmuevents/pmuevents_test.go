@@ -543,6 +543,9 @@ func TestEveryMappedTable(t *testing.T) {
 				continue
 			}
 			for _, e := range r.Events() {
+				if kind == "generic" && e == r.LHS.String() {
+					continue // perf's generic event, named by perf, not by the table
+				}
 				if _, ok := tb.Event(e); !ok {
 					t.Errorf("%s: %s names %s, not an event of the table", d, r.Text, e)
 				}

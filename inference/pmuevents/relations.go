@@ -34,6 +34,7 @@ func (t *Table) Relations(env Env) (rels []relation.Relation, skipped []string) 
 	rels = append(rels, t.aliasRelations()...)
 	rels = append(rels, t.subEventRelations()...)
 	rels = append(rels, t.nameRelations()...)
+	rels = append(rels, t.genericRelations()...)
 	tree, sk := t.metricTreeRelations(env)
 	rels = append(rels, tree...)
 	return rels, sk

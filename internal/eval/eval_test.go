@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -435,5 +436,39 @@ func TestOnlineAgreesWithReplayHarness(t *testing.T) {
 		if a, b := mine.Estimators[n], theirs.Estimators[n]; a.WAPE != b.WAPE || a.MedianWAPE != b.MedianWAPE {
 			t.Errorf("%s online: eval %+v, replay harness %+v", n, a, b)
 		}
+	}
+}
+
+// TestLiveRepeatsNamed: a live run of a repeated event (-e x,y,x) names the repeat x#2,
+// as the sidecar does, so that the relations bind x#2 = x (the model then knows the
+// copies count the same) and the run's trace has distinct columns and replays.
+func TestLiveRepeatsNamed(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: attaches events to a child task")
+	}
+	evs, err := perf.ParseEvents("page-faults,minor-faults,page-faults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "BAYESPERF_EVAL_WORKLOAD=memory:200")
+	lr, err := RunLive(Live{Events: evs, Counters: 1}, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"page-faults", "minor-faults", "page-faults#2"}
+	if !slices.Equal(lr.Obs.Events, want) {
+		t.Fatalf("events %q, want %q", lr.Obs.Events, want)
+	}
+	rels := relation.BindUniverse(nil, lr.Obs.Events, perf.SymbolNames())
+	if !slices.ContainsFunc(rels, func(r relation.Relation) bool { return r.Text == "page-faults#2 = page-faults" }) {
+		t.Errorf("relations %v lack page-faults#2 = page-faults", rels)
+	}
+	var b bytes.Buffer
+	if err := lr.Trace().WriteCSV(&b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replay.ReadCSV(&b, replay.ReadOptions{}); err != nil {
+		t.Errorf("the run's trace does not replay: %v", err)
 	}
 }

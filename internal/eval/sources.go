@@ -91,6 +91,9 @@ func RunLive(l Live, cmd *exec.Cmd) (*LiveRun, error) {
 	for i, e := range l.Events {
 		names[i] = e.Name
 	}
+	// A repeated event (-e x,x) is x and x#2, as the sidecar names it, so that the
+	// relations bind x#2 = x and the trace's columns are distinct.
+	names = perf.Distinct(names)
 	sp := vpmu.Spec(l.Events, l.Counters, l.Fixed)
 	ks, err := schedule.Kernel(sp)
 	if err != nil {

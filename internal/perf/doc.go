@@ -16,10 +16,15 @@
 // :G :H :I :p :P :D :e, and {a,b} groups. ParseList only checks syntax (pure, fuzzed);
 // Resolver turns Specs into attrs; an unknown name's error names close matches.
 //
+// Namer names opened attrs back (perf's generic and tracepoint names; with
+// SetCoreEventNames, the vendor's names of the CPU's core PMU events, inst_retired on
+// Arm), the names relations are written in.
+//
 // Collector is the one contract of the project's collectors: snapshots per slice, a
 // Peek between them, events switched on and off. ReadCollector implements it with
 // read(2), one read per group where the events were opened as a group with FormatGroup;
-// package bpf's collector implements it with in-kernel snapshots. StartAttached starts a command stopped after
+// package bpf's collector implements it with in-kernel snapshots. StartAttached starts
+// a command stopped after
 // its execve so events can be opened on it before it runs.
 //
 // Errors are wrapped with the action that failed; syscalls and parsers never panic on

@@ -44,6 +44,7 @@ func (n *Namer) loadGeneric() {
 		}
 		n.genNames = append(n.genNames, name)
 	}
+	n.loadCore()
 }
 
 func (n *Namer) loadTracepoints() {
@@ -101,7 +102,6 @@ func (n *Namer) Names(attrs []Attr) []string {
 		}
 	}
 	out := make([]string, len(attrs))
-	seen := map[string]int{}
 	for i, a := range attrs {
 		name, ok := "", false
 		if a.Type == TypeTracepoint {
@@ -112,7 +112,18 @@ func (n *Namer) Names(attrs []Attr) []string {
 		if !ok {
 			name = fmt.Sprintf("%d:%#x", a.Type, a.Config)
 		}
-		name += PrivilegeSuffix(a)
+		out[i] = name + PrivilegeSuffix(a)
+	}
+	return Distinct(out)
+}
+
+// Distinct returns names with each repeat suffixed #k (x, x#2, x#3), as Names does: the
+// model needs distinct names, and relation.BindUniverse binds x#2 = x. Without it a
+// repeated event's copies are separate unknowns that no relation ties together.
+func Distinct(names []string) []string {
+	out := make([]string, len(names))
+	seen := map[string]int{}
+	for i, name := range names {
 		seen[name]++
 		if k := seen[name]; k > 1 {
 			name = fmt.Sprintf("%s#%d", name, k)

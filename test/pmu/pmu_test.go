@@ -202,16 +202,68 @@ func TestPMUKstage(t *testing.T) {
 	t.Logf("%s", table)
 	ev := decodeEval(t, js)
 	f := figures(t, ev, "bayesperf-rr")
+	worst, worstEvent := worstDistinct(t, js, "bayesperf-rr")
+	f["worst_ratio_distinct"], f["worst_event_distinct"] = worst, worstEvent
 	record("kstage", f)
 	if ev.Intervals < 10 {
 		t.Errorf("%d intervals scored, want at least 10 (1.5 s at -I 100)", ev.Intervals)
 	}
 	// Issue 14: the correction of the kernel's rotation must never be worse than the
-	// kernel's scaling. Measured over five workloads and two event sets it was not
-	// (0.21-3.0x): it stays off by default.
+	// kernel's scaling. Per event it cannot be promised against the kernel's luckiest
+	// copy: the two copies of an event count the same, so bayesperf serves both the
+	// same value, while the kernel scales each over its own slices and one of them can
+	// fall near the truth by chance (instructions:k's copies 24.7% and 4.1% off, bayesperf
+	// 4.2% for both: 1.01x the lucky one). What must hold is per distinct event, its
+	// copies' WAPE pooled (worst_ratio_distinct), as well as the means.
 	lin, ks := ev.Estimators["linux"], ev.Estimators["bayesperf-rr"]
 	accept(t, ev.ErrorReduction["bayesperf-rr"] >= 1 && ks.WAPE <= lin.WAPE,
 		"kstage: error reduction %.2fx, mean WAPE %.4f against linux's %.4f; want >= 1x and <=", ev.ErrorReduction["bayesperf-rr"], ks.WAPE, lin.WAPE)
+	accept(t, worst <= 1, "kstage: %s's copies %.2fx linux's WAPE, want <= 1x", worstEvent, worst)
+}
+
+// worstDistinct returns, over the distinct events of eval --json's per_event (copies of
+// an event share its name), the largest ratio of name's WAPE to linux's, each averaged
+// over the event's copies, among events whose linux WAPE is at least 0.01 (as
+// worst_ratio does per event), and that event.
+func worstDistinct(t *testing.T, js, name string) (float64, string) {
+	t.Helper()
+	var pe struct {
+		PerEvent []map[string]json.RawMessage `json:"per_event"`
+	}
+	if err := json.Unmarshal([]byte(js), &pe); err != nil {
+		t.Fatal(err)
+	}
+	type sums struct {
+		lin, x float64
+		n      int
+	}
+	by := map[string]*sums{}
+	var order []string
+	for _, e := range pe.PerEvent {
+		var ev string
+		var lin, x struct {
+			WAPE float64 `json:"wape"`
+		}
+		if json.Unmarshal(e["event"], &ev) != nil || json.Unmarshal(e["linux"], &lin) != nil || json.Unmarshal(e[name], &x) != nil {
+			t.Fatalf("eval --json per_event without event, linux or %s", name)
+		}
+		ev, _, _ = strings.Cut(ev, "#")
+		if by[ev] == nil {
+			by[ev] = &sums{}
+			order = append(order, ev)
+		}
+		by[ev].lin += lin.WAPE
+		by[ev].x += x.WAPE
+		by[ev].n++
+	}
+	worst, at := 0.0, ""
+	for _, ev := range order {
+		s := by[ev]
+		if s.lin/float64(s.n) >= 0.01 && s.x/s.lin > worst {
+			worst, at = s.x/s.lin, ev
+		}
+	}
+	return worst, at
 }
 
 // strict turns the issue's acceptance figures into failures ($BAYESPERF_PMU_STRICT=1);
@@ -234,7 +286,11 @@ func accept(t *testing.T, ok bool, format string, a ...any) bool {
 // TestPMUOwnScheduleEval scores bayesperf on its own schedule against the kernel's round
 // robin, both enforced on the PMU's counters by switching real copies (bayesperf eval's
 // two views), with the truth of pinned copies: 12 events (instructions whole, :u and
-// :k, four times) on 2 counters per view, on two workloads.
+// :k, four times) on 2 counters per view, on two workloads. Both schedules count two
+// events that determine instructions:u and :k in every slice (the overlap schedule
+// does so because eval names the copies x#2..x#4, so that the relation graph knows
+// them), and exact identities carry those counts to the other ten: bayesperf's
+// estimates are exact, in the sleep phases' slices of 40µs of running time too.
 func TestPMUOwnScheduleEval(t *testing.T) {
 	needPMU(t)
 	i3 := "instructions:u,instructions:k,instructions"
@@ -259,9 +315,7 @@ func TestPMUOwnScheduleEval(t *testing.T) {
 			accept(t, *own.WorstRatio <= 1.5, "%s: worst ratio %.2fx (%s), want <= 1.5x", w.name, *own.WorstRatio, *own.WorstEvent)
 		}
 	}
-	// One workload's run can favour the kernel's scaling (mixed: linux's mean WAPE was
-	// 1.4-7.0% over nine runs, bayesperf's 0.4-1.7%; once linux's was the lower); over
-	// the two, bayesperf must be ahead.
+	// Over the two workloads bayesperf must be ahead, whatever one run does.
 	if ownSum >= linSum || ownTot >= linTot {
 		t.Errorf("bayesperf's own schedule over two workloads: mean WAPE %.4f, total error %.4f; linux %.4f, %.4f", ownSum/2, ownTot/2, linSum/2, linTot/2)
 	}

@@ -19,7 +19,7 @@ export LD_LIBRARY_PATH=/usr/lib/aarch64-linux-gnu:/lib/aarch64-linux-gnu
 export HOME=/tmp TMPDIR=/tmp
 ENV
 log=$work/.pmu/console
-timeout "${PMU_TIMEOUT:-1200}" qemu-system-aarch64 -M virt -cpu max -icount shift=0 -smp 1 \
+timeout "${PMU_TIMEOUT:-1200}" qemu-system-aarch64 -M virt -cpu "${PMU_CPU:-max}" -icount shift=0 -smp 1 \
 	-m "${PMU_MEM:-2048}" -nographic -nic none -no-reboot \
 	-kernel "$guest/root/boot/vmlinuz-$kver" -initrd "$guest/initrd.gz" \
 	-append "console=ttyAMA0 quiet loglevel=1 panic=-1" \
