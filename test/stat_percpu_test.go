@@ -7,11 +7,15 @@ package test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // perCPULine is one line of `bayesperf stat -A -x,`: the CPU, then what parseBayesCSV
@@ -194,4 +198,61 @@ func onlineCPUs() ([]int, error) {
 		}
 	}
 	return cpus, nil
+}
+
+// TestStatPerCPUListen: stat -a -A --listen serves one series per event and CPU,
+// labelled cpu, while the run goes on.
+func TestStatPerCPUListen(t *testing.T) {
+	needRoot(t, "system-wide events count every task of a CPU")
+	online, err := onlineCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := exec.Command(statBin(t), "stat", "-a", "-A", "-I", "200", "-x,", "--virtual-counters", "1",
+		"-e", "page-faults,context-switches", "--listen", "127.0.0.1:0", "--", "sleep", "3")
+	errp, err := st.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Process.Kill()
+	note, err := firstLine(errp, "serving OpenMetrics on http://", 10*time.Second)
+	if err != nil {
+		t.Fatalf("no 'serving' note from stat -a -A --listen 127.0.0.1:0: %v", err)
+	}
+	url := note[strings.Index(note, "http://"):]
+	var want []string
+	for _, c := range online {
+		for _, ev := range []string{"page-faults", "context-switches"} {
+			want = append(want, fmt.Sprintf(`bayesperf_event_count_total{cpu="%d",event="%s"} `, c, ev))
+		}
+	}
+	// Scrape until an interval has been published (the first -I 200 ends 200 ms in).
+	var body []byte
+	missing := want
+	for deadline := time.Now().Add(10 * time.Second); len(missing) > 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		missing = nil
+		for _, w := range want {
+			if !strings.Contains(string(body), w) {
+				missing = append(missing, w)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("no series %q in\n%s", missing, body)
+	}
+	if strings.Contains(string(body), `event="page-faults",pid=`) {
+		t.Errorf("per-CPU run exported a pid-labelled event series:\n%s", body)
+	}
 }

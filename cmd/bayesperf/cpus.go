@@ -110,10 +110,10 @@ func (s *statSession) pending() bool {
 }
 
 // lines are the lines of the current interval of every track (final: of the whole run,
-// smoothed, after Finish), and the same summed over the tracks: one line per CPU and
-// event with -A (perf's order: every CPU of the first event, then of the next), the
-// sums otherwise. The current interval starts anew.
-func (s *statSession) lines(final bool) (lines, total []statfmt.Counter) {
+// smoothed, after Finish): one line per CPU and event with -A (perf's order: every CPU
+// of the first event, then of the next), else summed over the tracks. The current
+// interval starts anew.
+func (s *statSession) lines(final bool) []statfmt.Counter {
 	per := make([][]statfmt.Counter, len(s.tracks))
 	for k, tr := range s.tracks {
 		from := tr.ivFrom
@@ -124,16 +124,16 @@ func (s *statSession) lines(final bool) (lines, total []statfmt.Counter) {
 		per[k] = s.counters(tr, from, len(tr.slices))
 		tr.ivFrom = len(tr.slices)
 	}
-	total = sumCounters(per)
 	if !s.perCPU {
-		return total, total
+		return sumCounters(per)
 	}
+	var lines []statfmt.Counter
 	for i := range s.evs {
 		for k := range per {
 			lines = append(lines, per[k][i])
 		}
 	}
-	return lines, total
+	return lines
 }
 
 // sumCounters adds up, event by event, the lines of tracks that share no counts (CPUs):

@@ -133,7 +133,8 @@ OPTIONS
         kernel-scaled value and status, the raw count and times, and the
         measurement's health (docs/consumers.md lists them). Values are
         published at the end of every -I interval, or every second without
-        -I. ADDR is HOST:PORT; with port 0 the kernel picks one and it is
+        -I. With -a the series are the CPUs' sums (pid="-1"); with -A one per
+        event and CPU, labelled cpu. ADDR is HOST:PORT; with port 0 the kernel picks one and it is
         printed on stderr. The endpoint stops when the measurement ends.
 
 EXAMPLES

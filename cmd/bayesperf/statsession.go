@@ -218,7 +218,11 @@ func (s *statSession) serve(pid int) {
 	if s.ln == nil {
 		return
 	}
-	s.exp = openmetrics.New(pid, s.names)
+	if s.perCPU {
+		s.exp = openmetrics.NewCPUs(s.cpus, s.names) // one series per event and CPU, as -A prints
+	} else {
+		s.exp = openmetrics.New(pid, s.names)
+	}
 	s.exp.Serve(s.ln, func(err error) { s.warn(fmt.Sprintf("--listen: %v", err)) })
 	if _, port, _ := net.SplitHostPort(s.ln.Addr().String()); port != "" && strings.HasSuffix(s.listenAddr, ":0") {
 		s.warn("serving OpenMetrics on http://" + s.ln.Addr().String() + "/metrics")
@@ -408,12 +412,12 @@ func (s *statSession) tick(now time.Time) error {
 	if el < s.nextIv {
 		return nil
 	}
-	lines, total := s.lines(false)
+	lines := s.lines(false)
 	var err error
 	if s.interval > 0 {
 		err = s.pr.IntervalBlock(el, lines)
 	}
-	s.publish(now, total)
+	s.publish(now, lines)
 	for s.nextIv <= el {
 		s.nextIv += s.period
 	}
@@ -425,11 +429,11 @@ func (s *statSession) tick(now time.Time) error {
 func (s *statSession) finish(target string, foot statfmt.Footer) error {
 	var errs []error
 	if s.period > 0 && s.pending() {
-		lines, total := s.lines(false)
+		lines := s.lines(false)
 		if s.interval > 0 {
 			errs = append(errs, s.pr.IntervalBlock(foot.Elapsed, lines))
 		}
-		s.publish(s.start.Add(foot.Elapsed), total)
+		s.publish(s.start.Add(foot.Elapsed), lines)
 	}
 	if s.exp != nil {
 		errs = append(errs, s.exp.Close())
@@ -437,7 +441,7 @@ func (s *statSession) finish(target string, foot statfmt.Footer) error {
 		errs = append(errs, s.ln.Close())
 	}
 	if s.interval == 0 || s.summary {
-		lines, _ := s.lines(true)
+		lines := s.lines(true)
 		errs = append(errs, s.pr.Header(target), s.pr.Totals(lines, foot.Elapsed, s.interval > 0), s.pr.Footer(foot))
 	}
 	if s.closer != nil {

@@ -41,9 +41,11 @@ type series struct {
 type Exporter struct {
 	pid   string
 	descs map[string]*prometheus.Desc
+	// events and targets name each series: the event, and the value of its target
+	// label (the pid, or with NewCPUs the CPU).
+	events, targets []string
 
 	mu        sync.Mutex
-	events    []string
 	ev        []series
 	intervals int
 	lastEnd   time.Time
@@ -55,8 +57,34 @@ type Exporter struct {
 // New returns an exporter for the events of process pid, in the given order (the -e
 // list); nothing is published yet, so a scrape shows the health metrics only.
 func New(pid int, events []string) *Exporter {
-	x := &Exporter{pid: strconv.Itoa(pid), events: append([]string(nil), events...), ev: make([]series, len(events))}
-	ev := []string{"event", "pid"}
+	x := &Exporter{pid: strconv.Itoa(pid), events: append([]string(nil), events...)}
+	for range events {
+		x.targets = append(x.targets, x.pid)
+	}
+	x.describe("pid")
+	return x
+}
+
+// NewCPUs returns an exporter for the events of a system-wide run, one series per event
+// and CPU, labelled cpu instead of pid (perf stat -a -A): Publish takes the lines in
+// the order event by event, every CPU of cpus for each. The health metrics are the
+// run's, labelled pid="-1" (perf's pid of a system-wide event).
+func NewCPUs(cpus []int, events []string) *Exporter {
+	x := &Exporter{pid: "-1"}
+	for _, e := range events {
+		for _, c := range cpus {
+			x.events = append(x.events, e)
+			x.targets = append(x.targets, strconv.Itoa(c))
+		}
+	}
+	x.describe("cpu")
+	return x
+}
+
+// describe makes the descriptions, the event families labelled event and target.
+func (x *Exporter) describe(target string) {
+	x.ev = make([]series, len(x.events))
+	ev := []string{"event", target}
 	d := func(name, help string, labels []string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
@@ -66,7 +94,7 @@ func New(pid int, events []string) *Exporter {
 		"lo":       d("bayesperf_event_interval_lower", "Lower bound of the 95% interval of the last interval's value.", ev),
 		"hi":       d("bayesperf_event_interval_upper", "Upper bound of the 95% interval of the last interval's value.", ev),
 		"kernel":   d("bayesperf_event_kernel_scaled", "Kernel-style scaled value of the last interval: count * enabled / running.", ev),
-		"status":   d("bayesperf_event_status", "How the last interval's value was obtained: 1 for the current status, 0 for the others.", []string{"event", "pid", "status"}),
+		"status":   d("bayesperf_event_status", "How the last interval's value was obtained: 1 for the current status, 0 for the others.", []string{"event", target, "status"}),
 		"count":    d("bayesperf_event_raw_count_total", "Raw count the kernel reported while the event was counting, summed since the start.", ev),
 		"enabled":  d("bayesperf_event_enabled_seconds_total", "Time the event was enabled (time_enabled), summed since the start.", ev),
 		"running":  d("bayesperf_event_running_seconds_total", "Time the event was counting (time_running), summed since the start.", ev),
@@ -75,11 +103,10 @@ func New(pid int, events []string) *Exporter {
 		"ivs":      d("bayesperf_intervals_total", "Intervals published.", []string{"pid"}),
 		"last_end": d("bayesperf_last_interval_end_timestamp_seconds", "Wall-clock end of the last published interval, in seconds since the Unix epoch.", []string{"pid"}),
 	}
-	return x
 }
 
-// Publish records one interval ending at end: cs holds the events in New's order (extra
-// or missing entries are ignored).
+// Publish records one interval ending at end: cs holds the series in New's (or
+// NewCPUs') order (extra or missing entries are ignored).
 func (x *Exporter) Publish(end time.Time, cs []statfmt.Counter, h Health) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -125,22 +152,22 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 		if !s.seen {
 			continue
 		}
-		e := x.events[i]
-		m("total", prometheus.CounterValue, s.total, e, x.pid)
-		m("value", prometheus.GaugeValue, s.value, e, x.pid)
-		m("lo", prometheus.GaugeValue, s.lo, e, x.pid)
-		m("hi", prometheus.GaugeValue, s.hi, e, x.pid)
-		m("kernel", prometheus.GaugeValue, s.kernel, e, x.pid)
+		e, tg := x.events[i], x.targets[i]
+		m("total", prometheus.CounterValue, s.total, e, tg)
+		m("value", prometheus.GaugeValue, s.value, e, tg)
+		m("lo", prometheus.GaugeValue, s.lo, e, tg)
+		m("hi", prometheus.GaugeValue, s.hi, e, tg)
+		m("kernel", prometheus.GaugeValue, s.kernel, e, tg)
 		for _, st := range Statuses {
 			v := 0.0
 			if st == s.status {
 				v = 1
 			}
-			m("status", prometheus.GaugeValue, v, e, x.pid, st)
+			m("status", prometheus.GaugeValue, v, e, tg, st)
 		}
-		m("count", prometheus.CounterValue, float64(s.count), e, x.pid)
-		m("enabled", prometheus.CounterValue, float64(s.enabled)/1e9, e, x.pid)
-		m("running", prometheus.CounterValue, float64(s.running)/1e9, e, x.pid)
+		m("count", prometheus.CounterValue, float64(s.count), e, tg)
+		m("enabled", prometheus.CounterValue, float64(s.enabled)/1e9, e, tg)
+		m("running", prometheus.CounterValue, float64(s.running)/1e9, e, tg)
 	}
 	m("slices", prometheus.CounterValue, float64(x.health.Slices), x.pid)
 	m("numfail", prometheus.CounterValue, float64(x.health.NumericalFailures), x.pid)

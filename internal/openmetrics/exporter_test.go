@@ -86,3 +86,30 @@ func TestNothingPublished(t *testing.T) {
 		t.Errorf("no intervals_total:\n%s", body)
 	}
 }
+
+// NewCPUs: one series per event and CPU, labelled cpu, fed in -A's order (event by
+// event, every CPU); the health metrics are the run's, pid="-1".
+func TestPerCPUSeries(t *testing.T) {
+	x := NewCPUs([]int{0, 3}, []string{"page-faults", "context-switches"})
+	c := func(ev string, v float64) statfmt.Counter {
+		return statfmt.Counter{Event: ev, Counted: true, Value: v, Lo: v, Hi: v, Linux: v, Status: "exact"}
+	}
+	x.Publish(time.Unix(1700000000, 0), []statfmt.Counter{c("page-faults", 5), c("page-faults", 7), c("context-switches", 11), c("context-switches", 13)}, Health{Slices: 4})
+	x.Publish(time.Unix(1700000001, 0), []statfmt.Counter{c("page-faults", 1), c("page-faults", 2), c("context-switches", 3), c("context-switches", 4)}, Health{Slices: 8})
+	_, body := scrape(t, x)
+	for _, want := range []string{
+		`bayesperf_event_count_total{cpu="0",event="page-faults"} 6.0`,
+		`bayesperf_event_count_total{cpu="3",event="page-faults"} 9.0`,
+		`bayesperf_event_count_total{cpu="0",event="context-switches"} 14.0`,
+		`bayesperf_event_count_total{cpu="3",event="context-switches"} 17.0`,
+		`bayesperf_event_status{cpu="3",event="context-switches",status="exact"} 1.0`,
+		`bayesperf_slices_total{pid="-1"} 8.0`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("no line %q in\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, `event="page-faults",pid=`) {
+		t.Errorf("per-CPU series labelled pid:\n%s", body)
+	}
+}
