@@ -117,6 +117,7 @@ struct bp_status {
  * single-writer adds to its thread's shard). */
 #define BP_CLIENT_MAGIC 0x544e4c43u /* "CLNT" */
 #define BP_CLIENT_SHARDS 256u
+#define BP_CLIENT_IOCTLS 480u
 struct bp_client_page {
 	uint32_t magic;
 	uint32_t version;
@@ -134,6 +135,15 @@ struct bp_client_page {
 	 * counts with a plain (unlocked) add, so the fast read path has no atomic
 	 * read-modify-write. The total is mirror_reads plus every shard. */
 	uint64_t mirror_read_shards[BP_CLIENT_SHARDS];
+	/* ioctls[h]: the perf ioctls the tool made that change what the event with handle h
+	 * counts (its own, or its group leader's with PERF_IOC_FLAG_GROUP), for handles
+	 * below BP_CLIENT_IOCTLS: the low 16 bits count PERF_EVENT_IOC_RESET, the high 16
+	 * bits ENABLE, DISABLE and REFRESH. Relaxed atomic adds, no system call (the tool's
+	 * own events may be counting this very moment). A stage that follows an event's
+	 * count across calls learns from it that the tool switched the event or restarted
+	 * its count, even when the tool counted past its old value before the sidecar
+	 * looked. */
+	uint32_t ioctls[BP_CLIENT_IOCTLS];
 };
 
 /*
@@ -185,5 +195,7 @@ struct bp_mirror_page {
 	struct bp_mirror_hdr hdr;
 	struct bp_mirror_value values[BP_MIRROR_MAX_VALUES];
 };
+
+_Static_assert(sizeof(struct bp_client_page) <= BP_PAGE_SIZE, "the client page is one page");
 
 #endif /* BAYESPERF_ABI_H */

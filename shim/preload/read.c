@@ -419,9 +419,29 @@ static void reset_values(struct bp_event *ev)
 	}
 }
 
-void reset_group_values(struct bp_event *ev, int group)
+/* count_ioctl counts a perf ioctl of ev in the client page for the sidecar (no system
+ * call: the tool's own events may be counting this very moment): resets in the low 16
+ * bits, switches in the high 16. */
+static void count_ioctl(struct bp_event *ev, uint32_t inc)
 {
-	reset_values(ev);
+	struct bp_client_page *cp = __atomic_load_n(&client_page, __ATOMIC_RELAXED);
+	if (cp != NULL && ev->epoch == conn_epoch && ev->handle < BP_CLIENT_IOCTLS)
+		__atomic_fetch_add(&cp->ioctls[ev->handle], inc, __ATOMIC_RELAXED);
+}
+
+/* ioctl_done applies to ev (and to its group's members with group) what the perf ioctl
+ * that just succeeded changes in the shim's view: a reset clears the monotonic value
+ * slots; every reset and switch is counted for the sidecar. */
+static void ioctl_done_one(struct bp_event *ev, int reset)
+{
+	if (reset)
+		reset_values(ev);
+	count_ioctl(ev, reset ? 1u : 1u << 16);
+}
+
+void ioctl_done(struct bp_event *ev, int group, int reset)
+{
+	ioctl_done_one(ev, reset);
 	if (!group || __atomic_load_n(&nperf, __ATOMIC_RELAXED) == 0)
 		return;
 	guard++;
@@ -429,7 +449,7 @@ void reset_group_values(struct bp_event *ev, int group)
 	for (int fd = 0; fd < BP_MAX_FD; fd++) {
 		struct bp_event *m = fdtab[fd];
 		if (m != NULL && m != ev && m->leader == ev->handle && m->epoch == ev->epoch)
-			reset_values(m);
+			ioctl_done_one(m, reset);
 	}
 	pthread_mutex_unlock(&tab_lock);
 	guard--;

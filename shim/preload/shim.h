@@ -363,9 +363,10 @@ static inline uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* reset_group_values clears the monotonic value slots of ev (and of its group's members
- * with group) after a PERF_EVENT_IOC_RESET. */
-void reset_group_values(struct bp_event *ev, int group);
+/* ioctl_done records a perf ioctl that succeeded on ev (and on its group's members with
+ * group): a reset (PERF_EVENT_IOC_RESET, which also clears the monotonic value slots) or
+ * a switch (ENABLE, DISABLE, REFRESH), counted in the client page for the sidecar. */
+void ioctl_done(struct bp_event *ev, int group, int reset);
 
 #pragma GCC visibility pop
 

@@ -1,0 +1,177 @@
+package vstage
+
+import (
+	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/sidecar"
+	"github.com/bayesperf/bayesperf/internal/vpmu"
+	"github.com/bayesperf/bayesperf/perfabi"
+	"github.com/bayesperf/bayesperf/shim"
+)
+
+// The tool's own windows. A program that counts its own work (stress-ng --perf, PAPI's
+// PAPI_start and PAPI_stop) resets and enables its events around that work and disables
+// them after it; a real PMU counts an event only while the tool has it enabled, and
+// restarts its count at a reset. The virtual PMU's copies count from the moment they
+// are opened, whatever the tool does with its own events: alone they would show
+// everything since then (the tool's setup, its earlier windows, the shim's own
+// registrations and round trips).
+//
+// The tool's own kernel event follows every one of its ioctls exactly, and for the
+// events presented here (the kernel does not multiplex them) it counts what an
+// always-on copy counts while the tool's window is open. So at each call, per event,
+// the share of the truth copy's increment since the previous call that the tool's own
+// event also counted (dK/dT) is the share of the view's increment (dV) that fell
+// inside the tool's window. When the window was open (dK = dT) or closed (dK = 0)
+// throughout the interval this is exact; only an interval in which the window opened or
+// closed and the view's schedule also changed is apportioned. time_enabled is the
+// tool's own; time_running is the view's running time apportioned the same way, by the
+// tool's enabled time against the virtual clock's. A reset restarts the value: the
+// resets the shim counts in its client page (shim.Values.Resets: a group's leader's
+// stand for its members), or the tool's count going down.
+//
+// Only events the tool opened disabled (without enable_on_exec) or switched, reset or
+// refreshed since are followed: any other counts from its start to its end, as the
+// copies do (perf stat's), and keeps the view as it is.
+//
+// The calls are the tool's reads and the sidecar's rounds (while the tool reads): no
+// round is asked for beyond those, since a round over every event of a tool that
+// opened dozens is work on the target's machine that itself disturbs what the target
+// counts (its context switches, under stress-ng --perf). So a tool that reads only
+// after its window (stress-ng) gets one interval from its last registration to that
+// read, apportioned as a whole: exact on a view that schedules the event all along,
+// and otherwise the view's share of the interval spread over the window.
+//
+// The tool's count is read just before the copies, so at each call it lags the copy's
+// by what the target did in between: rather than comparing each interval's increments
+// alone, the share of an interval is what the tool's count has beyond the copy's
+// increments apportioned so far (since the last reset), over the copy's increment, kept
+// within [0, 1]. While the window stays open the shares are 1 whatever the lag, and
+// what an interval could not take is taken by the next.
+
+// window is one event's state across calls; zero until its first call.
+type window struct {
+	runner *vpmu.Runner // the PMU the previous values are of (a rebuild restarts)
+	k, t   uint64       // the tool's count and the truth copy's, at the previous call
+	v      uint64       // the view's count
+	c      uint64       // the virtual clock
+	r      uint64       // the view's running time
+	at     float64      // the copy's increments apportioned to the tool's windows since its last reset
+	ac     float64      // the virtual clock's, apportioned to the tool's enabled time
+	value  float64      // the view's count within the tool's windows since its last reset
+	run    float64      // the view's running time within the tool's windows
+	pub    uint64       // the largest value published since the last reset
+	resets uint16       // the tool's resets of the event (or its group) the shim counted
+}
+
+// share returns how much of an increment d of a copy's count belongs to the tool's
+// windows, given what the tool counted in all (total) and what was apportioned so far
+// (*done, which it advances): (total - *done) / d, kept within [0, 1].
+func share(total uint64, d uint64, done *float64) float64 {
+	x := float64(total) - *done
+	if d == 0 {
+		if x > 0 {
+			return 1
+		}
+		return 0
+	}
+	f := min(max(x/float64(d), 0), 1)
+	*done += f * float64(d)
+	return f
+}
+
+// gate turns the view's values of one event (virt: count, virtual clock as enabled,
+// running) into what the tool would read on a PMU that follows its ioctls, given the
+// tool's own kernel values (count k, enabled en, running run) and the truth copy's
+// count (hasTruth false: apportion by time alone). It returns the count and the
+// running time; the enabled time is the tool's own.
+func (w *window) gate(r *vpmu.Runner, k, en, run uint64, resets uint16, virt perf.Count, truth uint64, hasTruth bool) (uint64, uint64) {
+	if w.runner != r {
+		// The first call since the PMU was built: its copies count from then, from 0.
+		// Of the tool's count, as much as the copy holds is taken to have come since;
+		// what it counted before the copies existed is not in the view (a PMU rebuilt
+		// in the middle of a window restarts from there, as the view does).
+		*w = window{runner: r, k: k, at: float64(k - min(k, truth)), ac: float64(en - min(en, virt.Enabled)), resets: resets}
+	}
+	if k < w.k || resets != w.resets {
+		// A reset (PERF_EVENT_IOC_RESET): the tool's count restarted from 0.
+		w.at, w.value, w.pub = 0, 0, 0
+	}
+	dt, dv := sub(truth, w.t), sub(virt.Value, w.v)
+	dc, dr := sub(virt.Enabled, w.c), sub(virt.Running, w.r)
+	te := share(en, dc, &w.ac)
+	cs := te
+	if hasTruth && run == en {
+		// The kernel never multiplexed the tool's event: its count is exact.
+		cs = share(k, dt, &w.at)
+	}
+	w.value += cs * float64(dv)
+	w.run += te * float64(dr)
+	w.k, w.t, w.v, w.c, w.r, w.resets = k, truth, virt.Value, virt.Enabled, virt.Running, resets
+	return uint64(w.value), min(uint64(w.run), en)
+}
+
+// followWindows turns what the stage is about to publish for e into what the tool would
+// read on a PMU that follows its ioctls, given the tool's own kernel values read for
+// this call (counts per member, enabled, running; kern.Resets and kern.Switches, the
+// shim's count of its ioctls). The virtual view is gated as above; the model's running
+// totals (corrected), which refer to the whole life of the PMU, become the gated view
+// times the model's correction of the view (its running total over the view's count).
+// Within a window the published value never decreases. An event the tool opened
+// enabled (or enabled on exec) and never switched, reset or refreshed since counts from
+// its start to its end, as the copies do: it is left as it is (perf stat). c.mu is
+// held.
+func (s *Stage) followWindows(c *client, e sidecar.Event, counts []uint64, kern shim.Values, corrected bool, v *shim.Values) {
+	if c.runner == nil || len(counts) != len(v.Members) {
+		return
+	}
+	opened := e.Attr.Flags&perfabi.FlagDisabled != 0 && e.Attr.Flags&perfabi.FlagEnableOnExec == 0
+	if _, ok := c.windows[e.Handle]; !ok && !opened && (!kern.Counted || kern.Resets == 0 && kern.Switches == 0) {
+		return
+	}
+	handles := []uint32{e.Handle}
+	if len(v.Members) > 1 {
+		handles = append(handles, c.members(e.Handle)...)
+		if len(handles) != len(v.Members) {
+			return
+		}
+	}
+	if c.windows == nil {
+		c.windows = map[uint32]*window{}
+	}
+	en, run := kern.Enabled, kern.Running
+	var running uint64
+	for m, h := range handles {
+		j, ok := c.index[h]
+		if !ok {
+			return
+		}
+		view, err := c.virtual(j)
+		if err != nil {
+			return
+		}
+		w := c.windows[h]
+		if w == nil {
+			w = &window{}
+			c.windows[h] = w
+		}
+		truth, hasTruth := w.t, c.truth
+		if hasTruth && c.final == nil {
+			if t, err := c.runner.TruthNow(j); err == nil {
+				truth = t
+			}
+		}
+		val, r := w.gate(c.runner, counts[m], en, run, kern.Resets, view, truth, hasTruth)
+		if corrected && view.Value > 0 {
+			val = uint64(float64(val) * float64(v.Members[m].Value) / float64(view.Value))
+		}
+		w.pub = max(w.pub, val)
+		v.Members[m].Value = w.pub
+		if m == 0 {
+			running = r
+		}
+	}
+	if corrected {
+		running = en
+	}
+	v.Enabled, v.Running = en, running
+}
