@@ -35,7 +35,8 @@
 // Syncer, pages marked shim.MirrorSync, which the shim refreshes before every read (a
 // stage whose values are estimates as of the read). A Stage may also learn more:
 // CallCorrector, whether each call is a round, a read or a registration; Unregisterer,
-// each event the tool closed; Forgetter, each client gone. Chain composes stages.
+// each event the tool closed; Forgetter, each client gone; Sampler, the moment just
+// before a call's kernel values are read. Chain composes stages.
 //
 // Errors: malformed messages and bad fds from a client close that client's connection
 // (or decline the one registration) and are logged; they never stop the server. A Stage

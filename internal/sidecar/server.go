@@ -543,17 +543,22 @@ func (c *client) publishLocked(evs []*event, call Call) (rings bool) {
 		if e.closed.Load() || e.unregistered {
 			continue
 		}
+		live = append(live, e)
+		infos = append(infos, e.info)
+	}
+	if len(live) == 0 {
+		return
+	}
+	if sp, ok := s.cfg.Stage.(Sampler); ok {
+		s.guard(func() { sp.Sample(call, infos) })
+	}
+	for _, e := range live {
 		v, state := e.readKernel(c.readBuf)
 		// After the count: a reset between the two is then seen as one now and as
 		// the count going down at the next call, never missed.
 		v.Resets, v.Switches, v.Counted = shim.ClientIoctlCount(c.page, e.info.Handle)
-		live = append(live, e)
-		infos = append(infos, e.info)
 		vals = append(vals, v)
 		states = append(states, state)
-	}
-	if len(live) == 0 {
-		return
 	}
 	now := s.now()
 	sy, _ := s.cfg.Stage.(Syncer)

@@ -107,6 +107,7 @@ var (
 	_ sidecar.CallCorrector = (*Stage)(nil)
 	_ sidecar.Unregisterer  = (*Stage)(nil)
 	_ sidecar.Forgetter     = (*Stage)(nil)
+	_ sidecar.Sampler       = (*Stage)(nil)
 )
 
 // Name is "vpmu".

@@ -1,6 +1,8 @@
 package vstage
 
 import (
+	"math"
+
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
 	"github.com/bayesperf/bayesperf/internal/vpmu"
@@ -41,12 +43,12 @@ import (
 // read, apportioned as a whole: exact on a view that schedules the event all along,
 // and otherwise the view's share of the interval spread over the window.
 //
-// The tool's count is read just before the copies, so at each call it lags the copy's
-// by what the target did in between: rather than comparing each interval's increments
-// alone, the share of an interval is what the tool's count has beyond the copy's
-// increments apportioned so far (since the last reset), over the copy's increment, kept
-// within [0, 1]. While the window stays open the shares are 1 whatever the lag, and
-// what an interval could not take is taken by the next.
+// The copy and the view are read just before the tool's count (Sample, before the
+// server reads the kernel), so the tool's count is never behind them: while the window
+// is open the share is 1, and what the tool counted after the copy was read is
+// apportioned at the next call. Were it the other way round, the tool's count would lag
+// the copy's by what the target did in between, by a different amount each time, and
+// shares below 1 inside an open window would lose counts.
 
 // window is one event's state across calls; zero until its first call.
 type window struct {
@@ -61,6 +63,11 @@ type window struct {
 	run    float64      // the view's running time within the tool's windows
 	pub    uint64       // the largest value published since the last reset
 	resets uint16       // the tool's resets of the event (or its group) the shim counted
+	// The copy and the view as Sample read them just before the tool's count of the
+	// current call (sampled false: read them in followWindows, after it).
+	sampled bool
+	st      uint64
+	sv      perf.Count
 }
 
 // share returns how much of an increment d of a copy's count belongs to the tool's
@@ -99,15 +106,33 @@ func (w *window) gate(r *vpmu.Runner, k, en, run uint64, resets uint16, virt per
 	dt, dv := sub(truth, w.t), sub(virt.Value, w.v)
 	dc, dr := sub(virt.Enabled, w.c), sub(virt.Running, w.r)
 	te := share(en, dc, &w.ac)
-	cs := te
+	x := te * float64(dv)
 	if hasTruth && run == en {
-		// The kernel never multiplexed the tool's event: its count is exact.
-		cs = share(k, dt, &w.at)
+		// The kernel never multiplexed the tool's event: its count is exact. The
+		// copy's increment inside the windows is what the tool counted beyond what
+		// was apportioned so far, at most all of it; the view counted the share of
+		// it that it was scheduled for: all of it when it ran the whole interval (so
+		// that it then gets exactly the tool's count, whatever the instants its own
+		// counter and the copy were read at), none when it never ran, else its
+		// increment's share of the copy's.
+		in := min(max(float64(k)-w.at, 0), float64(dt))
+		w.at += in
+		sched := 1.0
+		switch {
+		case dr >= dc:
+		case dr == 0:
+			sched = 0
+		case dt > 0:
+			sched = min(float64(dv)/float64(dt), 1)
+		default:
+			sched = float64(dr) / float64(dc)
+		}
+		x = in * sched
 	}
-	w.value += cs * float64(dv)
+	w.value += x
 	w.run += te * float64(dr)
 	w.k, w.t, w.v, w.c, w.r, w.resets = k, truth, virt.Value, virt.Enabled, virt.Running, resets
-	return uint64(w.value), min(uint64(w.run), en)
+	return uint64(math.Round(w.value)), min(uint64(math.Round(w.run)), en)
 }
 
 // followWindows turns what the stage is about to publish for e into what the tool would
@@ -145,19 +170,19 @@ func (s *Stage) followWindows(c *client, e sidecar.Event, counts []uint64, kern 
 		if !ok {
 			return
 		}
-		view, err := c.virtual(j)
-		if err != nil {
-			return
-		}
 		w := c.windows[h]
 		if w == nil {
 			w = &window{}
 			c.windows[h] = w
 		}
 		truth, hasTruth := w.t, c.truth
-		if hasTruth && c.final == nil {
-			if t, err := c.runner.TruthNow(j); err == nil {
-				truth = t
+		var view perf.Count
+		if w.sampled {
+			truth, view, w.sampled = w.st, w.sv, false
+		} else {
+			var err error
+			if truth, view, err = c.sampleOne(j, truth); err != nil {
+				return
 			}
 		}
 		val, r := w.gate(c.runner, counts[m], en, run, kern.Resets, view, truth, hasTruth)
@@ -174,4 +199,63 @@ func (s *Stage) followWindows(c *client, e sidecar.Event, counts []uint64, kern 
 		running = en
 	}
 	v.Enabled, v.Running = en, running
+}
+
+// Sample reads, for the events of a call that follow the tool's windows, the always-on
+// copy and the view just before the server reads the tool's counts (sidecar.Sampler).
+func (s *Stage) Sample(_ sidecar.Call, events []sidecar.Event) {
+	for _, e := range events {
+		s.mu.Lock()
+		c := s.clients[keyOf(e)]
+		s.mu.Unlock()
+		if c == nil {
+			continue
+		}
+		c.mu.Lock()
+		if w := c.windows[e.Handle]; w != nil && c.runner != nil && w.runner == c.runner {
+			handles := append([]uint32{e.Handle}, c.members(e.Handle)...)
+			for _, h := range handles {
+				j, ok := c.index[h]
+				w := c.windows[h]
+				if !ok || w == nil {
+					continue
+				}
+				t, v, err := c.sampleOne(j, w.t)
+				if err != nil {
+					continue
+				}
+				w.st, w.sv, w.sampled = t, v, true
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+// sampleOne reads event j's always-on copy (old when there is none) and its view at one
+// instant: the copy before and after the view, again while the two differ (the target
+// counted in between, up to a few times), so that a view that counted all along moves
+// with the copy, and the share applied to it is the copy's. c.mu is held.
+func (c *client) sampleOne(j int, old uint64) (uint64, perf.Count, error) {
+	if !c.truth || c.final != nil {
+		v, err := c.virtual(j)
+		return old, v, err
+	}
+	var t uint64
+	var v perf.Count
+	var err error
+	for range 4 {
+		t1, err1 := c.runner.TruthNow(j)
+		if v, err = c.virtual(j); err != nil {
+			return old, v, err
+		}
+		t2, err2 := c.runner.TruthNow(j)
+		if err1 != nil || err2 != nil {
+			return old, v, nil
+		}
+		t = t2
+		if t1 == t2 {
+			break
+		}
+	}
+	return t, v, nil
 }
