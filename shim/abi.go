@@ -137,7 +137,10 @@ type ClientPage struct {
 	SyncRefreshes    uint64
 	RingFlushes      uint64
 	SelfReads        uint64
-	Reserved         [2]uint64
+	// PreciseClockReads counts mirror reads whose freshness the coarse clock could not
+	// decide (the shim then read CLOCK_MONOTONIC).
+	PreciseClockReads uint64
+	Reserved          [1]uint64
 	// MirrorReadShards count more mirror reads, one shard per reading thread (single
 	// writer, no atomic read-modify-write on the shim's fast path); the total is
 	// MirrorReads plus every shard (ClientCounters adds them up).

@@ -129,6 +129,7 @@ func ClientCounters(mem []byte) (ClientPage, error) {
 	c.SyncRefreshes = atomic.LoadUint64(&p.SyncRefreshes)
 	c.RingFlushes = atomic.LoadUint64(&p.RingFlushes)
 	c.SelfReads = atomic.LoadUint64(&p.SelfReads)
+	c.PreciseClockReads = atomic.LoadUint64(&p.PreciseClockReads)
 	return c, nil
 }
 

@@ -62,7 +62,9 @@ struct bp_hello {
 struct bp_hello_reply {
 	int32_t status;      /* 0 or -errno */
 	int32_t sidecar_pid;
-	uint64_t stale_ns;   /* a mirror older than this must be refreshed before it is served */
+	uint64_t stale_ns;   /* a mirror older than this must be refreshed before it is served;
+	                        judged on CLOCK_MONOTONIC_COARSE with a margin of one of its
+	                        ticks first, so at least a tick plus the republish period */
 	uint32_t page_size;  /* size of the client page and of every mirror page */
 	uint32_t flags;      /* BP_HELLO_F_* */
 };
@@ -129,7 +131,9 @@ struct bp_client_page {
 	uint64_t self_reads;        /* read()s of events that count the reader itself, answered by
 	                               the kernel (a mirror could be older than what the reader
 	                               just did) */
-	uint64_t reserved[2];
+	uint64_t precise_clock_reads; /* mirror reads whose freshness the coarse clock could not
+	                                 decide, so that the shim read CLOCK_MONOTONIC */
+	uint64_t reserved[1];
 	/* More mirror_reads, one shard per reading thread (the first BP_CLIENT_SHARDS threads
 	 * of the process; later ones add to mirror_reads): a shard has a single writer, which
 	 * counts with a plain (unlocked) add, so the fast read path has no atomic

@@ -68,6 +68,29 @@ static size_t read_size(uint64_t fmt, uint32_t nr)
 
 #define LOAD(p) __atomic_load_n(&(p), __ATOMIC_RELAXED)
 
+/* Freshness. A page published at upd (CLOCK_MONOTONIC) is fresh while its age, now -
+ * upd, is at most stale_ns. The coarse clock c lags now by less than a tick, so the
+ * age lies in [c - upd, c - upd + tick_ns): the page is fresh for sure when
+ * c - upd + tick_ns <= stale_ns, stale for sure when c - upd > stale_ns, and only in
+ * between is the precise clock read (counted in the client page). The sidecar's stale
+ * bound is a tick plus its republish period, so a page it republishes on time is
+ * judged on the coarse clock alone. Signed: upd may be ahead of the coarse clock. */
+static __attribute__((noinline)) int fresh_precise(uint64_t upd)
+{
+	COUNT(precise_clock_reads);
+	return now_ns() - upd <= stale_ns;
+}
+
+static inline int fresh_since(uint64_t upd)
+{
+	int64_t c = (int64_t)(coarse_ns() - upd);
+	if (LIKELY(c <= (int64_t)stale_ns - (int64_t)tick_ns))
+		return 1;
+	if (c > (int64_t)stale_ns)
+		return 0;
+	return fresh_precise(upd);
+}
+
 /* mirror_copy encodes the page into buf in read_format layout under the seqlock (pairs
  * with shim.Mirror.Publish). Returns bytes written, -ENOSPC when count is too small, 0
  * when the page cannot serve (not OK, or no consistent copy), and sets *fresh to 1 when
@@ -127,7 +150,7 @@ static ssize_t mirror_copy(const struct bp_mirror_page *pg, char *buf, size_t co
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&pg->hdr.seq, __ATOMIC_RELAXED) != s1)
 			continue;
-		*fresh = (flags & BP_MIRROR_F_FINAL) ? 3 : (!(flags & BP_MIRROR_F_SYNC) && now_ns() - upd <= stale_ns);
+		*fresh = (flags & BP_MIRROR_F_FINAL) ? 3 : (!(flags & BP_MIRROR_F_SYNC) && fresh_since(upd));
 		return ret;
 	}
 	*fresh = 0;
@@ -227,7 +250,7 @@ static inline ssize_t fast_copy(const struct bp_mirror_page *pg, void *buf, size
 	/* Fresh: final values, or published within the staleness bound (clock read after
 	 * the copy, so the age is never underestimated) and not to be refreshed at every
 	 * read (BP_MIRROR_F_SYNC). */
-	if (!(flags & BP_MIRROR_F_FINAL) && UNLIKELY((flags & BP_MIRROR_F_SYNC) || now_ns() - upd > stale_ns))
+	if (!(flags & BP_MIRROR_F_FINAL) && UNLIKELY((flags & BP_MIRROR_F_SYNC) || !fresh_since(upd)))
 		return 0;
 	memcpy(buf, v, k * 8);
 	return (ssize_t)(k * 8);

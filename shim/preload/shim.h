@@ -6,8 +6,10 @@
  * kernel's permission checks are exactly the kernel's), then hands the fd, the attr and
  * the group to the sidecar over the Unix socket named by $BAYESPERF_SOCKET. The sidecar
  * answers with a sealed memfd holding a counting mirror page (bayesperf_abi.h) that it
- * republishes at least every millisecond; read() on a registered fd is then served from
- * that page in the exact read_format layout, without a system call.
+ * republishes every millisecond while the tool reads; read() on a registered fd is then
+ * served from that page in the exact read_format layout, without a system call, when
+ * the page is fresh: judged on the coarse clock with a margin of one tick, and on the
+ * precise clock only when the coarse one cannot tell (read.c).
  *
  * Rules the library keeps:
  *  - Nothing happens until the process itself opens a perf event: a workload that merely
@@ -362,6 +364,21 @@ static inline uint64_t now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+/* coarse_ns is CLOCK_MONOTONIC_COARSE: the time of the kernel's last timekeeping tick,
+ * so reading it is a few loads from the vDSO page (no clock read), and it is never
+ * ahead of CLOCK_MONOTONIC and behind it by less than one tick (tick_ns, its
+ * resolution). */
+static inline uint64_t coarse_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* tick_ns is CLOCK_MONOTONIC_COARSE's resolution (clock_getres at the connection);
+ * above stale_ns, which makes the coarse clock decide nothing, until then. */
+extern uint64_t tick_ns;
 
 /* ioctl_done records a perf ioctl that succeeded on ev (and on its group's members with
  * group): a reset (PERF_EVENT_IOC_RESET, which also clears the monotonic value slots) or
