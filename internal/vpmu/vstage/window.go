@@ -140,7 +140,8 @@ func (w *window) gate(r *vpmu.Runner, k, en, run uint64, resets uint16, virt per
 // this call (counts per member, enabled, running; kern.Resets and kern.Switches, the
 // shim's count of its ioctls). The virtual view is gated as above; the model's running
 // totals (corrected), which refer to the whole life of the PMU, become the gated view
-// times the model's correction of the view (its running total over the view's count).
+// times the model's correction of the view (its running total over the view's count)
+// when the view was multiplexed.
 // Within a window the published value never decreases. An event the tool opened
 // enabled (or enabled on exec) and never switched, reset or refreshed since counts from
 // its start to its end, as the copies do: it is left as it is (perf stat). c.mu is
@@ -186,7 +187,10 @@ func (s *Stage) followWindows(c *client, e sidecar.Event, counts []uint64, kern 
 			}
 		}
 		val, r := w.gate(c.runner, counts[m], en, run, kern.Resets, view, truth, hasTruth)
-		if corrected && view.Value > 0 {
+		if corrected && view.Value > 0 && view.Running < view.Enabled {
+			// Multiplexed: the model's correction of the view. (A view that counted
+			// all along is exact; the model's total refers to the round's boundary,
+			// a little before this read, and would only scale it down.)
 			val = uint64(float64(val) * float64(v.Members[m].Value) / float64(view.Value))
 		}
 		w.pub = max(w.pub, val)
