@@ -191,6 +191,7 @@ func (s *Stage) correctClient(k clientKey, c *client, idx []int, read bool, even
 	if grown {
 		t0 := time.Now()
 		s.rebuild(k.id, c)
+		c.restartWindows()
 		if c.runner != nil {
 			s.logf("vstage: client %d: virtual PMU of %d events of pid %d built in %v", k.id, len(c.index), k.pid, time.Since(t0).Round(time.Microsecond))
 		}

@@ -54,6 +54,7 @@ import (
 type window struct {
 	runner *vpmu.Runner // the PMU the previous values are of (a rebuild restarts)
 	k, t   uint64       // the tool's count and the truth copy's, at the previous call
+	en     uint64       // the tool's enabled time, at the previous call
 	v      uint64       // the view's count
 	c      uint64       // the virtual clock
 	r      uint64       // the view's running time
@@ -63,9 +64,11 @@ type window struct {
 	run    float64      // the view's running time within the tool's windows
 	pub    uint64       // the largest value published since the last reset
 	resets uint16       // the tool's resets of the event (or its group) the shim counted
-	// The copy and the view as Sample read them just before the tool's count of the
-	// current call (sampled false: read them in followWindows, after it).
-	sampled bool
+	follow bool         // the tool switched or reset the event, or opened it disabled
+	// The copy and the view as Sample read them from the PMU sampled just before the
+	// tool's count of the current call (nil, or another PMU: read them in
+	// followWindows, after it).
+	sampled *vpmu.Runner
 	st      uint64
 	sv      perf.Count
 }
@@ -97,7 +100,7 @@ func (w *window) gate(r *vpmu.Runner, k, en, run uint64, resets uint16, virt per
 		// Of the tool's count, as much as the copy holds is taken to have come since;
 		// what it counted before the copies existed is not in the view (a PMU rebuilt
 		// in the middle of a window restarts from there, as the view does).
-		*w = window{runner: r, k: k, at: float64(k - min(k, truth)), ac: float64(en - min(en, virt.Enabled)), resets: resets}
+		*w = window{runner: r, k: k, en: en, at: float64(k - min(k, truth)), ac: float64(en - min(en, virt.Enabled)), resets: resets}
 	}
 	if k < w.k || resets != w.resets {
 		// A reset (PERF_EVENT_IOC_RESET): the tool's count restarted from 0.
@@ -131,7 +134,7 @@ func (w *window) gate(r *vpmu.Runner, k, en, run uint64, resets uint16, virt per
 	}
 	w.value += x
 	w.run += te * float64(dr)
-	w.k, w.t, w.v, w.c, w.r, w.resets = k, truth, virt.Value, virt.Enabled, virt.Running, resets
+	w.k, w.en, w.t, w.v, w.c, w.r, w.resets = k, en, truth, virt.Value, virt.Enabled, virt.Running, resets
 	return uint64(math.Round(w.value)), min(uint64(math.Round(w.run)), en)
 }
 
@@ -150,8 +153,7 @@ func (s *Stage) followWindows(c *client, e sidecar.Event, counts []uint64, kern 
 	if c.runner == nil || len(counts) != len(v.Members) {
 		return
 	}
-	opened := e.Attr.Flags&perfabi.FlagDisabled != 0 && e.Attr.Flags&perfabi.FlagEnableOnExec == 0
-	if _, ok := c.windows[e.Handle]; !ok && !opened && (!kern.Counted || kern.Resets == 0 && kern.Switches == 0) {
+	if w := c.windows[e.Handle]; (w == nil || !w.follow) && !openedDisabled(e) && (!kern.Counted || kern.Resets == 0 && kern.Switches == 0) {
 		return
 	}
 	handles := []uint32{e.Handle}
@@ -178,15 +180,17 @@ func (s *Stage) followWindows(c *client, e sidecar.Event, counts []uint64, kern 
 		}
 		truth, hasTruth := w.t, c.truth
 		var view perf.Count
-		if w.sampled {
-			truth, view, w.sampled = w.st, w.sv, false
+		if w.sampled != nil && w.sampled == c.runner {
+			truth, view, w.sampled = w.st, w.sv, nil
 		} else {
+			w.sampled = nil
 			var err error
 			if truth, view, err = c.sampleOne(j, truth); err != nil {
 				return
 			}
 		}
 		val, r := w.gate(c.runner, counts[m], en, run, kern.Resets, view, truth, hasTruth)
+		w.follow = true
 		if corrected && view.Value > 0 && view.Running < view.Enabled {
 			// Multiplexed: the model's correction of the view. (A view that counted
 			// all along is exact; the model's total refers to the round's boundary,
@@ -216,23 +220,61 @@ func (s *Stage) Sample(_ sidecar.Call, events []sidecar.Event) {
 			continue
 		}
 		c.mu.Lock()
-		if w := c.windows[e.Handle]; w != nil && c.runner != nil && w.runner == c.runner {
-			handles := append([]uint32{e.Handle}, c.members(e.Handle)...)
-			for _, h := range handles {
+		if w := c.windows[e.Handle]; c.runner != nil && (w != nil && w.follow || openedDisabled(e)) {
+			for _, h := range append([]uint32{e.Handle}, c.members(e.Handle)...) {
 				j, ok := c.index[h]
-				w := c.windows[h]
-				if !ok || w == nil {
+				if !ok {
 					continue
+				}
+				if c.windows == nil {
+					c.windows = map[uint32]*window{}
+				}
+				w := c.windows[h]
+				if w == nil {
+					w = &window{}
+					c.windows[h] = w
 				}
 				t, v, err := c.sampleOne(j, w.t)
 				if err != nil {
 					continue
 				}
-				w.st, w.sv, w.sampled = t, v, true
+				w.st, w.sv, w.sampled = t, v, c.runner
 			}
 		}
 		c.mu.Unlock()
 	}
+}
+
+// restartWindows starts the followed windows of c over on its PMU just built, whose
+// copies count from now, from 0: the tool's count known at the last call is taken to
+// have come before them (0 for an event still disabled since the tool opened it).
+// Initialising a window only at its first call on the new PMU instead would take the
+// tool's count beyond the copy's then (read a moment later) for counts from before the
+// copies. c.mu is held.
+func (c *client) restartWindows() {
+	if c.runner == nil {
+		return
+	}
+	for h, e := range c.events {
+		w := c.windows[h]
+		if w == nil && !openedDisabled(e) || w != nil && !w.follow && !openedDisabled(e) {
+			continue
+		}
+		if c.windows == nil {
+			c.windows = map[uint32]*window{}
+		}
+		var k, en uint64
+		var resets uint16
+		if w != nil {
+			k, en, resets = w.k, w.en, w.resets
+		}
+		c.windows[h] = &window{runner: c.runner, k: k, en: en, at: float64(k), ac: float64(en), resets: resets, follow: true}
+	}
+}
+
+// openedDisabled says the tool opened e disabled, to enable it itself (not on exec).
+func openedDisabled(e sidecar.Event) bool {
+	return e.Attr.Flags&perfabi.FlagDisabled != 0 && e.Attr.Flags&perfabi.FlagEnableOnExec == 0
 }
 
 // sampleOne reads event j's always-on copy (old when there is none) and its view at one
