@@ -31,6 +31,12 @@ import (
 // resets the shim counts in its client page (shim.Values.Resets: a group's leader's
 // stand for its members), or the tool's count going down.
 //
+// Not yet: a read inside the window of an event that counts the reader itself is a
+// synchronous refresh here (a round trip to the sidecar), and the tool's own event
+// counts that round trip's system calls and context switches like any other work in
+// the window, so the followed value does too. A program that reads only after its
+// window (stress-ng) is not affected.
+//
 // Only events the tool opened disabled (without enable_on_exec) or switched, reset or
 // refreshed since are followed: any other counts from its start to its end, as the
 // copies do (perf stat's), and keeps the view as it is.
