@@ -40,10 +40,11 @@ its counters as JSON to --stats FILE. 'bayesperf run' starts it for you.
 
 --period D (1ms) is how often mirrors are republished while a client reads;
 --stale D is the age beyond which a client's read first asks for fresh values.
-Its default is one tick of the kernel's coarse clock (CLOCK_MONOTONIC_COARSE's
+Its default is two ticks of the kernel's coarse clock (CLOCK_MONOTONIC_COARSE's
 resolution, 4ms at HZ=250) plus --period: the shim judges a page's age on that
-clock, which costs a few ns, with a margin of one tick, and reads the precise
-clock only when the coarse one cannot tell.
+clock, which costs a few ns and lags by less than two ticks, with that margin,
+and reads the precise clock only when the coarse one cannot tell (always, with a
+bound of two ticks or less).
 
 Without --virtual-counters, --correct auto (the default) publishes the kernel's
 values unchanged unless a client asks for more hardware events than the PMU can

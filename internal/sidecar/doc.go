@@ -22,7 +22,7 @@
 // SCM_RIGHTS, after checking they are perf event fds; shared pages are memfds sealed
 // against shrinking and growing (mirror pages also against new writable mappings).
 //
-// Freshness: a shim that finds a page older than Config.StaleBound (by default one tick
+// Freshness: a shim that finds a page older than Config.StaleBound (by default two ticks
 // of CLOCK_MONOTONIC_COARSE, on which the shim judges ages, plus Period), or that saw an ioctl
 // or a reaped child since, asks for a synchronous refresh over the socket, so no read
 // returns values older than the bound. To spare reads that round trip, every live event

@@ -26,9 +26,10 @@ import (
 type Config struct {
 	SocketPath string        // listen here; the directory must be mode 0700 and ours
 	Period     time.Duration // republish every live mirror this often while tools read (default 1 ms)
-	// StaleBound: shims refresh a page older than this (default CoarseTick() + Period:
-	// the shim judges a page's age on CLOCK_MONOTONIC_COARSE with a margin of one of its
-	// ticks, so a page republished every Period is fresh on the coarse clock alone).
+	// StaleBound: shims refresh a page older than this (default 2*CoarseTick() + Period:
+	// the shim judges a page's age on CLOCK_MONOTONIC_COARSE, which lags by less than two
+	// of its ticks, with that margin, so a page republished every Period is fresh on the
+	// coarse clock alone).
 	StaleBound time.Duration
 	// ActiveWindow (default 10 ms): after a client's read, every mirror is republished
 	// each Period for this long, and again for as long as reads keep coming within it, so
@@ -106,7 +107,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Period = time.Millisecond
 	}
 	if cfg.StaleBound <= 0 {
-		cfg.StaleBound = CoarseTick() + cfg.Period
+		cfg.StaleBound = 2*CoarseTick() + cfg.Period
 	}
 	if cfg.IdlePeriod <= 0 {
 		cfg.IdlePeriod = 50 * time.Millisecond
@@ -647,7 +648,7 @@ func (s *Server) pumpLocked(e *event, paused bool) {
 }
 
 // CoarseTick is the resolution of CLOCK_MONOTONIC_COARSE (the kernel's tick: 4 ms at
-// HZ=250), by which the shim's freshness check on that clock errs; 10 ms if it cannot
+// HZ=250); the clock lags CLOCK_MONOTONIC by less than two of them. 10 ms if it cannot
 // be read.
 func CoarseTick() time.Duration {
 	var ts unix.Timespec

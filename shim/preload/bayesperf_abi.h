@@ -63,8 +63,8 @@ struct bp_hello_reply {
 	int32_t status;      /* 0 or -errno */
 	int32_t sidecar_pid;
 	uint64_t stale_ns;   /* a mirror older than this must be refreshed before it is served;
-	                        judged on CLOCK_MONOTONIC_COARSE with a margin of one of its
-	                        ticks first, so at least a tick plus the republish period */
+	                        judged on CLOCK_MONOTONIC_COARSE with a margin of two of its
+	                        ticks first, so at least two ticks plus the republish period */
 	uint32_t page_size;  /* size of the client page and of every mirror page */
 	uint32_t flags;      /* BP_HELLO_F_* */
 };

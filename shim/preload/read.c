@@ -69,12 +69,14 @@ static size_t read_size(uint64_t fmt, uint32_t nr)
 #define LOAD(p) __atomic_load_n(&(p), __ATOMIC_RELAXED)
 
 /* Freshness. A page published at upd (CLOCK_MONOTONIC) is fresh while its age, now -
- * upd, is at most stale_ns. The coarse clock c lags now by less than a tick, so the
- * age lies in [c - upd, c - upd + tick_ns): the page is fresh for sure when
- * c - upd + tick_ns <= stale_ns, stale for sure when c - upd > stale_ns, and only in
- * between is the precise clock read (counted in the client page). The sidecar's stale
- * bound is a tick plus its republish period, so a page it republishes on time is
- * judged on the coarse clock alone. Signed: upd may be ahead of the coarse clock. */
+ * upd, is at most stale_ns. The coarse clock c lags now by less than two of its ticks
+ * (shim.h), so the age lies in [c - upd, c - upd + 2 ticks): the page is fresh for sure
+ * when c - upd <= coarse_fresh (stale_ns minus two ticks), stale for sure when
+ * c - upd > stale_ns, and only in between is the precise clock read (counted in the
+ * client page). The sidecar's stale bound is two ticks plus its republish period, so a
+ * page it republishes on time is judged on the coarse clock alone; with a bound of two
+ * ticks or less (a stage that wants values as of every read) every fresh page takes the
+ * precise clock. Signed: upd may be ahead of the coarse clock. */
 static __attribute__((noinline)) int fresh_precise(uint64_t upd)
 {
 	COUNT(precise_clock_reads);
@@ -84,7 +86,7 @@ static __attribute__((noinline)) int fresh_precise(uint64_t upd)
 static inline int fresh_since(uint64_t upd)
 {
 	int64_t c = (int64_t)(coarse_ns() - upd);
-	if (LIKELY(c <= (int64_t)stale_ns - (int64_t)tick_ns))
+	if (LIKELY(c <= coarse_fresh))
 		return 1;
 	if (c > (int64_t)stale_ns)
 		return 0;

@@ -8,7 +8,7 @@
  * answers with a sealed memfd holding a counting mirror page (bayesperf_abi.h) that it
  * republishes every millisecond while the tool reads; read() on a registered fd is then
  * served from that page in the exact read_format layout, without a system call, when
- * the page is fresh: judged on the coarse clock with a margin of one tick, and on the
+ * the page is fresh: judged on the coarse clock with a margin of two ticks, and on the
  * precise clock only when the coarse one cannot tell (read.c).
  *
  * Rules the library keeps:
@@ -365,10 +365,10 @@ static inline uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* coarse_ns is CLOCK_MONOTONIC_COARSE: the time of the kernel's last timekeeping tick,
- * so reading it is a few loads from the vDSO page (no clock read), and it is never
- * ahead of CLOCK_MONOTONIC and behind it by less than one tick (tick_ns, its
- * resolution). */
+/* coarse_ns is CLOCK_MONOTONIC_COARSE: the time of a recent timekeeping tick, so reading
+ * it is a few loads from the vDSO page (no clock read). It is never ahead of
+ * CLOCK_MONOTONIC; behind it by less than two of its ticks (its resolution): on this
+ * project's VMs it often lags by more than one tick. */
 static inline uint64_t coarse_ns(void)
 {
 	struct timespec ts;
@@ -376,9 +376,11 @@ static inline uint64_t coarse_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* tick_ns is CLOCK_MONOTONIC_COARSE's resolution (clock_getres at the connection);
- * above stale_ns, which makes the coarse clock decide nothing, until then. */
-extern uint64_t tick_ns;
+/* coarse_fresh is the largest coarse age (CLOCK_MONOTONIC_COARSE minus a page's
+ * update_ns) at which a page is fresh for sure: stale_ns minus two ticks of the coarse
+ * clock, set at the connection; INT64_MIN (the coarse clock decides nothing fresh) when
+ * the stale bound is not above two ticks, or before. */
+extern int64_t coarse_fresh;
 
 /* ioctl_done records a perf ioctl that succeeded on ev (and on its group's members with
  * group): a reset (PERF_EVENT_IOC_RESET, which also clears the monotonic value slots) or
