@@ -34,8 +34,8 @@
 // kernel event was enabled in (the share of the always-on copy's counts that the
 // tool's event also counted), restarted at each reset the shim counts in its client
 // page, with the tool's own time_enabled. So with --virtual-counters the stage keeps an
-// always-on copy of each event even without Truth when they are all software events
-// or tracepoints (they cost no counter).
+// always-on copy of each event even without Truth when the tool opened one disabled and
+// they are all software events or tracepoints (they cost no counter).
 //
 // Correction (Infer, `bayesperf run --correct bayesperf`): each client's slices feed a
 // bayesperf model (inference/model, relations bound to the events' perf names; task-clock

@@ -502,13 +502,17 @@ func (s *Stage) rebuild(id int, c *client) {
 			corr.lxKernel = &l
 		}
 	}
-	// Following the tool's windows (window.go) needs an always-on copy of each event:
-	// kept even without Truth when they are all software events or tracepoints, whose
-	// always-on copies cost no counter (with read(2) they are the copies the views are
-	// derived from anyway).
+	// Following the tool's windows (window.go) exactly needs an always-on copy of each
+	// event: kept even without Truth when the tool opened an event disabled, to enable
+	// it itself, and the events are all software events or tracepoints, whose always-on
+	// copies cost no counter (with read(2) they are the copies the views are derived
+	// from anyway; with BPF one more copy each, which perf stat's PMUs, rebuilt at each
+	// registration, are spared).
 	truth := s.Truth
 	if !truth {
-		truth = true
+		for _, h := range hs {
+			truth = truth || openedDisabled(c.events[h])
+		}
 		for _, d := range descs {
 			truth = truth && vpmu.Derivable(d.Attr)
 		}
