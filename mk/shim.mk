@@ -18,3 +18,7 @@ $(BIN)/libbayesperf.so: $(SHIM_SRC)
 	@mkdir -p $(BIN)
 	$(CC) $(SHIM_CFLAGS) -shared -Wl,--version-script=shim/preload/libbayesperf.map \
 		-Wl,-z,noseparate-code -Wl,--as-needed -o $@ $(SHIM_C)
+
+# test/dropin_selfmon_test.go runs stress-ng --perf, a real program that counts its own
+# work between its own ENABLE and DISABLE ioctls (issue 15, self-monitoring windows).
+APT_PKGS += stress-ng

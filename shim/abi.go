@@ -137,15 +137,25 @@ type ClientPage struct {
 	SyncRefreshes    uint64
 	RingFlushes      uint64
 	SelfReads        uint64
-	Reserved         [2]uint64
+	// PreciseClockReads counts mirror reads whose freshness the coarse clock could not
+	// decide (the shim then read CLOCK_MONOTONIC).
+	PreciseClockReads uint64
+	Reserved          [1]uint64
 	// MirrorReadShards count more mirror reads, one shard per reading thread (single
 	// writer, no atomic read-modify-write on the shim's fast path); the total is
 	// MirrorReads plus every shard (ClientCounters adds them up).
 	MirrorReadShards [ClientShards]uint64
+	// Ioctls counts, by handle (below ClientIoctls), the perf ioctls of each event that
+	// change what it counts: PERF_EVENT_IOC_RESET in the low 16 bits, ENABLE, DISABLE
+	// and REFRESH in the high 16 (ClientIoctlCount splits them).
+	Ioctls [ClientIoctls]uint32
 }
 
 // ClientShards is BP_CLIENT_SHARDS: the per-thread shards of mirror_reads.
 const ClientShards = 256
+
+// ClientIoctls is BP_CLIENT_IOCTLS: handles whose ioctls the client page counts.
+const ClientIoctls = 480
 
 // MirrorValue is struct bp_mirror_value: one counter of a read in the kernel's order
 // { value, id, lost }, which is perfabi.ReadValue (so reads decode straight into it).

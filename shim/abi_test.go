@@ -68,6 +68,7 @@ func TestABIMatchesC(t *testing.T) {
 		"BP_PAGE_SIZE":            PageSize,
 		"BP_CLIENT_MAGIC":         uint64(ClientMagic),
 		"BP_CLIENT_SHARDS":        ClientShards,
+		"BP_CLIENT_IOCTLS":        ClientIoctls,
 		"BP_MIRROR_MAGIC":         uint64(MirrorMagic),
 		"BP_MIRROR_EMPTY":         uint64(MirrorEmpty),
 		"BP_MIRROR_OK":            uint64(MirrorOK),

@@ -189,6 +189,12 @@ type Values struct {
 	Enabled uint64
 	Running uint64
 	Members []MirrorValue
+	// Ioctls is not part of a read: the sidecar sets it to the perf ioctls of the event
+	// that the shim counted in its client page (ClientIoctlCount: resets, and switches
+	// on or off), for a stage that follows the count across calls; Counted says the
+	// shim counts them for this event. Publish ignores both.
+	Resets, Switches uint16
+	Counted          bool
 }
 
 // ParseRead decodes a buffer returned by read() on a perf fd whose attr has read_format.

@@ -25,7 +25,13 @@
 //     exact read_format layout. A page older than the sidecar's staleness bound, any perf
 //     ioctl or a child that ended since the last refresh, and every read of an event that
 //     counts the reader itself (pid 0, own pid or thread, or -1) first ask the sidecar for
-//     a synchronous refresh, so values are never older than the reader can notice.
+//     a synchronous refresh, so values are never older than the reader can notice. A
+//     page's age is judged on CLOCK_MONOTONIC_COARSE with a margin of two of its ticks
+//     (the most it lags), and on CLOCK_MONOTONIC only when that cannot tell (counted in
+//     the client page); the sidecar's bound is two ticks plus its republish period. The perf ioctls that
+//     change what an event counts (RESET; ENABLE, DISABLE, REFRESH) are counted per
+//     event in the client page, without a system call, for a stage that follows the
+//     tool's own counting windows.
 //   - sampling: mmap() of a registered fd that does not count the reader returns a mirror
 //     ring of the same size that the sidecar fills from the kernel's ring (package
 //     ringbuf), with backpressure, so losses happen in the kernel and reach the tool as

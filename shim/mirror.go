@@ -129,7 +129,22 @@ func ClientCounters(mem []byte) (ClientPage, error) {
 	c.SyncRefreshes = atomic.LoadUint64(&p.SyncRefreshes)
 	c.RingFlushes = atomic.LoadUint64(&p.RingFlushes)
 	c.SelfReads = atomic.LoadUint64(&p.SelfReads)
+	c.PreciseClockReads = atomic.LoadUint64(&p.PreciseClockReads)
 	return c, nil
+}
+
+// ClientIoctlCount returns how many perf ioctls of the event with handle h that change
+// what it counts the shim has counted in the client page mem (struct bp_client_page):
+// resets (PERF_EVENT_IOC_RESET) and switches (ENABLE, DISABLE, REFRESH), each modulo
+// 2^16; ok is false for a handle it does not count them for (0, or ClientIoctls and
+// above) or a page too short.
+func ClientIoctlCount(mem []byte, h uint32) (resets, switches uint16, ok bool) {
+	if h == 0 || h >= ClientIoctls || len(mem) < int(unsafe.Sizeof(ClientPage{})) || uintptr(unsafe.Pointer(&mem[0]))%8 != 0 {
+		return 0, 0, false
+	}
+	p := (*ClientPage)(unsafe.Pointer(&mem[0]))
+	n := atomic.LoadUint32(&p.Ioctls[h])
+	return uint16(n), uint16(n >> 16), true
 }
 
 // InitClientPage stamps a fresh client page with its magic and version.

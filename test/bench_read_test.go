@@ -69,6 +69,14 @@ func TestBenchReadJSON(t *testing.T) {
 	if got := num("native_over_shim"); got != native/shim {
 		t.Errorf("native_over_shim %v, want %v", got, native/shim)
 	}
+	// The share of reads that needed the precise clock: counted by the shim in the
+	// client page, out of the mirror reads.
+	if pr, mr, share := num("precise_clock_reads"), num("mirror_reads"), num("precise_clock_share"); pr > mr || mr == 0 || share != pr/mr {
+		t.Errorf("precise_clock_reads %v of mirror_reads %v, share %v", pr, mr, share)
+	}
+	if num("clock_ns") <= 0 || num("precise_clock_ns") <= 0 {
+		t.Errorf("clock_ns %v, precise_clock_ns %v: want both timed", m["clock_ns"], m["precise_clock_ns"])
+	}
 	for _, k := range []string{"native_spread", "shim_spread", "floor_spread"} {
 		s, ok := m[k].(map[string]any)
 		if !ok || !(s["p10"].(float64) <= s["p50"].(float64) && s["p50"].(float64) <= s["p90"].(float64)) || s["n"].(float64) != batches {
@@ -113,7 +121,7 @@ func TestBenchReadTableAndUsage(t *testing.T) {
 	if r.status != 0 {
 		t.Fatalf("bench read: status %d\n%s%s", r.status, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"native read(2)", "shim mirror read()", "floor: raw seqlock", "native / shim =", "shim / floor  =", "data age of shim values"} {
+	for _, want := range []string{"native read(2)", "shim mirror read()", "floor: raw seqlock", "native / shim =", "shim - floor  =", "read the precise clock", "data age of shim values"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, r.stdout)
 		}

@@ -2,9 +2,12 @@ package test
 
 import (
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // BenchmarkDropinRead compares, in one run of test/c/readbench.c under bayesperf run, a
@@ -40,4 +43,57 @@ func BenchmarkDropinRead(b *testing.B) {
 	if mirror > 0 {
 		b.ReportMetric(native/mirror, "speedup")
 	}
+}
+
+// BenchmarkDropinStartup times how long `perf stat -- startstamp` takes to start its
+// workload (test/c/startstamp prints the CLOCK_MONOTONIC time it started at; the clock is
+// read just before the command is started): natively, through `bayesperf run
+// --virtual-counters 2 --collector read`, and through `--collector bpf` (issue 15 item 9:
+// the BPF collector should add at most 50 ms to the tool's start). The three are
+// interleaved in every iteration, so that they see the same machine; it reports the
+// median ms of each, bpf's median and worst excess over read(2) in the same iteration,
+// and the ratios of the medians to native. Root (BPF).
+func BenchmarkDropinStartup(b *testing.B) {
+	needRoot(b, "the bpf collector")
+	dir := dropinBins(b)
+	bp, stamp := filepath.Join(dir, "bayesperf"), filepath.Join(dir, "startstamp")
+	tool := []string{"perf", "stat", "-x,", "--", stamp}
+	start := func(argv ...string) float64 {
+		var ts unix.Timespec
+		unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+		r := run(b, nil, argv...)
+		if r.status != 0 {
+			b.Fatalf("%q: status %d\n%s%s", argv, r.status, r.stdout, r.stderr)
+		}
+		for line := range strings.Lines(r.stdout) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "start_ns "); ok {
+				ns, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					b.Fatalf("startstamp printed %q", line)
+				}
+				return float64(ns-ts.Nano()) / 1e6
+			}
+		}
+		b.Fatalf("%q: no start_ns line\n%s", argv, r.stdout)
+		return 0
+	}
+	var native, read, bpf, excess []float64
+	for b.Loop() {
+		n := start(tool...)
+		r := start(append([]string{bp, "run", "--virtual-counters", "2", "--collector", "read", "--"}, tool...)...)
+		p := start(append([]string{bp, "run", "--virtual-counters", "2", "--collector", "bpf", "--"}, tool...)...)
+		native, read, bpf, excess = append(native, n), append(read, r), append(bpf, p), append(excess, p-r)
+	}
+	med := func(x []float64) float64 {
+		y := slices.Clone(x)
+		slices.Sort(y)
+		return y[len(y)/2]
+	}
+	b.ReportMetric(med(native), "native-ms")
+	b.ReportMetric(med(read), "read-ms")
+	b.ReportMetric(med(bpf), "bpf-ms")
+	b.ReportMetric(med(excess), "bpf-over-read-ms")
+	b.ReportMetric(slices.Max(excess), "bpf-over-read-worst-ms")
+	b.ReportMetric(med(read)/med(native), "read/native")
+	b.ReportMetric(med(bpf)/med(native), "bpf/native")
 }

@@ -42,9 +42,12 @@ DESCRIPTION
     CMD opens (perf stat, perf record, PAPI, any program calling perf_event_open)
     is opened by CMD itself as usual, then handed to the sidecar, and CMD's
     read()s of it are served from a shared-memory mirror that the sidecar keeps
-    fresh (at most 2 ms old: republished every millisecond while CMD reads at
-    least every 10 ms, otherwise refreshed at the read; exact after the
-    measured program exits). While CMD does not read and its targets sleep, the
+    fresh (at most two kernel ticks plus a millisecond old, 9 ms at HZ=250:
+    republished every millisecond while CMD reads at least every 10 ms,
+    otherwise refreshed at the read; exact after the measured program exits).
+    The shim judges a page's age on the kernel's coarse clock, which lags by
+    less than two ticks, with that margin, and reads the precise clock only
+    when that cannot tell. While CMD does not read and its targets sleep, the
     sidecar sleeps too. Processes CMD starts inherit the preload
     but are left alone until they open a perf event themselves, and the program
     a perf client runs as its workload (perf stat -- ./app) starts without it:

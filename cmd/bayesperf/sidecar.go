@@ -37,6 +37,14 @@ mode 0700. Prints "ready" on stdout once listening. Stops on SIGTERM or SIGINT,
 or when stdin reaches EOF (bayesperf run holds the other end), and then writes
 its counters as JSON to --stats FILE. 'bayesperf run' starts it for you.
 
+--period D (1ms) is how often mirrors are republished while a client reads;
+--stale D is the age beyond which a client's read first asks for fresh values.
+Its default is two ticks of the kernel's coarse clock (CLOCK_MONOTONIC_COARSE's
+resolution, 4ms at HZ=250) plus --period: the shim judges a page's age on that
+clock, which costs a few ns and lags by less than two ticks, with that margin,
+and reads the precise clock only when the coarse one cannot tell (always, with a
+bound of two ticks or less).
+
 Without --virtual-counters, --correct auto (the default) publishes the kernel's
 values unchanged unless a client asks for more hardware events than the PMU can
 count at once: the sidecar then schedules those itself on the counters it
@@ -78,7 +86,7 @@ func sidecarMain(args []string) int {
 	sock := fs.String("socket", "", "")
 	statsFile := fs.String("stats", "", "")
 	period := fs.Duration("period", time.Millisecond, "")
-	stale := fs.Duration("stale", 2*time.Millisecond, "")
+	stale := fs.Duration("stale", 0, "") // 0: sidecar.CoarseTick() + period
 	verbose := fs.Bool("v", false, "")
 	vcounters := fs.Int("virtual-counters", 0, "")
 	fixed := fs.String("fixed-counters", "", "")

@@ -39,7 +39,7 @@ func PlotRead(raw *Raw, file string) error {
 
 var labels = map[string]string{
 	Native: "native read(2)", Shim: "shim read()", Floor: "seqlock floor",
-	Clock: "clock_gettime", Rdpmc: "rdpmc",
+	Clock: "coarse clock", Precise: "precise clock", Rdpmc: "rdpmc",
 }
 
 func costPlot(raw *Raw) (*plot.Plot, error) {

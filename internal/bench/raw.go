@@ -12,14 +12,15 @@ import (
 
 // Methods timed by the C program, in the order tables list them.
 const (
-	Native = "native" // syscall(SYS_read) on the fd: the kernel
-	Shim   = "shim"   // read() on the fd, served by the shim's mirror page
-	Floor  = "floor"  // raw seqlock copy of a page in the mirror's layout
-	Clock  = "clock"  // clock_gettime(CLOCK_MONOTONIC), the shim's freshness check
-	Rdpmc  = "rdpmc"  // user-page seqlock plus the rdpmc instruction
+	Native  = "native"  // syscall(SYS_read) on the fd: the kernel
+	Shim    = "shim"    // read() on the fd, served by the shim's mirror page
+	Floor   = "floor"   // raw seqlock copy of a page in the mirror's layout
+	Clock   = "clock"   // clock_gettime(CLOCK_MONOTONIC_COARSE), the shim's freshness check
+	Precise = "precise" // clock_gettime(CLOCK_MONOTONIC), when the coarse clock cannot tell
+	Rdpmc   = "rdpmc"   // user-page seqlock plus the rdpmc instruction
 )
 
-var methods = []string{Native, Shim, Floor, Clock, Rdpmc}
+var methods = []string{Native, Shim, Floor, Clock, Precise, Rdpmc}
 
 // Raw is what one run of the C program printed.
 type Raw struct {
@@ -58,7 +59,7 @@ func ParseRaw(r io.Reader) (*Raw, error) {
 				return nil, bad(fmt.Errorf("want a positive count"))
 			}
 			raw.BatchReads = v
-		case Native, Shim, Floor, Clock, Rdpmc:
+		case Native, Shim, Floor, Clock, Precise, Rdpmc:
 			v, err := number(val)
 			if err != nil {
 				return nil, bad(err)

@@ -23,15 +23,21 @@ type Result struct {
 	AgeP99Us     *float64 `json:"age_p99_us"`
 	AgeReason    string   `json:"age_reason,omitempty"`
 
-	ClockNs        float64 `json:"clock_ns"`         // clock_gettime, part of every shim read
-	NativeOverShim float64 `json:"native_over_shim"` // how many times cheaper the shim read is
-	ShimOverFloor  float64 `json:"shim_over_floor"`  // how far the shim read is from the floor
+	ClockNs        float64 `json:"clock_ns"`            // CLOCK_MONOTONIC_COARSE, part of every shim read
+	PreciseNs      float64 `json:"precise_clock_ns"`    // CLOCK_MONOTONIC, when the coarse clock cannot tell
+	NativeOverShim float64 `json:"native_over_shim"`    // how many times cheaper the shim read is
+	ShimOverFloor  float64 `json:"shim_over_floor"`     // how far the shim read is from the floor, as a ratio
+	ShimAboveFloor float64 `json:"shim_above_floor_ns"` // and in ns
+	// PreciseShare is the share of the run's mirror reads that read the precise clock
+	// (PreciseClockReads / MirrorReads).
+	PreciseShare float64 `json:"precise_clock_share"`
 
-	Native *Spread `json:"native_spread"`
-	Shim   *Spread `json:"shim_spread"`
-	Floor  *Spread `json:"floor_spread"`
-	Clock  *Spread `json:"clock_spread,omitempty"`
-	Rdpmc  *Spread `json:"rdpmc_spread,omitempty"`
+	Native       *Spread `json:"native_spread"`
+	Shim         *Spread `json:"shim_spread"`
+	Floor        *Spread `json:"floor_spread"`
+	Clock        *Spread `json:"clock_spread,omitempty"`
+	PreciseClock *Spread `json:"precise_clock_spread,omitempty"`
+	Rdpmc        *Spread `json:"rdpmc_spread,omitempty"`
 
 	AgeMaxUs     *float64 `json:"age_max_us"`
 	AgeSamples   int      `json:"age_samples"`
@@ -42,16 +48,18 @@ type Result struct {
 	Event      string `json:"event"`
 
 	// From `bayesperf run --stats`: how the shim served the run's reads.
-	MirrorReads      uint64 `json:"mirror_reads"`
-	PassthroughReads uint64 `json:"passthrough_reads"`
-	SyncRefreshes    uint64 `json:"sync_refreshes"`
+	MirrorReads       uint64 `json:"mirror_reads"`
+	PassthroughReads  uint64 `json:"passthrough_reads"`
+	SyncRefreshes     uint64 `json:"sync_refreshes"`
+	PreciseClockReads uint64 `json:"precise_clock_reads"`
 }
 
 // Stats are the fields of `bayesperf run --stats` the benchmark checks.
 type Stats struct {
-	MirrorReads      uint64 `json:"mirror_reads"`
-	PassthroughReads uint64 `json:"passthrough_reads"`
-	SyncRefreshes    uint64 `json:"sync_refreshes"`
+	MirrorReads       uint64 `json:"mirror_reads"`
+	PassthroughReads  uint64 `json:"passthrough_reads"`
+	SyncRefreshes     uint64 `json:"sync_refreshes"`
+	PreciseClockReads uint64 `json:"precise_clock_reads"`
 }
 
 // Event describes what the C program reads.
@@ -61,15 +69,23 @@ const Event = "task-clock of a sleeping child, read_format TOTAL_TIME_ENABLED|TO
 func Summarize(raw *Raw, st Stats) *Result {
 	r := &Result{
 		Native: spread(raw.Batches[Native]), Shim: spread(raw.Batches[Shim]),
-		Floor: spread(raw.Batches[Floor]), Clock: spread(raw.Batches[Clock]), Rdpmc: spread(raw.Batches[Rdpmc]),
+		Floor: spread(raw.Batches[Floor]), Clock: spread(raw.Batches[Clock]), PreciseClock: spread(raw.Batches[Precise]),
+		Rdpmc:       spread(raw.Batches[Rdpmc]),
 		RdpmcReason: raw.RdpmcReason, AgeReason: raw.AgeReason,
 		AgeSamples: len(raw.AgeUs), AgeAmbiguous: raw.AgeAmbiguous,
 		Batches: len(raw.Batches[Shim]), BatchReads: raw.BatchReads, Event: Event,
 		MirrorReads: st.MirrorReads, PassthroughReads: st.PassthroughReads, SyncRefreshes: st.SyncRefreshes,
+		PreciseClockReads: st.PreciseClockReads,
 	}
 	r.NativeReadNs, r.ShimReadNs, r.FloorNs = r.Native.P50, r.Shim.P50, r.Floor.P50
 	if r.Clock != nil {
 		r.ClockNs = r.Clock.P50
+	}
+	if r.PreciseClock != nil {
+		r.PreciseNs = r.PreciseClock.P50
+	}
+	if st.MirrorReads > 0 {
+		r.PreciseShare = float64(st.PreciseClockReads) / float64(st.MirrorReads)
 	}
 	if r.Rdpmc != nil {
 		v := r.Rdpmc.P50
@@ -83,6 +99,7 @@ func Summarize(raw *Raw, st Stats) *Result {
 	}
 	r.NativeOverShim = r.NativeReadNs / r.ShimReadNs
 	r.ShimOverFloor = r.ShimReadNs / r.FloorNs
+	r.ShimAboveFloor = r.ShimReadNs - r.FloorNs
 	return r
 }
 

@@ -10,8 +10,8 @@ import (
 // Chain runs stages one after the other on the same values: each corrects what the one
 // before it left. It forwards the optional interfaces the server asks for: CorrectCall
 // to every CallCorrector (Correct to the others), Forget to every Forgetter,
-// Unregistered to every Unregisterer, KernelExact only when every stage is, Pace as
-// the shortest any stage asks, Sync when any stage asks. (`bayesperf run --virtual-counters N
+// Unregistered to every Unregisterer, Sample to every Sampler, KernelExact only when
+// every stage is, Pace as the shortest any stage asks, Sync when any stage asks. (`bayesperf run --virtual-counters N
 // --infer-from values` chains the virtual PMU, which presents what a multiplexing
 // kernel would, and the stage that corrects the kernel's multiplexing from those
 // values alone.)
@@ -25,6 +25,7 @@ var (
 	_ KernelExact   = Chain(nil)
 	_ Pacer         = Chain(nil)
 	_ Syncer        = Chain(nil)
+	_ Sampler       = Chain(nil)
 )
 
 // Name joins the stages' names with "+".
@@ -47,6 +48,15 @@ func (ch Chain) Correct(timeNs int64, events []Event, values []shim.Values) {
 func (ch Chain) CorrectCall(timeNs int64, call Call, events []Event, values []shim.Values) {
 	for _, st := range ch {
 		correctStage(st, timeNs, call, events, values)
+	}
+}
+
+// Sample tells every stage that samples its own counters before a call.
+func (ch Chain) Sample(call Call, events []Event) {
+	for _, st := range ch {
+		if sp, ok := st.(Sampler); ok {
+			sp.Sample(call, events)
+		}
 	}
 }
 

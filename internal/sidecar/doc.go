@@ -22,7 +22,8 @@
 // SCM_RIGHTS, after checking they are perf event fds; shared pages are memfds sealed
 // against shrinking and growing (mirror pages also against new writable mappings).
 //
-// Freshness: a shim that finds a page older than Config.StaleBound, or that saw an ioctl
+// Freshness: a shim that finds a page older than Config.StaleBound (by default two ticks
+// of CLOCK_MONOTONIC_COARSE, on which the shim judges ages, plus Period), or that saw an ioctl
 // or a reaped child since, asks for a synchronous refresh over the socket, so no read
 // returns values older than the bound. To spare reads that round trip, every live event
 // is re-read and republished every Config.Period (1 ms by default) for
@@ -35,7 +36,8 @@
 // Syncer, pages marked shim.MirrorSync, which the shim refreshes before every read (a
 // stage whose values are estimates as of the read). A Stage may also learn more:
 // CallCorrector, whether each call is a round, a read or a registration; Unregisterer,
-// each event the tool closed; Forgetter, each client gone. Chain composes stages.
+// each event the tool closed; Forgetter, each client gone; Sampler, the moment just
+// before a call's kernel values are read. Chain composes stages.
 //
 // Errors: malformed messages and bad fds from a client close that client's connection
 // (or decline the one registration) and are logged; they never stop the server. A Stage

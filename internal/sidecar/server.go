@@ -26,7 +26,11 @@ import (
 type Config struct {
 	SocketPath string        // listen here; the directory must be mode 0700 and ours
 	Period     time.Duration // republish every live mirror this often while tools read (default 1 ms)
-	StaleBound time.Duration // shims refresh a page older than this (default 2 ms)
+	// StaleBound: shims refresh a page older than this (default 2*CoarseTick() + Period:
+	// the shim judges a page's age on CLOCK_MONOTONIC_COARSE, which lags by less than two
+	// of its ticks, with that margin, so a page republished every Period is fresh on the
+	// coarse clock alone).
+	StaleBound time.Duration
 	// ActiveWindow (default 10 ms): after a client's read, every mirror is republished
 	// each Period for this long, and again for as long as reads keep coming within it, so
 	// that a tool reading often finds its pages fresh; a tool that reads less often
@@ -63,12 +67,15 @@ type Stats struct {
 	SidecarPid       int    `json:"sidecar_pid"`
 	SyncRefreshes    uint64 `json:"sync_refreshes"` // mirror reads that first asked for a refresh
 	SelfReads        uint64 `json:"self_reads"`     // reads of events counting the reader, from the kernel
-	Publishes        uint64 `json:"publishes"`      // mirror pages written
-	Clients          uint64 `json:"clients"`        // connections accepted
-	Rings            uint64 `json:"rings"`          // sampling rings mirrored
-	Declined         uint64 `json:"declined"`       // registrations refused (bad fd or attr)
-	Stage            string `json:"stage"`
-	StagePanicked    bool   `json:"stage_panicked,omitempty"` // the stage failed; values since were the kernel's
+	// PreciseClockReads are mirror reads whose freshness the coarse clock could not
+	// decide, so that the shim read CLOCK_MONOTONIC.
+	PreciseClockReads uint64 `json:"precise_clock_reads"`
+	Publishes         uint64 `json:"publishes"` // mirror pages written
+	Clients           uint64 `json:"clients"`   // connections accepted
+	Rings             uint64 `json:"rings"`     // sampling rings mirrored
+	Declined          uint64 `json:"declined"`  // registrations refused (bad fd or attr)
+	Stage             string `json:"stage"`
+	StagePanicked     bool   `json:"stage_panicked,omitempty"` // the stage failed; values since were the kernel's
 }
 
 // Server is a running sidecar. Create it with New, run it with Serve, stop it with Close.
@@ -100,7 +107,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Period = time.Millisecond
 	}
 	if cfg.StaleBound <= 0 {
-		cfg.StaleBound = 2 * time.Millisecond
+		cfg.StaleBound = 2*CoarseTick() + cfg.Period
 	}
 	if cfg.IdlePeriod <= 0 {
 		cfg.IdlePeriod = 50 * time.Millisecond
@@ -249,24 +256,26 @@ func (s *Server) Stats() Stats {
 			sum.PassthroughReads += cp.PassthroughReads
 			sum.SyncRefreshes += cp.SyncRefreshes
 			sum.SelfReads += cp.SelfReads
+			sum.PreciseClockReads += cp.PreciseClockReads
 		}
 	}
 	s.mu.Unlock()
 	return Stats{
-		Events:           s.events.Load(),
-		MirrorReads:      sum.MirrorReads,
-		PassthroughReads: sum.PassthroughReads,
-		SyncRefreshes:    sum.SyncRefreshes,
-		SelfReads:        sum.SelfReads,
-		SidecarPid:       os.Getpid(),
-		Publishes:        s.publishes.Load(),
-		RecordsMirrored:  s.recordsMirrored.Load(),
-		RecordsLost:      s.recordsLost.Load(),
-		Rings:            s.rings.Load(),
-		Clients:          s.clientsSeen.Load(),
-		Declined:         s.declined.Load(),
-		Stage:            s.cfg.Stage.Name(),
-		StagePanicked:    s.stageOff.Load(),
+		Events:            s.events.Load(),
+		MirrorReads:       sum.MirrorReads,
+		PassthroughReads:  sum.PassthroughReads,
+		SyncRefreshes:     sum.SyncRefreshes,
+		SelfReads:         sum.SelfReads,
+		PreciseClockReads: sum.PreciseClockReads,
+		SidecarPid:        os.Getpid(),
+		Publishes:         s.publishes.Load(),
+		RecordsMirrored:   s.recordsMirrored.Load(),
+		RecordsLost:       s.recordsLost.Load(),
+		Rings:             s.rings.Load(),
+		Clients:           s.clientsSeen.Load(),
+		Declined:          s.declined.Load(),
+		Stage:             s.cfg.Stage.Name(),
+		StagePanicked:     s.stageOff.Load(),
 	}
 }
 
@@ -319,6 +328,7 @@ func (s *Server) drop(c *client) {
 		s.retired.PassthroughReads += cp.PassthroughReads
 		s.retired.SyncRefreshes += cp.SyncRefreshes
 		s.retired.SelfReads += cp.SelfReads
+		s.retired.PreciseClockReads += cp.PreciseClockReads
 	}
 	if c.page != nil {
 		unix.Munmap(c.page)
@@ -543,14 +553,22 @@ func (c *client) publishLocked(evs []*event, call Call) (rings bool) {
 		if e.closed.Load() || e.unregistered {
 			continue
 		}
-		v, state := e.readKernel(c.readBuf)
 		live = append(live, e)
 		infos = append(infos, e.info)
-		vals = append(vals, v)
-		states = append(states, state)
 	}
 	if len(live) == 0 {
 		return
+	}
+	if sp, ok := s.cfg.Stage.(Sampler); ok {
+		s.guard(func() { sp.Sample(call, infos) })
+	}
+	for _, e := range live {
+		v, state := e.readKernel(c.readBuf)
+		// After the count: a reset between the two is then seen as one now and as
+		// the count going down at the next call, never missed.
+		v.Resets, v.Switches, v.Counted = shim.ClientIoctlCount(c.page, e.info.Handle)
+		vals = append(vals, v)
+		states = append(states, state)
 	}
 	now := s.now()
 	sy, _ := s.cfg.Stage.(Syncer)
@@ -627,4 +645,15 @@ func (s *Server) pumpLocked(e *event, paused bool) {
 	}
 	s.recordsMirrored.Add(moved)
 	s.recordsLost.Add(lost)
+}
+
+// CoarseTick is the resolution of CLOCK_MONOTONIC_COARSE (the kernel's tick: 4 ms at
+// HZ=250); the clock lags CLOCK_MONOTONIC by less than two of them. 10 ms if it cannot
+// be read.
+func CoarseTick() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGetres(unix.CLOCK_MONOTONIC_COARSE, &ts); err != nil || ts.Nano() <= 0 {
+		return 10 * time.Millisecond
+	}
+	return time.Duration(ts.Nano())
 }

@@ -181,12 +181,13 @@ func touchPages(n int) {
 }
 
 // TestServerMirrorsCounts registers a real perf fd and checks the mirror follows the
-// kernel: periodically while counting, exactly after a refresh once disabled.
+// kernel: periodically while counting, exactly after a refresh once disabled. The
+// default stale bound is two coarse-clock ticks plus the period.
 func TestServerMirrorsCounts(t *testing.T) {
 	srv, path := startServer(t, Config{Period: time.Millisecond})
 	c := dial(t, path)
 	rep, pageFd := c.call(shim.MsgHello, shim.Hello{Pid: int32(os.Getpid())}, -1)
-	if hr := rep.(shim.HelloReply); hr.Status != 0 || pageFd < 0 || hr.PageSize != shim.PageSize || hr.StaleNs != 2e6 || hr.Flags != shim.HelloKernelExact {
+	if hr := rep.(shim.HelloReply); hr.Status != 0 || pageFd < 0 || hr.PageSize != shim.PageSize || hr.StaleNs != uint64(2*CoarseTick()+time.Millisecond) || hr.Flags != shim.HelloKernelExact {
 		t.Fatalf("hello reply %+v fd %d", hr, pageFd)
 	}
 	unix.Close(pageFd)

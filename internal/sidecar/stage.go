@@ -139,3 +139,11 @@ type Syncer interface {
 type Pacer interface {
 	Pace(client int) time.Duration
 }
+
+// Sampler is implemented by stages that compare counters of their own with the tool's
+// events: the server calls Sample with a call's events just before it reads their
+// kernel values (then calls Correct with them), so that what the stage reads in Sample
+// is never more recent than the tool's counts it is given.
+type Sampler interface {
+	Sample(call Call, events []Event)
+}

@@ -62,7 +62,9 @@ struct bp_hello {
 struct bp_hello_reply {
 	int32_t status;      /* 0 or -errno */
 	int32_t sidecar_pid;
-	uint64_t stale_ns;   /* a mirror older than this must be refreshed before it is served */
+	uint64_t stale_ns;   /* a mirror older than this must be refreshed before it is served;
+	                        judged on CLOCK_MONOTONIC_COARSE with a margin of two of its
+	                        ticks first, so at least two ticks plus the republish period */
 	uint32_t page_size;  /* size of the client page and of every mirror page */
 	uint32_t flags;      /* BP_HELLO_F_* */
 };
@@ -117,6 +119,7 @@ struct bp_status {
  * single-writer adds to its thread's shard). */
 #define BP_CLIENT_MAGIC 0x544e4c43u /* "CLNT" */
 #define BP_CLIENT_SHARDS 256u
+#define BP_CLIENT_IOCTLS 480u
 struct bp_client_page {
 	uint32_t magic;
 	uint32_t version;
@@ -128,12 +131,23 @@ struct bp_client_page {
 	uint64_t self_reads;        /* read()s of events that count the reader itself, answered by
 	                               the kernel (a mirror could be older than what the reader
 	                               just did) */
-	uint64_t reserved[2];
+	uint64_t precise_clock_reads; /* mirror reads whose freshness the coarse clock could not
+	                                 decide, so that the shim read CLOCK_MONOTONIC */
+	uint64_t reserved[1];
 	/* More mirror_reads, one shard per reading thread (the first BP_CLIENT_SHARDS threads
 	 * of the process; later ones add to mirror_reads): a shard has a single writer, which
 	 * counts with a plain (unlocked) add, so the fast read path has no atomic
 	 * read-modify-write. The total is mirror_reads plus every shard. */
 	uint64_t mirror_read_shards[BP_CLIENT_SHARDS];
+	/* ioctls[h]: the perf ioctls the tool made that change what the event with handle h
+	 * counts (its own, or its group leader's with PERF_IOC_FLAG_GROUP), for handles
+	 * below BP_CLIENT_IOCTLS: the low 16 bits count PERF_EVENT_IOC_RESET, the high 16
+	 * bits ENABLE, DISABLE and REFRESH. Relaxed atomic adds, no system call (the tool's
+	 * own events may be counting this very moment). A stage that follows an event's
+	 * count across calls learns from it that the tool switched the event or restarted
+	 * its count, even when the tool counted past its old value before the sidecar
+	 * looked. */
+	uint32_t ioctls[BP_CLIENT_IOCTLS];
 };
 
 /*
@@ -185,5 +199,7 @@ struct bp_mirror_page {
 	struct bp_mirror_hdr hdr;
 	struct bp_mirror_value values[BP_MIRROR_MAX_VALUES];
 };
+
+_Static_assert(sizeof(struct bp_client_page) <= BP_PAGE_SIZE, "the client page is one page");
 
 #endif /* BAYESPERF_ABI_H */

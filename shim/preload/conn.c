@@ -12,6 +12,7 @@ int conn_state;
 int conn_fd = -1;
 uint32_t conn_epoch = 1;
 uint64_t stale_ns = 2000000;
+int64_t coarse_fresh = INT64_MIN;
 int kernel_exact;
 struct bp_client_page *client_page;
 
@@ -236,10 +237,18 @@ static void connect_locked(void)
 	client_page = p;
 	if (rep.stale_ns > 0)
 		stale_ns = rep.stale_ns;
+	/* The coarse clock lags by less than two of its ticks (shim.h): a page whose coarse
+	 * age is at most the bound minus two ticks is fresh for sure. */
+	struct timespec res;
+	uint64_t tick = 0;
+	if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0)
+		tick = (uint64_t)res.tv_sec * 1000000000u + (uint64_t)res.tv_nsec;
+	if (tick > 0 && stale_ns > 2 * tick && stale_ns < (uint64_t)INT64_MAX)
+		coarse_fresh = (int64_t)(stale_ns - 2 * tick);
 	kernel_exact = (rep.flags & BP_HELLO_F_KERNEL_EXACT) != 0;
 	__atomic_store_n(&conn_state, CONN_UP, __ATOMIC_RELEASE);
-	DEBUG("connected to sidecar %d at %s (stale bound %llu ns)\n", rep.sidecar_pid, path,
-	      (unsigned long long)stale_ns);
+	DEBUG("connected to sidecar %d at %s (stale bound %llu ns, fresh on the coarse clock up to %lld ns)\n",
+	      rep.sidecar_pid, path, (unsigned long long)stale_ns, (long long)coarse_fresh);
 }
 
 /* In a forked child the connection and the registrations belong to the parent: start

@@ -155,8 +155,11 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 	 * REFRESH, PERIOD, group-wide via PERF_IOC_FLAG_GROUP): every mirror must be
 	 * refreshed before it is served again. */
 	struct bp_event *ev = lookup(fd);
-	if (ev != NULL && req == PERF_EVENT_IOC_RESET && r == 0)
-		reset_group_values(ev, ((unsigned long)arg & PERF_IOC_FLAG_GROUP) != 0);
+	if (ev != NULL && r == 0 &&
+	    (req == PERF_EVENT_IOC_RESET || req == PERF_EVENT_IOC_ENABLE || req == PERF_EVENT_IOC_DISABLE ||
+	     req == PERF_EVENT_IOC_REFRESH))
+		ioctl_done(ev, req != PERF_EVENT_IOC_REFRESH && ((unsigned long)arg & PERF_IOC_FLAG_GROUP) != 0,
+			   req == PERF_EVENT_IOC_RESET);
 	if (ev != NULL && req != PERF_EVENT_IOC_ID) {
 		bump_sync_gen();
 		/* After PAUSE_OUTPUT(1) the kernel leaves the ring alone: the moment to copy a

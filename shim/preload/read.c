@@ -68,6 +68,31 @@ static size_t read_size(uint64_t fmt, uint32_t nr)
 
 #define LOAD(p) __atomic_load_n(&(p), __ATOMIC_RELAXED)
 
+/* Freshness. A page published at upd (CLOCK_MONOTONIC) is fresh while its age, now -
+ * upd, is at most stale_ns. The coarse clock c lags now by less than two of its ticks
+ * (shim.h), so the age lies in [c - upd, c - upd + 2 ticks): the page is fresh for sure
+ * when c - upd <= coarse_fresh (stale_ns minus two ticks), stale for sure when
+ * c - upd > stale_ns, and only in between is the precise clock read (counted in the
+ * client page). The sidecar's stale bound is two ticks plus its republish period, so a
+ * page it republishes on time is judged on the coarse clock alone; with a bound of two
+ * ticks or less (a stage that wants values as of every read) every fresh page takes the
+ * precise clock. Signed: upd may be ahead of the coarse clock. */
+static __attribute__((noinline)) int fresh_precise(uint64_t upd)
+{
+	COUNT(precise_clock_reads);
+	return now_ns() - upd <= stale_ns;
+}
+
+static inline int fresh_since(uint64_t upd)
+{
+	int64_t c = (int64_t)(coarse_ns() - upd);
+	if (LIKELY(c <= coarse_fresh))
+		return 1;
+	if (c > (int64_t)stale_ns)
+		return 0;
+	return fresh_precise(upd);
+}
+
 /* mirror_copy encodes the page into buf in read_format layout under the seqlock (pairs
  * with shim.Mirror.Publish). Returns bytes written, -ENOSPC when count is too small, 0
  * when the page cannot serve (not OK, or no consistent copy), and sets *fresh to 1 when
@@ -127,7 +152,7 @@ static ssize_t mirror_copy(const struct bp_mirror_page *pg, char *buf, size_t co
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&pg->hdr.seq, __ATOMIC_RELAXED) != s1)
 			continue;
-		*fresh = (flags & BP_MIRROR_F_FINAL) ? 3 : (!(flags & BP_MIRROR_F_SYNC) && now_ns() - upd <= stale_ns);
+		*fresh = (flags & BP_MIRROR_F_FINAL) ? 3 : (!(flags & BP_MIRROR_F_SYNC) && fresh_since(upd));
 		return ret;
 	}
 	*fresh = 0;
@@ -227,7 +252,7 @@ static inline ssize_t fast_copy(const struct bp_mirror_page *pg, void *buf, size
 	/* Fresh: final values, or published within the staleness bound (clock read after
 	 * the copy, so the age is never underestimated) and not to be refreshed at every
 	 * read (BP_MIRROR_F_SYNC). */
-	if (!(flags & BP_MIRROR_F_FINAL) && UNLIKELY((flags & BP_MIRROR_F_SYNC) || now_ns() - upd > stale_ns))
+	if (!(flags & BP_MIRROR_F_FINAL) && UNLIKELY((flags & BP_MIRROR_F_SYNC) || !fresh_since(upd)))
 		return 0;
 	memcpy(buf, v, k * 8);
 	return (ssize_t)(k * 8);
@@ -419,9 +444,29 @@ static void reset_values(struct bp_event *ev)
 	}
 }
 
-void reset_group_values(struct bp_event *ev, int group)
+/* count_ioctl counts a perf ioctl of ev in the client page for the sidecar (no system
+ * call: the tool's own events may be counting this very moment): resets in the low 16
+ * bits, switches in the high 16. */
+static void count_ioctl(struct bp_event *ev, uint32_t inc)
 {
-	reset_values(ev);
+	struct bp_client_page *cp = __atomic_load_n(&client_page, __ATOMIC_RELAXED);
+	if (cp != NULL && ev->epoch == conn_epoch && ev->handle < BP_CLIENT_IOCTLS)
+		__atomic_fetch_add(&cp->ioctls[ev->handle], inc, __ATOMIC_RELAXED);
+}
+
+/* ioctl_done applies to ev (and to its group's members with group) what the perf ioctl
+ * that just succeeded changes in the shim's view: a reset clears the monotonic value
+ * slots; every reset and switch is counted for the sidecar. */
+static void ioctl_done_one(struct bp_event *ev, int reset)
+{
+	if (reset)
+		reset_values(ev);
+	count_ioctl(ev, reset ? 1u : 1u << 16);
+}
+
+void ioctl_done(struct bp_event *ev, int group, int reset)
+{
+	ioctl_done_one(ev, reset);
 	if (!group || __atomic_load_n(&nperf, __ATOMIC_RELAXED) == 0)
 		return;
 	guard++;
@@ -429,7 +474,7 @@ void reset_group_values(struct bp_event *ev, int group)
 	for (int fd = 0; fd < BP_MAX_FD; fd++) {
 		struct bp_event *m = fdtab[fd];
 		if (m != NULL && m != ev && m->leader == ev->handle && m->epoch == ev->epoch)
-			reset_values(m);
+			ioctl_done_one(m, reset);
 	}
 	pthread_mutex_unlock(&tab_lock);
 	guard--;

@@ -6,8 +6,10 @@
  * kernel's permission checks are exactly the kernel's), then hands the fd, the attr and
  * the group to the sidecar over the Unix socket named by $BAYESPERF_SOCKET. The sidecar
  * answers with a sealed memfd holding a counting mirror page (bayesperf_abi.h) that it
- * republishes at least every millisecond; read() on a registered fd is then served from
- * that page in the exact read_format layout, without a system call.
+ * republishes every millisecond while the tool reads; read() on a registered fd is then
+ * served from that page in the exact read_format layout, without a system call, when
+ * the page is fresh: judged on the coarse clock with a margin of two ticks, and on the
+ * precise clock only when the coarse one cannot tell (read.c).
  *
  * Rules the library keeps:
  *  - Nothing happens until the process itself opens a perf event: a workload that merely
@@ -363,9 +365,27 @@ static inline uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* reset_group_values clears the monotonic value slots of ev (and of its group's members
- * with group) after a PERF_EVENT_IOC_RESET. */
-void reset_group_values(struct bp_event *ev, int group);
+/* coarse_ns is CLOCK_MONOTONIC_COARSE: the time of a recent timekeeping tick, so reading
+ * it is a few loads from the vDSO page (no clock read). It is never ahead of
+ * CLOCK_MONOTONIC; behind it by less than two of its ticks (its resolution): on this
+ * project's VMs it often lags by more than one tick. */
+static inline uint64_t coarse_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* coarse_fresh is the largest coarse age (CLOCK_MONOTONIC_COARSE minus a page's
+ * update_ns) at which a page is fresh for sure: stale_ns minus two ticks of the coarse
+ * clock, set at the connection; INT64_MIN (the coarse clock decides nothing fresh) when
+ * the stale bound is not above two ticks, or before. */
+extern int64_t coarse_fresh;
+
+/* ioctl_done records a perf ioctl that succeeded on ev (and on its group's members with
+ * group): a reset (PERF_EVENT_IOC_RESET, which also clears the monotonic value slots) or
+ * a switch (ENABLE, DISABLE, REFRESH), counted in the client page for the sidecar. */
+void ioctl_done(struct bp_event *ev, int group, int reset);
 
 #pragma GCC visibility pop
 

@@ -13,8 +13,10 @@
  *   floor   a raw seqlock copy of { value, enabled, running } from a page of the shim's
  *           mirror layout (struct bp_mirror_page) in this process: the least a read of
  *           shared memory can cost
- *   clock   clock_gettime(CLOCK_MONOTONIC) alone: what the shim adds to the floor on every
+ *   clock   clock_gettime(CLOCK_MONOTONIC_COARSE) alone: the clock the shim reads on every
  *           read to check the mirror's age (for the breakdown, not a way to read)
+ *   precise clock_gettime(CLOCK_MONOTONIC) alone: the clock the shim reads only when the
+ *           coarse one cannot tell whether the mirror is fresh
  *   rdpmc   self-monitoring through the kernel's user page (perf_event_mmap_page) with
  *           the rdpmc instruction, when the kernel sets cap_user_rdpmc
  * The event is task-clock of a child that sleeps, read with TOTAL_TIME_ENABLED|RUNNING:
@@ -32,7 +34,8 @@
  * Output, one fact per line (parsed by internal/bench):
  *   readbench 1                version of this format
  *   batch_reads N              reads per timed batch
- *   <method> NS                ns per read of one batch (native, shim, floor, clock, rdpmc)
+ *   <method> NS                ns per read of one batch (native, shim, floor, clock, precise,
+ *                              rdpmc)
  *   rdpmc_unavailable REASON   instead of rdpmc lines
  *   age_us US                  one age sample
  *   age_ambiguous N            samples where a publish happened around the read
@@ -285,12 +288,22 @@ static int age_run(pid_t child, long samples, uint64_t seed)
 
 /* ---- main ---- */
 
-enum { M_NATIVE, M_SHIM, M_FLOOR, M_CLOCK, M_RDPMC, NMETHODS };
-static const char *names[NMETHODS] = {"native", "shim", "floor", "clock", "rdpmc"};
+enum { M_NATIVE, M_SHIM, M_FLOOR, M_CLOCK, M_PRECISE, M_RDPMC, NMETHODS };
+static const char *names[NMETHODS] = {"native", "shim", "floor", "clock", "precise", "rdpmc"};
 
-/* clock_read is what the shim adds to the floor on every read to check that the values
- * are fresh: one clock_gettime(CLOCK_MONOTONIC) (vDSO, no system call). */
+/* clock_read is the clock the shim reads on every read to check that the values are
+ * fresh: clock_gettime(CLOCK_MONOTONIC_COARSE) (vDSO, no system call, no clock read). */
 static __attribute__((noinline)) int clock_read(uint64_t *v)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	v[0] = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return 24;
+}
+
+/* precise_read is the clock the shim reads only when the coarse one cannot tell:
+ * clock_gettime(CLOCK_MONOTONIC) (vDSO, reads the clocksource). */
+static __attribute__((noinline)) int precise_read(uint64_t *v)
 {
 	v[0] = now_ns();
 	return 24;
@@ -363,6 +376,10 @@ int main(int argc, char **argv)
 			case M_CLOCK:
 				for (long i = 0; i < per; i++)
 					bad += clock_read(v) != 24;
+				break;
+			case M_PRECISE:
+				for (long i = 0; i < per; i++)
+					bad += precise_read(v) != 24;
 				break;
 #if defined(__x86_64__) || defined(__i386__)
 			case M_RDPMC:

@@ -246,24 +246,25 @@ func (s *Stage) finish(c *client) {
 }
 
 // correctInfer serves one event of a client with a correction: a read by the tool
-// (read) or a periodic round.
-func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bool) {
+// (read) or a periodic round. It says whether it published the model's running totals
+// (else the virtual view).
+func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bool) bool {
 	k := c.corr
 	idx, ok := c.index[e.Handle]
 	if !ok {
-		return
+		return false
 	}
 	idxs := []int{idx}
 	if len(v.Members) > 1 {
 		for _, h := range c.members(e.Handle) {
 			j, ok := c.index[h]
 			if !ok {
-				return
+				return false
 			}
 			idxs = append(idxs, j)
 		}
 		if len(idxs) != len(v.Members) {
-			return // not the group we know: leave the kernel's values
+			return false // not the group we know: leave the kernel's values
 		}
 	}
 	if read {
@@ -331,7 +332,7 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 		}
 	}
 	if !read || len(k.rounds) == 0 {
-		return
+		return corrected
 	}
 	r := k.rounds[len(k.rounds)-1]
 	for m, j := range idxs {
@@ -351,6 +352,7 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 			r.reads[j] = p
 		}
 	}
+	return corrected
 }
 
 // history is the model's Options.History for a client of n events: the slices whose

@@ -28,6 +28,15 @@
 // started rebuilds the client's virtual PMU, and its counts restart from zero: tools open
 // all their events before they start the workload, so this only affects odd clients.
 //
+// The tool's own windows (window.go): a program that counts itself between its own
+// ENABLE and DISABLE ioctls, and resets in between (stress-ng --perf, PAPI), reads what
+// a real PMU following those ioctls would show: the view within the windows its own
+// kernel event was enabled in (the share of the always-on copy's counts that the
+// tool's event also counted), restarted at each reset the shim counts in its client
+// page, with the tool's own time_enabled. So with --virtual-counters the stage keeps an
+// always-on copy of each event even without Truth when the tool opened one disabled and
+// they are all software events or tracepoints (they cost no counter).
+//
 // Correction (Infer, `bayesperf run --correct bayesperf`): each client's slices feed a
 // bayesperf model (built and fed through internal/pipeline, relations bound to the
 // events' perf names; task-clock a clock, pipeline.IsClock: a task event's enabled time

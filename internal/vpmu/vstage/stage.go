@@ -96,6 +96,10 @@ type client struct {
 	logged string       // the last collector line logged for the client
 	never  int          // events never counted (unfit groups) when last logged
 	budget [2]int       // with Auto: the hardware events and counters when last logged
+	// windows follows the tool's own enable, disable and reset of each event (window.go),
+	// by handle.
+	windows map[uint32]*window
+	truth   bool // the PMU keeps always-on copies (Stage.Truth, or events that cost none)
 }
 
 var (
@@ -103,6 +107,7 @@ var (
 	_ sidecar.CallCorrector = (*Stage)(nil)
 	_ sidecar.Unregisterer  = (*Stage)(nil)
 	_ sidecar.Forgetter     = (*Stage)(nil)
+	_ sidecar.Sampler       = (*Stage)(nil)
 )
 
 // Name is "vpmu".
@@ -186,6 +191,7 @@ func (s *Stage) correctClient(k clientKey, c *client, idx []int, read bool, even
 	if grown {
 		t0 := time.Now()
 		s.rebuild(k.id, c)
+		c.restartWindows()
 		if c.runner != nil {
 			s.logf("vstage: client %d: virtual PMU of %d events of pid %d built in %v", k.id, len(c.index), k.pid, time.Since(t0).Round(time.Microsecond))
 		}
@@ -195,11 +201,18 @@ func (s *Stage) correctClient(k clientKey, c *client, idx []int, read bool, even
 	}
 	read = read && len(c.index) > 1 && !grown
 	for _, i := range idx {
+		kern := values[i]
+		counts := make([]uint64, len(values[i].Members))
+		for m, mv := range values[i].Members {
+			counts[m] = mv.Value
+		}
+		corrected := false
 		if c.corr == nil {
 			s.correctOne(c, events[i], &values[i])
-			continue
+		} else {
+			corrected = s.correctInfer(c, events[i], &values[i], read)
 		}
-		s.correctInfer(c, events[i], &values[i], read)
+		s.followWindows(c, events[i], counts, kern, corrected, &values[i])
 	}
 }
 
@@ -489,8 +502,24 @@ func (s *Stage) rebuild(id int, c *client) {
 			corr.lxKernel = &l
 		}
 	}
+	// Following the tool's windows (window.go) exactly needs an always-on copy of each
+	// event: kept even without Truth when the tool opened an event disabled, to enable
+	// it itself, and the events are all software events or tracepoints, whose always-on
+	// copies cost no counter (with read(2) they are the copies the views are derived
+	// from anyway; with BPF one more copy each, which perf stat's PMUs, rebuilt at each
+	// registration, are spared).
+	truth := s.Truth
+	if !truth {
+		for _, h := range hs {
+			truth = truth || openedDisabled(c.events[h])
+		}
+		for _, d := range descs {
+			truth = truth && vpmu.Derivable(d.Attr)
+		}
+	}
+	c.truth = truth
 	cfg := vpmu.Config{Events: descs, Views: views, Pid: target, CPU: perf.AnyCPU,
-		Inherit: inherit, EnableOnExec: onExec && notExecd(target, int(first.ClientPid)), Truth: s.Truth}
+		Inherit: inherit, EnableOnExec: onExec && notExecd(target, int(first.ClientPid)), Truth: truth}
 	p, coll, why, err := s.open(cfg)
 	if err != nil {
 		s.logf("vstage: open virtual PMU for client %d: %v", id, err)
