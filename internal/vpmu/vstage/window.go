@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/pipeline"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
 	"github.com/bayesperf/bayesperf/internal/vpmu"
 	"github.com/bayesperf/bayesperf/perfabi"
@@ -112,8 +113,8 @@ func (w *window) gate(r *vpmu.Runner, k, en, run uint64, resets uint16, virt per
 		// A reset (PERF_EVENT_IOC_RESET): the tool's count restarted from 0.
 		w.at, w.value, w.pub = 0, 0, 0
 	}
-	dt, dv := sub(truth, w.t), sub(virt.Value, w.v)
-	dc, dr := sub(virt.Enabled, w.c), sub(virt.Running, w.r)
+	dt, dv := pipeline.Sub(truth, w.t), pipeline.Sub(virt.Value, w.v)
+	dc, dr := pipeline.Sub(virt.Enabled, w.c), pipeline.Sub(virt.Running, w.r)
 	te := share(en, dc, &w.ac)
 	x := te * float64(dv)
 	if hasTruth && run == en {
