@@ -206,7 +206,7 @@ func NewCollector(opts Options) (*Collector, error) {
 		return nil, fmt.Errorf("new bpf collector: ring size %d is not a power of two of at least %d", opts.RingBytes, page)
 	}
 	systemWide := opts.Pid == -1
-	cpus, err := onlineCPUs()
+	cpus, err := perf.OnlineCPUs()
 	if err != nil {
 		return nil, fmt.Errorf("new bpf collector: %w", err)
 	}

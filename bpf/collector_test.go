@@ -384,7 +384,7 @@ func TestSystemWide(t *testing.T) {
 	first, last := snaps[0], snaps[len(snaps)-1]
 	wall := time.Duration(last.TimeNs - first.TimeNs)
 	clock := time.Duration(last.Counts[0].Value - first.Counts[0].Value)
-	cpus, _ := onlineCPUs()
+	cpus, _ := perf.OnlineCPUs()
 	// cpu-clock on every CPU advances with wall time, whether the CPU is busy or idle.
 	if clock < wall/2 || clock > wall*time.Duration(len(cpus))*2 {
 		t.Errorf("cpu-clock summed over %d CPUs advanced %v in %v of wall time", len(cpus), clock, wall)

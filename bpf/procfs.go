@@ -59,43 +59,6 @@ func fieldOffset(format []byte, name string) (uint32, error) {
 	return 0, fmt.Errorf("find field %s in tracepoint format: not found", name)
 }
 
-// parseCPUList parses a sysfs CPU list such as "0-3,5,7-8".
-func parseCPUList(s string) ([]int, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, nil
-	}
-	var cpus []int
-	for _, item := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(item, "-")
-		a, err := strconv.ParseUint(lo, 10, 16)
-		if err != nil {
-			return nil, fmt.Errorf("parse cpu list %q: %w", s, err)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.ParseUint(hi, 10, 16); err != nil {
-				return nil, fmt.Errorf("parse cpu list %q: %w", s, err)
-			}
-		}
-		if b < a || b-a > 4096 {
-			return nil, fmt.Errorf("parse cpu list %q: bad range %s", s, item)
-		}
-		for c := a; c <= b; c++ {
-			cpus = append(cpus, int(c))
-		}
-	}
-	return cpus, nil
-}
-
-func onlineCPUs() ([]int, error) {
-	b, err := os.ReadFile("/sys/devices/system/cpu/online")
-	if err != nil {
-		return nil, fmt.Errorf("read online cpus: %w", err)
-	}
-	return parseCPUList(string(b))
-}
-
 // listThreads returns the tids of process pid.
 func listThreads(pid int) ([]int, error) {
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))

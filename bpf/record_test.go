@@ -138,35 +138,3 @@ func FuzzFieldOffset(f *testing.F) {
 		}
 	})
 }
-
-func TestParseCPUList(t *testing.T) {
-	for in, want := range map[string][]int{
-		"0":          {0},
-		"0-1\n":      {0, 1},
-		"0-2,4,6-7":  {0, 1, 2, 4, 6, 7},
-		"":           nil,
-		"3-3":        {3},
-		"1,0":        {1, 0},
-		"0-1,5-5\n ": {0, 1, 5},
-	} {
-		got, err := parseCPUList(in)
-		if err != nil || !slices.Equal(got, want) {
-			t.Errorf("parseCPUList(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"a", "1-", "3-1", "0-99999", "-1", "1,,2"} {
-		if got, err := parseCPUList(bad); err == nil {
-			t.Errorf("parseCPUList(%q) = %v, want an error", bad, got)
-		}
-	}
-}
-
-func FuzzParseCPUList(f *testing.F) {
-	f.Add("0-3,5")
-	f.Fuzz(func(t *testing.T, s string) {
-		cpus, err := parseCPUList(s)
-		if err == nil && len(cpus) > 4097*len(s) {
-			t.Fatalf("%d cpus from %q", len(cpus), s)
-		}
-	})
-}

@@ -5,7 +5,7 @@
 # perf_event_paranoid <= -1) and a mounted tracefs, and compare with /usr/bin/perf
 # (linux-perf, already in APT_PKGS).
 
-FUZZ_TARGETS += ./internal/eval:FuzzScoreReads ./internal/perf:FuzzParseList ./internal/perf:FuzzDecodeReading ./perfabi:FuzzDecodeAttr ./perfabi:FuzzDecodeRead ./internal/perf:FuzzResolvePMU
+FUZZ_TARGETS += ./internal/eval:FuzzScoreReads ./internal/perf:FuzzParseList ./internal/perf:FuzzDecodeReading ./perfabi:FuzzDecodeAttr ./perfabi:FuzzDecodeRead ./internal/perf:FuzzResolvePMU ./internal/perf:FuzzParseCPUList
 
 # 24 software events and tracepoints with real relations between them
 # (page-faults = minor + major, raw_syscalls = sum of syscalls:*, cs = sched_switch).

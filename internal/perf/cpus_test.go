@@ -8,6 +8,7 @@ import (
 func TestParseCPUList(t *testing.T) {
 	for in, want := range map[string][]int{
 		"0": {0}, "0-3": {0, 1, 2, 3}, "0-1,5,7-8\n": {0, 1, 5, 7, 8}, "3,1,3": {3, 1}, "": nil,
+		"3-3": {3}, "1,0": {1, 0}, "0-1,5-5\n ": {0, 1, 5},
 	} {
 		got, err := ParseCPUList(in)
 		if err != nil || !slices.Equal(got, want) {
@@ -23,4 +24,14 @@ func TestParseCPUList(t *testing.T) {
 	if err != nil || len(on) == 0 {
 		t.Fatalf("OnlineCPUs() = %v, %v", on, err)
 	}
+}
+
+func FuzzParseCPUList(f *testing.F) {
+	f.Add("0-3,5")
+	f.Fuzz(func(t *testing.T, s string) {
+		cpus, err := ParseCPUList(s)
+		if err == nil && len(cpus) > 4097*len(s) {
+			t.Fatalf("%d cpus from %q", len(cpus), s)
+		}
+	})
 }
