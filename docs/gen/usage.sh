@@ -40,6 +40,10 @@ kernel-style scaled value and the truth of a hidden always-on copy.
 
     bayesperf stat --virtual-counters 4 -e page-faults,minor-faults,major-faults,raw_syscalls:sys_enter -- ./app
     bayesperf attach -p PID -e task-clock,context-switches -I 1000
+    bayesperf stat -a -A --json -I 1000 --virtual-counters 4 -e 'syscalls:sys_enter_*'
+
+`-a`, `-C LIST` and `-A` count every task per CPU, one model per CPU, as perf stat -a
+does (docs/consumers.md).
 
 ## Measuring accuracy against the truth
 
@@ -69,5 +73,9 @@ for c in $("$bin" --help | awk '/^Commands:/{on=1; next} on && !NF {exit} on {pr
 	echo
 	"$bin" "$c" --help 2>&1 | sed 's/^/    /' || true
 done
+echo
+echo "### bayesperf bench cpus"
+echo
+"$bin" bench cpus --help 2>&1 | sed 's/^/    /' || true
 } > "$out"
 echo "wrote $out"
