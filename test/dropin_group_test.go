@@ -6,6 +6,7 @@ package test
 // the perf binary and perf_event_open for software events and tracepoints.
 
 import (
+	"math"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -17,14 +18,19 @@ import (
 // default). The group's three events print <not counted> with run time 0; the three
 // others are counted: with none, on the virtual PMU, so at least one of them ran less
 // than 100% of the time (three singletons cannot share two counters); with bayesperf,
-// corrected, minor-faults within 20% of native (1.3% measured: the correction works on
-// them; the workload touches 1000 pages, then one a ms for 300 ms).
+// corrected, minor-faults closer to native than the multiplexed view's scaled value
+// (the correction works on them). The workload touches 1000 pages, then one a ms for
+// 300 ms: where its start-up burst falls in the rotation moves both values from run to
+// run (bayesperf 1038-1959 against a native 1353 on a loaded machine, 1.3% off on a
+// quiet one; the scaled value 2061-2396), so a fixed bound on bayesperf alone failed
+// one run in three under load, before and after the change it was written for.
 func TestDropinGroupLargerThanCounters(t *testing.T) {
 	dir := dropinBins(t)
 	const events = "{task-clock,page-faults,context-switches},minor-faults,major-faults,raw_syscalls:sys_enter"
 	wl := []string{filepath.Join(dir, "workload"), "1000", "5", "0", "300"}
 	argv := append([]string{"perf", "stat", "-x,", "-e", events, "--"}, wl...)
 	nat := byEvent(parseStatCSV(t, run(t, nil, argv...).stderr, false))["minor-faults"].num(t)
+	var scaled float64
 	for _, correct := range []string{"none", "bayesperf"} {
 		r := run(t, nil, append([]string{filepath.Join(dir, "bayesperf"), "run", "--virtual-counters", "2", "--correct", correct, "--"}, argv...)...)
 		if r.status != 0 {
@@ -50,12 +56,13 @@ func TestDropinGroupLargerThanCounters(t *testing.T) {
 		minor := lines["minor-faults"].num(t)
 		switch correct {
 		case "none":
+			scaled = minor
 			if !multiplexed {
 				t.Errorf("--correct none: every event beside the group ran 100%% of the time; the virtual PMU is off\n%s", r.stderr)
 			}
 		case "bayesperf":
-			if !within(minor, nat, 0, 0.2) {
-				t.Errorf("--correct bayesperf: minor-faults %v, native %v; want within 20%%", minor, nat)
+			if math.Abs(minor-nat) >= math.Abs(scaled-nat) && !within(minor, nat, 0, 0.05) {
+				t.Errorf("--correct bayesperf: minor-faults %v, native %v: no closer than the scaled %v", minor, nat, scaled)
 			}
 		}
 		t.Logf("--correct %s: minor-faults %v (native %v), group <not counted>", correct, minor, nat)
