@@ -12,7 +12,10 @@
 // those leave their target, whose model is rebuilt over the others. Per round, the
 // deltas since the last round are cut into the kernel's own slices (segment.go: a round
 // that holds one rotation is split where it happened, as the shares of the round the
-// leaving and joining events ran say), and each slice goes to a bayesperf model
+// leaving and joining events ran say; the round's span of the target's time is what
+// the events that counted at both reads say, since the enabled time of an event not
+// counting lags, and that of an inherited event sums its children's), and each slice
+// goes to a bayesperf model
 // (built and fed through internal/pipeline; relations bound to the events' perf names
 // through perf.Namer; task-clock of a task target a clock, pipeline.IsClock). A round
 // in which the target did not run adds nothing.
@@ -27,8 +30,12 @@
 //     time_enabled so that the tool's own scaling leaves it unchanged: the smoother's
 //     estimate given every slice so far (recomputed once per slice, a tool's reads
 //     come in bursts), plus the slice being built (counted, or at the event's latest
-//     rate), plus the kernel's delta since the last round, scaled by enabled/running
-//     where the event ran part of the time, at its latest rate where it did not run.
+//     rate times the share of their latest rates that the events counting there
+//     counted, at most 1: one factor for all keeps the exact identities between the
+//     events extrapolated, and a value published too high never comes back down),
+//     plus the kernel's delta since the last round, scaled by enabled/running where
+//     the event ran part of the time (its enabled time at most the time since the
+//     round), at its latest rate times that share where it did not run.
 //     Such values are estimates as of the read, so once a target is corrected its
 //     events' mirrors are marked shim.MirrorSync (sidecar.Syncer): every read of them
 //     is a synchronous refresh, whatever the sidecar's staleness bound, and periodic
@@ -57,10 +64,11 @@
 //
 // Accuracy: the stage is tested behind the virtual PMU here (`bayesperf run
 // --virtual-counters N --infer-from values`, which presents what a multiplexing kernel
-// would) and on the arm64 testbed's real PMU (docs/pmu.md), where it ranged from 0.21x
-// to 4.6x of the kernel's scaling across workloads and runs: not better in every run,
-// so it is not the default. On a real PMU the default (`--correct auto`) is the virtual
-// PMU's own schedule (internal/vpmu/vstage), which keeps the kernel from multiplexing.
+// would) and on the arm64 testbed's real PMU (docs/pmu.md), where on the mixed
+// workload it reduced the per-interval error of the kernel's scaling 3.3x-5.8x (10
+// runs); it is not the default there: the default (`--correct auto`) is the virtual
+// PMU's own schedule (internal/vpmu/vstage), which keeps the kernel from multiplexing
+// and measures better.
 //
 // Limits: targets with more than MaxEvents events keep the kernel's values (events
 // corrected before a late one made too many: the kernel's scaled values, with

@@ -4,6 +4,8 @@ import (
 	"math"
 
 	"github.com/bayesperf/bayesperf/inference"
+	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/pipeline"
 )
 
 // roundDelta is what one event did in one round: its count, and the share of the
@@ -184,8 +186,8 @@ func (s *Stage) feed(t *target, sl inference.Slice) {
 }
 
 // pending is the estimate of event j's count in the open slice: counted there, or at
-// its latest rate.
-func (t *target) pending(j int) float64 {
+// its latest rate scaled by act (activity).
+func (t *target) pending(j int, act float64) float64 {
 	o := &t.open
 	if o.d <= 0 {
 		return 0
@@ -194,7 +196,75 @@ func (t *target) pending(j int) float64 {
 		return o.count[j]
 	}
 	if j < len(t.rate) {
-		return t.rate[j] * o.d
+		return t.rate[j] * o.d * act
 	}
 	return 0
+}
+
+// activity is the share of what their latest rates predict that the events counting
+// in the open slice did count there, at most 1 (1 when nothing is counted yet): the
+// factor by which the latest rates of the events not counting there are
+// extrapolated. The latest rates are the model's estimates of one slice, in which the
+// exact identities hold; one factor for all keeps those identities between the
+// extrapolated events, where each at its own rate, beside counted events that show a
+// new phase, would break them. A rise is not extrapolated: a value published above
+// the truth never comes back down, while one below it is made up at the next read;
+// the model gives the events not counted theirs when the slice closes. Clock events
+// (their count is the slice's time) say nothing of the activity and are left out.
+func (t *target) activity() float64 {
+	o := &t.open
+	var got, want float64
+	for j := range o.on {
+		if j < len(t.rate) && !(j < len(t.clock) && t.clock[j]) {
+			got += o.count[j]
+			want += t.rate[j] * o.d
+		}
+	}
+	if !(want > 0) || got >= want {
+		return 1
+	}
+	return got / want
+}
+
+// span is the round's span of the target's time (see round) given the events'
+// cumulative values now (cur) and at the last round, and records which events ran in
+// the round (ran). An event that counted in this round and the last has its enabled
+// time fresh at both reads, unless it stopped counting in between (then it has it
+// up to then: less); one that started has its time caught up over the rounds it did
+// not count (more), so it is not taken; and no event counted for longer than the
+// span. The span is the enabled delta of the first such event, in the order they are
+// read, not shorter than the longest running delta by more than tauSlack (where the
+// target runs on while the events are read, on a machine with more than one CPU, the
+// first one's deltas add up to its total, where the longest of all would overstate
+// the target's time), else the longest of theirs and of the running deltas. When
+// none ran (every one rotated out, behind other users' events), the longest enabled
+// delta: no time caught up then.
+func (t *target) span(cur map[int]perf.Count) uint64 {
+	var run, en, longest uint64
+	for j, r := range cur {
+		run = max(run, pipeline.Sub(r.Running, t.last[j].Running))
+		en = max(en, pipeline.Sub(r.Enabled, t.last[j].Enabled))
+	}
+	span := uint64(0)
+	for j := range len(t.handles) {
+		r, ok := cur[j]
+		if !ok {
+			continue
+		}
+		de, dr := pipeline.Sub(r.Enabled, t.last[j].Enabled), pipeline.Sub(r.Running, t.last[j].Running)
+		if dr > 0 && t.ran[j] {
+			if span == 0 && float64(de) >= (1-tauSlack)*float64(run) {
+				span = de
+			}
+			longest = max(longest, de)
+		}
+		t.ran[j] = dr > 0
+	}
+	switch {
+	case run == 0:
+		return en
+	case span > 0:
+		return span
+	}
+	return max(longest, run)
 }

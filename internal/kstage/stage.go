@@ -102,6 +102,9 @@ type target struct {
 	final     bool          // the task is gone: tot are the smoother's final totals
 	open      openSlice     // the slice being built (see segment)
 	rate      []float64     // latest estimated rate per event, per ns: its share of the open slice
+	clock     []bool        // a clock event of the model (pipeline.IsClock)
+	roundAt   int64         // the time of the last round (the sidecar's clock, ns)
+	ran       []bool        // the event counted in the last round (see span)
 	lastEst   []float64     // estimate of each event in the newest slice
 	// smoothed are the smoother's running totals through slice smoothedAt.
 	smoothed   []float64
@@ -215,7 +218,7 @@ func (s *Stage) Correct(now int64, events []sidecar.Event, values []shim.Values)
 // models, and so a read or registration that passes every live event of its client
 // (a client with one); a read gets the smoother's running totals plus what the kernel
 // counted since the last round, scaled (see publish), and so does a registration.
-func (s *Stage) CorrectCall(_ int64, call sidecar.Call, events []sidecar.Event, values []shim.Values) {
+func (s *Stage) CorrectCall(now int64, call sidecar.Call, events []sidecar.Event, values []shim.Values) {
 	if len(events) == 0 {
 		return
 	}
@@ -274,12 +277,13 @@ func (s *Stage) CorrectCall(_ int64, call sidecar.Call, events []sidecar.Event, 
 	}
 	for t, r := range rounds {
 		s.round(t, r)
+		t.roundAt = now
 	}
 	for _, rd := range reads {
 		// A read gets the values as of now even when it also fed the model (a client
 		// with a single event), not the last read's.
 		_, fed := rounds[rd.t]
-		s.publish(rd.t, rd.idx, &values[rd.i], fed && call == sidecar.CallRound)
+		s.publish(now, rd.t, rd.idx, &values[rd.i], fed && call == sidecar.CallRound)
 	}
 }
 
@@ -346,8 +350,12 @@ func (t *target) remove(j int) {
 	t.known = slices.Delete(t.known, j, j+1)
 	t.pub = slices.Delete(t.pub, j, j+1)
 	t.corrected = slices.Delete(t.corrected, j, j+1)
+	t.ran = slices.Delete(t.ran, j, j+1)
 	t.tot, t.base, t.sum = del(t.tot), del(t.base), del(t.sum)
 	t.rate, t.lastEst, t.smoothed = del(t.rate), del(t.lastEst), del(t.smoothed)
+	if j < len(t.clock) {
+		t.clock = slices.Delete(t.clock, j, j+1)
+	}
 }
 
 // members returns the handles of the events whose leader is h, in handle order.
@@ -394,6 +402,7 @@ func (t *target) add(h uint32) int {
 	t.known = append(t.known, false)
 	t.pub = append(t.pub, 0)
 	t.corrected = append(t.corrected, false)
+	t.ran = append(t.ran, false)
 	return j
 }
 
@@ -454,34 +463,23 @@ func (s *Stage) round(t *target, cur map[int]perf.Count) {
 			return
 		}
 	}
-	// The events are read one after the other, so their enabled deltas differ by the
-	// time between the reads; the slices' durations (and the count of a clock event,
-	// model.Options.Clocks) are one event's, the first read: its deltas add up to its
-	// total exactly, where the largest of all, summed over thousands of rounds,
-	// overstates the target's time by several percent. Each event's share of the round
-	// it ran is kept.
-	ref := uint64(0)
-	for j := range len(t.handles) {
-		if r, ok := cur[j]; ok {
-			if ref = pipeline.Sub(r.Enabled, t.last[j].Enabled); ref > 0 {
-				break
-			}
-		}
-	}
-	if ref == 0 {
-		ref = en
-	}
+	// The slices' durations (and the count of a clock event, model.Options.Clocks) are
+	// the round's span of the target's time, which only an event counting at both
+	// reads knows for sure (span): the kernel brings an event's enabled time up to
+	// date when it starts or stops counting, and the times of an inherited event sum
+	// its children's, which lag in their own ways, so an event's enabled delta can be
+	// far shorter than the round (its time stale) or far longer (caught up). Taken for
+	// the span, a stale one cut a round into a slice far shorter than what the
+	// counting events counted over: a rate the target never had (on the arm64
+	// testbed, one slice in ten read 1.1x-19x the PMU's one instruction per ns), which
+	// the model carried on into the slices where they did not count. Each event's
+	// share of the round is its running time over the span.
+	ref := t.span(cur)
 	rd := make([]roundDelta, 0, len(cur))
 	for j, r := range cur {
 		p := t.last[j]
-		de, dr := pipeline.Sub(r.Enabled, p.Enabled), pipeline.Sub(r.Running, p.Running)
 		d := roundDelta{j: j, count: pipeline.Sub(r.Value, p.Value)}
-		switch {
-		case dr >= de && de > 0:
-			d.frac = 1
-		case de > 0:
-			d.frac = float64(dr) / float64(de)
-		}
+		d.frac = min(float64(pipeline.Sub(r.Running, p.Running))/float64(ref), 1)
 		rd = append(rd, d)
 		t.last[j] = r
 	}
@@ -509,8 +507,12 @@ func (s *Stage) start(t *target) error {
 		hist = 256
 	}
 	mc := pipeline.ModelConfig{Names: names, Relations: rels, Options: model.Options{History: hist}}
+	t.clock = make([]bool, len(attrs))
 	if t.key.pid >= 0 {
 		mc.Attrs = attrs // a task target's task-clock is its clock
+		for j, a := range attrs {
+			t.clock[j] = pipeline.IsClock(a)
+		}
 	}
 	md, err := pipeline.NewModel(mc)
 	if err != nil {
@@ -603,7 +605,7 @@ func (s *Stage) finish(t *target) {
 // running total with time_running = time_enabled, so that the tool's own scaling
 // leaves it unchanged. Outside a round (a synchronous refresh), and after the run, the
 // kernel's delta since the last round is added, scaled by enabled/running.
-func (s *Stage) publish(t *target, idx []int, v *shim.Values, isRound bool) {
+func (s *Stage) publish(now int64, t *target, idx []int, v *shim.Values, isRound bool) {
 	// What is published as the kernel gave it is a floor too: a value corrected later
 	// must not be below it. One never corrected follows the kernel exactly (a tool's
 	// PERF_EVENT_IOC_RESET included). Once a member was corrected (the target turned
@@ -664,21 +666,32 @@ func (s *Stage) publish(t *target, idx []int, v *shim.Values, isRound bool) {
 		}
 		s.smooth(t)
 	}
+	act := t.activity()
 	for m, j := range idx {
-		val := t.tot[j] + t.pending(j)
+		val := t.tot[j] + t.pending(j, act)
 		if !t.final && j < len(t.smoothed) && t.muxed[j] {
-			val = t.smoothed[j] + t.pending(j)
+			val = t.smoothed[j] + t.pending(j, act)
 		}
 		if !isRound || t.final {
 			// Since the last round: what the kernel counted, scaled by enabled/running
-			// where the event ran part of the time, at its latest rate where not at all.
+			// where the event ran part of the time, at its latest rate times the open
+			// slice's activity where not at all.
+			// An event's enabled time may be stale (see round): one that started
+			// counting since has its time while it did not count caught up at once,
+			// more than the target ran since the round, which is at most the time
+			// since the round.
 			p := t.last[j]
-			dv, de, dr := pipeline.Sub(v.Members[m].Value, p.Value), pipeline.Sub(v.Enabled, p.Enabled), pipeline.Sub(v.Running, p.Running)
+			dv := float64(pipeline.Sub(v.Members[m].Value, p.Value))
+			de := float64(pipeline.Sub(v.Enabled, p.Enabled))
+			dr := float64(pipeline.Sub(v.Running, p.Running))
+			if since := now - t.roundAt; t.roundAt > 0 && since >= 0 {
+				de = min(de, max(float64(since), dr))
+			}
 			switch {
 			case dr > 0:
-				val += float64(dv) * float64(max(de, dr)) / float64(dr)
+				val += dv * max(de, dr) / dr
 			case j < len(t.rate) && !t.final:
-				val += t.rate[j] * float64(de)
+				val += t.rate[j] * de * act
 			}
 		}
 		t.corrected[j] = true
