@@ -110,9 +110,10 @@ const collectorLoopCommands = 100
 // it either; bpf may miss one whole process, a known race, see below); page faults within
 // one per command in bpf's disfavour (the kernel writes a
 // new child's tid into its memory before it first runs, which inherited events count and
-// the held child's own events, opened after that, cannot: see package bpf) plus 0.5%
+// the held child's own events, opened after that, cannot: see package bpf) plus 1%
 // either way for the variation between runs (eval's TestEvalBPFMatchesRead measured
-// 0.2% between read runs).
+// 0.2% between read runs; here, nine pairs of runs on a loaded 2-vCPU VM gave read
+// 7633-7658 page faults and bpf 7580-7673, and 0.5% failed CI once at +40 of 7633).
 func TestDropinCollectorTruth(t *testing.T) {
 	events := "syscalls:sys_enter_execve,sched:sched_process_exec,syscalls:sys_enter_openat,page-faults,minor-faults," +
 		"context-switches,task-clock,syscalls:sys_enter_mmap,syscalls:sys_enter_close,raw_syscalls:sys_enter"
@@ -145,7 +146,7 @@ func TestDropinCollectorTruth(t *testing.T) {
 	}
 	for _, ev := range []string{"page-faults", "minor-faults"} {
 		b, r := float64(bp[ev]), float64(rd[ev])
-		if lo, hi := r*0.995-collectorLoopCommands, r*1.005; b < lo || b > hi {
+		if lo, hi := r*0.99-collectorLoopCommands, r*1.01; b < lo || b > hi {
 			t.Errorf("%s: truth bpf %v, read %v: want within [%.0f, %.0f]", ev, b, r, lo, hi)
 		}
 	}
