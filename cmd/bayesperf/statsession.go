@@ -175,10 +175,10 @@ func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
 			return nil, usageError{fmt.Errorf("build kernel schedule: %w", err)}
 		}
 	}
-	if _, err := s.newTrack(perf.AnyCPU, nil); err != nil { // the relations bind
+	// A model the relations cannot build fails here, before anything is opened.
+	if _, err := pipeline.NewModel(s.modelConfig(perf.AnyCPU)); err != nil {
 		return nil, err
 	}
-	s.tracks = nil
 
 	s.out = os.Stderr
 	if f.output != "" {
@@ -249,9 +249,8 @@ func (s *statSession) vpmuConfig(pid, cpu int) vpmu.Config {
 		Pid: pid, CPU: cpu, Inherit: pid != -1, Interval: s.mux}
 }
 
-// newTrack builds the estimators of a track counting on cpu (perf.AnyCPU: the task)
-// from sources src, and adds it to the session.
-func (s *statSession) newTrack(cpu int, src []stepper) (*track, error) {
+// modelConfig is the model of a track counting on cpu (perf.AnyCPU: the task).
+func (s *statSession) modelConfig(cpu int) pipeline.ModelConfig {
 	mc := pipeline.ModelConfig{Names: s.names, Relations: s.rels}
 	if cpu == perf.AnyCPU && s.virtual {
 		// A task's task-clock counts the time the task ran, which every reading's
@@ -262,7 +261,13 @@ func (s *statSession) newTrack(cpu int, src []stepper) (*track, error) {
 			mc.Attrs = append(mc.Attrs, e.Attr)
 		}
 	}
-	bp, err := pipeline.NewModel(mc)
+	return mc
+}
+
+// newTrack builds the estimators of a track counting on cpu (perf.AnyCPU: the task)
+// from sources src, and adds it to the session.
+func (s *statSession) newTrack(cpu int, src []stepper) (*track, error) {
+	bp, err := pipeline.NewModel(s.modelConfig(cpu))
 	if err != nil {
 		return nil, err
 	}

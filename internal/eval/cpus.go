@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os/exec"
 
-	"github.com/bayesperf/bayesperf/inference/schedule"
 	"github.com/bayesperf/bayesperf/internal/vpmu"
 )
 
@@ -18,22 +17,9 @@ func RunLiveCPUs(l Live, cpus []int, cmd *exec.Cmd) ([]*LiveRun, error) {
 	if l.Collector != "" && l.Collector != "read" {
 		return nil, fmt.Errorf("run live on CPUs: collector %q follows tasks; CPUs are read with read", l.Collector)
 	}
-	names := make([]string, len(l.Events))
-	for i, e := range l.Events {
-		names[i] = e.Name
-	}
-	sp := vpmu.Spec(l.Events, l.Counters, l.Fixed)
-	ks, err := schedule.Kernel(sp)
+	names, views, err := liveViews(l)
 	if err != nil {
-		return nil, fmt.Errorf("build kernel schedule: %w", err)
-	}
-	views := []vpmu.View{{Name: "kernel", Schedule: ks}}
-	own, err := OwnSchedule(sp, names, l.Rels)
-	if err != nil {
-		return nil, fmt.Errorf("build bayesperf schedule: %w", err)
-	}
-	if own != nil {
-		views = append(views, vpmu.View{Name: "bayesperf", Schedule: own})
+		return nil, err
 	}
 	res, err := vpmu.RunCPUs(vpmu.Config{Events: l.Events, Views: views, Truth: true}, cpus, cmd, l.Interval)
 	if err != nil {
@@ -41,7 +27,7 @@ func RunLiveCPUs(l Live, cpus []int, cmd *exec.Cmd) ([]*LiveRun, error) {
 	}
 	out := make([]*LiveRun, len(res))
 	for i, r := range res {
-		out[i] = liveRun(r, names, own != nil)
+		out[i] = liveRun(r, names, len(views) > 1)
 	}
 	return out, nil
 }

@@ -87,26 +87,11 @@ func (lr *LiveRun) Trace() *replay.Trace {
 // RunLive runs cmd under the virtual PMU with the kernel's round robin, bayesperf's own
 // schedule (when available) and truth copies, and returns the observations.
 func RunLive(l Live, cmd *exec.Cmd) (*LiveRun, error) {
-	names := make([]string, len(l.Events))
-	for i, e := range l.Events {
-		names[i] = e.Name
-	}
-	// A repeated event (-e x,x) is x and x#2, as the sidecar names it, so that the
-	// relations bind x#2 = x and the trace's columns are distinct.
-	names = perf.Distinct(names)
-	sp := vpmu.Spec(l.Events, l.Counters, l.Fixed)
-	ks, err := schedule.Kernel(sp)
+	names, views, err := liveViews(l)
 	if err != nil {
-		return nil, fmt.Errorf("build kernel schedule: %w", err)
+		return nil, err
 	}
-	views := []vpmu.View{{Name: "kernel", Schedule: ks}}
-	own, err := OwnSchedule(sp, names, l.Rels)
-	if err != nil {
-		return nil, fmt.Errorf("build bayesperf schedule: %w", err)
-	}
-	if own != nil {
-		views = append(views, vpmu.View{Name: "bayesperf", Schedule: own})
-	}
+	own := len(views) > 1
 	cfg := vpmu.Config{Events: l.Events, Views: views, Truth: true}
 	switch l.Collector {
 	case "", "read":
@@ -119,7 +104,7 @@ func RunLive(l Live, cmd *exec.Cmd) (*LiveRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	lr := liveRun(res, names, own != nil)
+	lr := liveRun(res, names, own)
 	if cfg.Snapshots != nil {
 		lr.Collector = "bpf"
 	}
@@ -148,4 +133,30 @@ func liveRun(res *vpmu.Result, names []string, own bool) *LiveRun {
 		}
 	}
 	return lr
+}
+
+// liveViews are the names of a live run's events and the virtual PMU's views: the
+// kernel's round robin, then bayesperf's own schedule when one is available.
+func liveViews(l Live) ([]string, []vpmu.View, error) {
+	names := make([]string, len(l.Events))
+	for i, e := range l.Events {
+		names[i] = e.Name
+	}
+	// A repeated event (-e x,x) is x and x#2, as the sidecar names it, so that the
+	// relations bind x#2 = x and the trace's columns are distinct.
+	names = perf.Distinct(names)
+	sp := vpmu.Spec(l.Events, l.Counters, l.Fixed)
+	ks, err := schedule.Kernel(sp)
+	if err != nil {
+		return nil, nil, fmt.Errorf("build kernel schedule: %w", err)
+	}
+	views := []vpmu.View{{Name: "kernel", Schedule: ks}}
+	own, err := OwnSchedule(sp, names, l.Rels)
+	if err != nil {
+		return nil, nil, fmt.Errorf("build bayesperf schedule: %w", err)
+	}
+	if own != nil {
+		views = append(views, vpmu.View{Name: "bayesperf", Schedule: own})
+	}
+	return names, views, nil
 }
