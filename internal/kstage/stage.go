@@ -109,6 +109,18 @@ type target struct {
 	// smoothed are the smoother's running totals through slice smoothedAt.
 	smoothed   []float64
 	smoothedAt int
+	// class is each event's class of equals (equalClasses), -1 for none; shared holds
+	// per class the part of the value served since the last round (see publish).
+	class  []int
+	shared map[int]sharedPart
+}
+
+// sharedPart is what a class of equal events is served beyond its totals in the round
+// that began at roundAt (final: after the run).
+type sharedPart struct {
+	roundAt int64
+	final   bool
+	v       float64
 }
 
 // Name is "kernel-mux".
@@ -356,6 +368,7 @@ func (t *target) remove(j int) {
 	if j < len(t.clock) {
 		t.clock = slices.Delete(t.clock, j, j+1)
 	}
+	t.class, t.shared = nil, nil // start finds them again
 }
 
 // members returns the handles of the events whose leader is h, in handle order.
@@ -518,6 +531,7 @@ func (s *Stage) start(t *target) error {
 	if err != nil {
 		return err
 	}
+	t.class, t.shared = equalClasses(attrs, names, rels), map[int]sharedPart{}
 	n := len(t.handles)
 	// The old model's smoothed totals stop at the last read before the rebuild: until
 	// the new model has a slice, reads get the totals (base) instead.
@@ -668,10 +682,11 @@ func (s *Stage) publish(now int64, t *target, idx []int, v *shim.Values, isRound
 	}
 	act := t.activity()
 	for m, j := range idx {
-		val := t.tot[j] + t.pending(j, act)
+		val := t.tot[j]
 		if !t.final && j < len(t.smoothed) && t.muxed[j] {
-			val = t.smoothed[j] + t.pending(j, act)
+			val = t.smoothed[j]
 		}
+		live := t.pending(j, act)
 		if !isRound || t.final {
 			// Since the last round: what the kernel counted, scaled by enabled/running
 			// where the event ran part of the time, at its latest rate times the open
@@ -689,15 +704,33 @@ func (s *Stage) publish(now int64, t *target, idx []int, v *shim.Values, isRound
 			}
 			switch {
 			case dr > 0:
-				val += dv * max(de, dr) / dr
+				live += dv * max(de, dr) / dr
 			case j < len(t.rate) && !t.final:
-				val += t.rate[j] * de * act
+				live += t.rate[j] * de * act
 			}
 		}
+		if c := t.classOf(j); c >= 0 && t.muxed[j] {
+			// Equal events get one increment per round: the first member read
+			// after the round sets it (see equalClasses).
+			if sh, ok := t.shared[c]; ok && sh.roundAt == t.roundAt && sh.final == t.final {
+				live = sh.v
+			} else {
+				t.shared[c] = sharedPart{t.roundAt, t.final, live}
+			}
+		}
+		val += live
 		t.corrected[j] = true
 		v.Members[m].Value = t.pub.Raise(j, pipeline.Round(val))
 	}
 	v.Running = v.Enabled
+}
+
+// classOf is event j's class of equals, or -1.
+func (t *target) classOf(j int) int {
+	if j < len(t.class) {
+		return t.class[j]
+	}
+	return -1
 }
 
 func (s *Stage) maxEvents() int {
