@@ -21,12 +21,95 @@ func (md *Model) Observe(s inference.Slice) error {
 	if !(d > 0) || math.IsInf(d, 0) {
 		return fmt.Errorf("observe slice %d: bad duration %g", s.Index, d)
 	}
-	k := md.k
 	orig := s
 	if len(md.clocks) > 0 {
 		s = md.withClocks(s)
 	}
 	// Gather measurements first, so that a bad reading rejects the slice untouched.
+	if err := md.gather(s, d); err != nil {
+		return err
+	}
+
+	md.run.add(orig) // for Finish's second pass (refilter)
+	if !md.init {
+		md.start(d)
+	}
+	// The usual slice duration: a running mean over recent slices.
+	md.dN = math.Min(md.dN+1, 64)
+	md.dTyp += (d - md.dTyp) / md.dN
+	md.predict(d)
+	md.hist.pushPredicted(md.m, md.lrn.qs, md.lrn.qb, md.lrn.a, md.lrn.rid, d)
+
+	clear(md.now)
+	for _, o := range md.obs {
+		if o.full && len(o.h) == 1 {
+			md.now[o.h[0].i] = true
+		}
+	}
+	// Readings of single rates first, then those of events that exact identities make
+	// sums of other rates: such a reading informs its terms only once they are
+	// determined (see determined), as a soft identity would. Before that, a parent
+	// read while children were never read yet would split its count evenly over those
+	// children, whatever their own rates (a syscall made once was estimated at 26 in
+	// the first interval, from raw_syscalls:sys_enter's count).
+	for pass := range 2 {
+		for i := range md.obs {
+			o := &md.obs[i]
+			if (len(o.h) == 1) != (pass == 0) {
+				continue
+			}
+			if pass == 1 && !md.determined(o.h) {
+				continue
+			}
+			if o.r < 0 {
+				// Partly counted: the rate in the uncounted part of the slice differs
+				// from the counted part by about one slice's innovation.
+				o.r = -o.r*md.innovVar(o.h) + (1.0/12)/(d*d)
+			}
+			md.update(o.h, o.y, o.r, o.event)
+		}
+	}
+	md.applySoft(d)
+	md.applyNonlinear(d)
+	md.applyInequalities(d)
+
+	if !finite(md.m) || !finite(md.P) {
+		return md.rollback(s)
+	}
+	md.lrn.learn(md, s, d)
+	md.hist.pushFiltered(md.m, md.P, s, md.n, md.same, md.rows)
+	md.cache.valid = false
+	if h := &md.hist; h.t-h.lo > h.limit {
+		md.freeze(h.limit / 2)
+		md.run.drop()
+	}
+	return nil
+}
+
+// rollback undoes a slice whose update lost its numbers: back to the state before it
+// (the last filtered one kept, or the prior), the slice recorded as a failure.
+func (md *Model) rollback(s inference.Slice) error {
+	k := md.k
+	if h := &md.hist; h.t > h.lo {
+		i := h.t - 1 - h.lo
+		copy(md.m, h.mf[i*k:(i+1)*k])
+		copy(md.P, h.pf[i*k*k:(i+1)*k*k])
+	} else {
+		clear(md.m)
+		clear(md.P)
+		for i := range k {
+			md.P[i*k+i] = md.big[i] * md.big[i]
+		}
+	}
+	md.fail++
+	md.hist.pushFiltered(md.m, md.P, s, md.n, md.same, md.rows)
+	md.cache.valid = false
+	return fmt.Errorf("observe slice %d: %w", s.Index, ErrNumerical)
+}
+
+// gather turns the slice's readings into measurements of the state (md.obs), or fails
+// on a bad reading, leaving the model untouched.
+func (md *Model) gather(s inference.Slice, d float64) error {
 	md.obs = md.obs[:0]
 	for _, r := range s.Readings {
 		e := int(r.Event)
@@ -84,74 +167,6 @@ func (md *Model) Observe(s inference.Slice) error {
 		}
 	}
 
-	md.run.add(orig) // for Finish's second pass (refilter)
-	if !md.init {
-		md.start(d)
-	}
-	// The usual slice duration: a running mean over recent slices.
-	md.dN = math.Min(md.dN+1, 64)
-	md.dTyp += (d - md.dTyp) / md.dN
-	md.predict(d)
-	md.hist.pushPredicted(md.m, md.lrn.qs, md.lrn.qb, md.lrn.a, md.lrn.rid, d)
-
-	clear(md.now)
-	for _, o := range md.obs {
-		if o.full && len(o.h) == 1 {
-			md.now[o.h[0].i] = true
-		}
-	}
-	// Readings of single rates first, then those of events that exact identities make
-	// sums of other rates: such a reading informs its terms only once they are
-	// determined (see determined), as a soft identity would. Before that, a parent
-	// read while children were never read yet would split its count evenly over those
-	// children, whatever their own rates (a syscall made once was estimated at 26 in
-	// the first interval, from raw_syscalls:sys_enter's count).
-	for pass := range 2 {
-		for i := range md.obs {
-			o := &md.obs[i]
-			if (len(o.h) == 1) != (pass == 0) {
-				continue
-			}
-			if pass == 1 && !md.determined(o.h) {
-				continue
-			}
-			if o.r < 0 {
-				// Partly counted: the rate in the uncounted part of the slice differs
-				// from the counted part by about one slice's innovation.
-				o.r = -o.r*md.innovVar(o.h) + (1.0/12)/(d*d)
-			}
-			md.update(o.h, o.y, o.r, o.event)
-		}
-	}
-	md.applySoft(d)
-	md.applyNonlinear(d)
-	md.applyInequalities(d)
-
-	if !finite(md.m) || !finite(md.P) {
-		// Back to the state before the slice: the last filtered one kept, or the prior.
-		if h := &md.hist; h.t > h.lo {
-			i := h.t - 1 - h.lo
-			copy(md.m, h.mf[i*k:(i+1)*k])
-			copy(md.P, h.pf[i*k*k:(i+1)*k*k])
-		} else {
-			clear(md.m)
-			clear(md.P)
-			for i := range k {
-				md.P[i*k+i] = md.big[i] * md.big[i]
-			}
-		}
-		md.fail++
-		md.hist.pushFiltered(md.m, md.P, s, md.n, md.same, md.rows)
-		md.cache.valid = false
-		return fmt.Errorf("observe slice %d: %w", s.Index, ErrNumerical)
-	}
-	md.lrn.learn(md, s, d)
-	md.hist.pushFiltered(md.m, md.P, s, md.n, md.same, md.rows)
-	md.cache.valid = false
-	if h := &md.hist; h.t-h.lo > h.limit {
-		md.freeze(h.limit / 2)
-		md.run.drop()
-	}
 	return nil
 }
 
@@ -203,8 +218,45 @@ func (md *Model) predict(d float64) {
 		}
 		md.m[i] = l.mu[i] + l.a[i]*(md.m[i]-l.muP[i])
 	}
+	md.readingNoise()
+	lam := md.studentT(d)
+	for i := range k {
+		// A burst is the rate's own: the extra step variance goes on the diagonal,
+		// not through the correlations, so that one event's burst does not drag the
+		// events it usually moves with by as many standard deviations.
+		l.qs[i] = l.scale[i]
+		// The burst is sized by the step, but never below the noise of the reading
+		// that revealed it: a rate that sat at zero for long learns a walk with
+		// almost no step, and widening that step (at most 100-fold) left the first
+		// reading of a new phase unheard (live mixed seed 7: getppid read 154 after
+		// 700 slices of zeros, filtered to 0, the next 5 slices estimated at 2-9
+		// against 230-560; the live replays gained 1.57x -> 1.62x, 1.48x -> 1.54x
+		// without fixed counters). The burst widens the step out of its slice too
+		// (l.burst, added in the next slice): whether the rate stays up is for the
+		// next reading to say, so that a one-slice burst is not carried into the
+		// slices after it (munmap, 7 counts in a run, was estimated at 47) while a
+		// new phase still is (1.62x -> 1.65x, 1.54x -> 1.56x).
+		b := math.Max(l.scale[i]*l.scale[i], l.rnoise[i]) * (1/lam[i] - 1)
+		l.qb[i] = b + l.burst[i]
+		l.burst[i] = math.Max(b, l.first[i])
+	}
+	// P ← F·P·F + diag(qs)·corr·diag(qs) + diag(qb), in one pass.
+	for i := range k {
+		ai, si := l.a[i], l.qs[i]
+		row := md.P[i*k : i*k+k]
+		crow := l.corr[i*k : i*k+k]
+		for j, v := range row {
+			row[j] = ai*l.a[j]*v + si*l.qs[j]*crow[j]
+		}
+		row[i] += l.qb[i]
+	}
+}
+
+// readingNoise adds to each full count's variance its Poisson noise, from the count its
+// level expects (see Observe), once the level of the slice is known.
+func (md *Model) readingNoise() {
+	l := &md.lrn
 	for x := range md.obs {
-		// A full count's Poisson noise, from the count its level expects (see Observe).
 		if o := &md.obs[x]; o.pois {
 			c := l.mu[o.h[0].i] * o.span
 			o.r += math.Max(c, 1) / (o.span * o.span)
@@ -219,6 +271,15 @@ func (md *Model) predict(d float64) {
 			}
 		}
 	}
+}
+
+// studentT weighs each rate's step by the variational Student-t mixture given the
+// slice's direct readings, and returns the weights (λ: 1 for a Gaussian step, less for
+// a burst). On the way it feeds the readings that come after a gap to the interval
+// calibration and notes first sightings (l.first).
+func (md *Model) studentT(d float64) []float64 {
+	k := md.k
+	l := &md.lrn
 	lam := l.lam
 	for i := range lam {
 		lam[i] = 1
@@ -276,36 +337,7 @@ func (md *Model) predict(d float64) {
 			lam[i] = math.Max(math.Min((dof+1)/(dof+r2), 1), 1e-2)
 		}
 	}
-	for i := range k {
-		// A burst is the rate's own: the extra step variance goes on the diagonal,
-		// not through the correlations, so that one event's burst does not drag the
-		// events it usually moves with by as many standard deviations.
-		l.qs[i] = l.scale[i]
-		// The burst is sized by the step, but never below the noise of the reading
-		// that revealed it: a rate that sat at zero for long learns a walk with
-		// almost no step, and widening that step (at most 100-fold) left the first
-		// reading of a new phase unheard (live mixed seed 7: getppid read 154 after
-		// 700 slices of zeros, filtered to 0, the next 5 slices estimated at 2-9
-		// against 230-560; the live replays gained 1.57x -> 1.62x, 1.48x -> 1.54x
-		// without fixed counters). The burst widens the step out of its slice too
-		// (l.burst, added in the next slice): whether the rate stays up is for the
-		// next reading to say, so that a one-slice burst is not carried into the
-		// slices after it (munmap, 7 counts in a run, was estimated at 47) while a
-		// new phase still is (1.62x -> 1.65x, 1.54x -> 1.56x).
-		b := math.Max(l.scale[i]*l.scale[i], l.rnoise[i]) * (1/lam[i] - 1)
-		l.qb[i] = b + l.burst[i]
-		l.burst[i] = math.Max(b, l.first[i])
-	}
-	// P ← F·P·F + diag(qs)·corr·diag(qs) + diag(qb), in one pass.
-	for i := range k {
-		ai, si := l.a[i], l.qs[i]
-		row := md.P[i*k : i*k+k]
-		crow := l.corr[i*k : i*k+k]
-		for j, v := range row {
-			row[j] = ai*l.a[j]*v + si*l.qs[j]*crow[j]
-		}
-		row[i] += l.qb[i]
-	}
+	return lam
 }
 
 // update conditions the state on y = h·z + noise of variance r (a scalar Kalman update).

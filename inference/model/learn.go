@@ -326,7 +326,6 @@ func (l *learner) buildQ(md *Model, d float64) {
 
 // learn updates the statistics with the rates counted whole in this slice.
 func (l *learner) learn(md *Model, s inference.Slice, d float64) {
-	k := l.k
 	t := l.tick
 	l.tick++
 	l.us, l.uv = l.us[:0], l.uv[:0]
@@ -397,6 +396,15 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 		l.vol[i] += w * (u*u - l.vol[i])
 		l.vol[i] = math.Max(l.vol[i], 1e-8)
 	}
+	l.learnCorrelations()
+	l.learnLevels(md, d)
+	l.act.learn(md, d)
+}
+
+// learnCorrelations adds the pairs of this slice's one-slice changes (l.us, l.uv) to
+// the pair sums that the correlations are fitted from.
+func (l *learner) learnCorrelations() {
+	k := l.k
 	if !l.indep {
 		for x, i := range l.us {
 			ui := l.uv[x]
@@ -415,6 +423,11 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 			l.dirty = true
 		}
 	}
+}
+
+// learnLevels moves the levels with this slice's direct readings.
+func (l *learner) learnLevels(md *Model, d float64) {
+	k := l.k
 	// Levels follow the rates where they are counted: a short average of direct
 	// observations, weighted by the slices' durations (counts over time, not an average
 	// of rates: a few counts in a very short slice are a huge, noisy rate).
@@ -434,7 +447,6 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 			l.level[i] = math.Max(md.m[i], 0)
 		}
 	}
-	l.act.learn(md, d)
 }
 
 // rebuild recomputes the correlation matrix from the pair sums and shrinks it until it

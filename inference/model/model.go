@@ -342,6 +342,22 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 			md.addIdentity(row)
 		}
 	}
+	md.stateSpace(exact)
+	md.addConstraints(cons)
+	if !opt.AllowNegative {
+		for e := range events {
+			md.ineq = append(md.ineq, ineq{g: md.rows[e], nonneg: true})
+		}
+	}
+	md.alloc()
+	return md, nil
+}
+
+// stateSpace makes the exact identities (rows Σ row[e]·x_e = 0) the state space: it
+// reduces them to echelon form and makes the pivot event of each row a fixed linear
+// combination of the free ones.
+func (md *Model) stateSpace(exact [][]float64) {
+	events := md.n
 	pivotOf := reduce(exact, events) // event -> row of the reduced system, or -1
 	free := make([]int, 0, events)
 	zOf := make([]int, events)
@@ -381,7 +397,11 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 			}
 		}
 	}
-	// Everything else: soft identities and inequalities over the state.
+}
+
+// addConstraints adds everything but the exact identities: soft identities and
+// inequalities over the state.
+func (md *Model) addConstraints(cons []Constraint) {
 	for _, c := range cons {
 		if c.Op == Equal && c.Tol == 0 && c.Const == 0 {
 			continue
@@ -410,13 +430,6 @@ func NewLinear(events int, cons []Constraint, opt Options) (*Model, error) {
 			md.Dropped = append(md.Dropped, c.Text+": unknown comparison")
 		}
 	}
-	if !opt.AllowNegative {
-		for e := range events {
-			md.ineq = append(md.ineq, ineq{g: md.rows[e], nonneg: true})
-		}
-	}
-	md.alloc()
-	return md, nil
 }
 
 // addIdentity records the exact identity Σ row[e]·x_e = 0 for reconcile, before reduce
