@@ -96,16 +96,47 @@ func Train(runs []Run, cfg Config, log func(string)) (*Model, error) {
 	if log == nil {
 		log = func(string) {}
 	}
+	seqs, names, err := trainingSeqs(runs)
+	if err != nil {
+		return nil, err
+	}
+	var pool []trainSample
+	for q, sq := range seqs {
+		for t, w := range sq.s.whole {
+			if !w {
+				pool = append(pool, trainSample{q, t})
+			}
+		}
+	}
+	if len(pool) == 0 {
+		return nil, errors.New("train: no slice to learn from (every event counted whole, or none counted)")
+	}
+	m := &Model{Format: Format, Version: Version, Inputs: append([]string(nil), Inputs...), Window: cfg.Window}
+	m.Training = TrainInfo{Config: cfg, Runs: names, Samples: len(pool)}
+	m.trainMLP(cfg, seqs, pool, log)
+	m.trainGRU(cfg, seqs, log)
+	m.finalLosses(cfg, seqs, len(pool), log)
+	if err := m.check(); err != nil {
+		return nil, fmt.Errorf("train: %w (training diverged?)", err)
+	}
+	return m, nil
+}
+
+// trainSample is one slice to learn from: slice t of seqs[q], not counted whole.
+type trainSample struct{ q, t int }
+
+// trainingSeqs prepares every event of every run that has a slice not counted whole.
+func trainingSeqs(runs []Run) ([]trainSeq, []string, error) {
 	var seqs []trainSeq
 	var names []string
 	for _, r := range runs {
 		if len(r.Truth) != len(r.Slices) {
-			return nil, fmt.Errorf("train on %s: %d truth rows for %d slices", r.Name, len(r.Truth), len(r.Slices))
+			return nil, nil, fmt.Errorf("train on %s: %d truth rows for %d slices", r.Name, len(r.Truth), len(r.Slices))
 		}
 		st := newStore(r.Events)
 		for _, s := range r.Slices {
 			if err := st.observe(s); err != nil {
-				return nil, fmt.Errorf("train on %s: %w", r.Name, err)
+				return nil, nil, fmt.Errorf("train on %s: %w", r.Name, err)
 			}
 		}
 		names = append(names, r.Name)
@@ -126,22 +157,11 @@ func Train(runs []Run, cfg Config, log func(string)) (*Model, error) {
 			}
 		}
 	}
-	type sample struct{ q, t int }
-	var pool []sample
-	for q, sq := range seqs {
-		for t, w := range sq.s.whole {
-			if !w {
-				pool = append(pool, sample{q, t})
-			}
-		}
-	}
-	if len(pool) == 0 {
-		return nil, errors.New("train: no slice to learn from (every event counted whole, or none counted)")
-	}
-	m := &Model{Format: Format, Version: Version, Inputs: append([]string(nil), Inputs...), Window: cfg.Window}
-	m.Training = TrainInfo{Config: cfg, Runs: names, Samples: len(pool)}
+	return seqs, names, nil
+}
 
-	// MLP.
+// trainMLP fits the MLP on windows around the samples in pool.
+func (m *Model) trainMLP(cfg Config, seqs []trainSeq, pool []trainSample, log func(string)) {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
 	sizes := append(append([]int{(2*cfg.Window + 1) * nIn}, cfg.MLPHidden...), 1)
 	m.MLP = newMLP(sizes, rng)
@@ -170,11 +190,14 @@ func Train(runs []Run, cfg Config, log func(string)) (*Model, error) {
 		}
 	}
 
-	// Bi-GRU.
-	rng = rand.New(rand.NewPCG(cfg.Seed, 2))
+}
+
+// trainGRU fits the bidirectional GRU on chunks of the sequences.
+func (m *Model) trainGRU(cfg Config, seqs []trainSeq, log func(string)) {
+	rng := rand.New(rand.NewPCG(cfg.Seed, 2))
 	m.GRU = newGRU(nIn, cfg.GRUHidden, rng)
-	opt = newAdam(len(m.GRU.Params), cfg.GRURate)
-	grad = make([]float64, len(m.GRU.Params))
+	opt := newAdam(len(m.GRU.Params), cfg.GRURate)
+	grad := make([]float64, len(m.GRU.Params))
 	var run gruRun
 	out, dout := make([]float64, cfg.GRUChunkLen), make([]float64, cfg.GRUChunkLen)
 	for ep := range cfg.GRUEpochs {
@@ -216,7 +239,15 @@ func Train(runs []Run, cfg Config, log func(string)) (*Model, error) {
 		}
 	}
 
-	// Final losses over the whole training set, against the fixed interpolation's.
+}
+
+// finalLosses records the losses over the whole training set (samples slices), against
+// the fixed interpolation's.
+func (m *Model) finalLosses(cfg Config, seqs []trainSeq, samples int, log func(string)) {
+	sizes := append(append([]int{(2*cfg.Window + 1) * nIn}, cfg.MLPHidden...), 1)
+	cache := newMLPCache(sizes)
+	var buf []float64
+	var run gruRun
 	var fl, ml, gl float64
 	for _, sq := range seqs {
 		o := make([]float64, len(sq.y))
@@ -234,13 +265,9 @@ func Train(runs []Run, cfg Config, log func(string)) (*Model, error) {
 			gl += g * g
 		}
 	}
-	N := float64(len(pool))
+	N := float64(samples)
 	m.Training.FixedLoss, m.Training.MLPLoss, m.Training.GRULoss = fl/N, ml/N, gl/N
-	log(fmt.Sprintf("training mse over %d slices: fixed %.4f, mlp %.4f, bigru %.4f", len(pool), fl/N, ml/N, gl/N))
-	if err := m.check(); err != nil {
-		return nil, fmt.Errorf("train: %w (training diverged?)", err)
-	}
-	return m, nil
+	log(fmt.Sprintf("training mse over %d slices: fixed %.4f, mlp %.4f, bigru %.4f", samples, fl/N, ml/N, gl/N))
 }
 
 // adam is the Adam optimiser (Kingma and Ba) with the usual constants.
