@@ -97,70 +97,13 @@ func runSeries(st *store) []series {
 	var always []int
 	anyCounted := make([]bool, st.events)
 	for e := range st.events {
-		sc, fx := make([]float64, S), make([]float64, S)
-		var sum, sumDur float64
-		counted, whole := 0, 0
-		for t := range S {
-			if r := st.running[e][t]; r > 0 {
-				sc[t] = st.count[e][t] * st.enabled[e][t] / r
-				sum += sc[t]
-				sumDur += st.dur[t]
-				counted++
-				if r >= st.enabled[e][t] {
-					whole++
-				}
-			}
-		}
-		// Fixed interpolation: the last counted rate held, the first one before it.
-		rate := -1.0
-		for t := range S {
-			if r := st.running[e][t]; r > 0 {
-				rate = st.count[e][t] / r
-				break
-			}
-		}
-		for t := range S {
-			if r := st.running[e][t]; r > 0 {
-				rate = st.count[e][t] / r
-				fx[t] = sc[t]
-				continue
-			}
-			if rate >= 0 {
-				fx[t] = rate * st.enabled[e][t]
-			}
-		}
-		scaled[e], fixed[e] = sc, fx
-		anyCounted[e] = counted > 0
-		if counted > 0 {
-			switch {
-			case sumDur > 0:
-				units[e] = sum / sumDur * meanDur
-			default:
-				units[e] = sum / float64(counted)
-			}
-		}
-		if whole == S {
+		var all bool
+		scaled[e], fixed[e], units[e], anyCounted[e], all = scaleEvent(st, e, meanDur)
+		if all {
 			always = append(always, e)
 		}
 	}
-	alw := make([]float64, S)
-	n := 0
-	for _, g := range always {
-		if units[g] <= 0 {
-			continue
-		}
-		n++
-		for t := range S {
-			alw[t] += scaled[g][t] / units[g]
-		}
-	}
-	for t := range S {
-		if n > 0 {
-			alw[t] /= float64(n)
-		} else {
-			alw[t] = st.dur[t] / meanDur
-		}
-	}
+	alw := activitySeries(st, always, scaled, units, meanDur)
 	for e := range st.events {
 		s := series{unit: units[e], x: make([][nIn]float64, S), base: make([]float64, S),
 			whole: make([]bool, S), exact: make([]float64, S)}
@@ -192,6 +135,80 @@ func runSeries(st *store) []series {
 		out[e] = s
 	}
 	return out
+}
+
+// scaleEvent is event e's per-slice count scaled by enabled/running (sc), its fixed
+// interpolation (fx: the last counted rate held, the first one before it), its unit
+// (count per usual slice), whether it ever counted and whether it counted whole in
+// every slice.
+func scaleEvent(st *store, e int, meanDur float64) (sc, fx []float64, unit float64, counted, always bool) {
+	S := st.slices()
+	sc, fx = make([]float64, S), make([]float64, S)
+	var sum, sumDur float64
+	nCounted, whole := 0, 0
+	for t := range S {
+		if r := st.running[e][t]; r > 0 {
+			sc[t] = st.count[e][t] * st.enabled[e][t] / r
+			sum += sc[t]
+			sumDur += st.dur[t]
+			nCounted++
+			if r >= st.enabled[e][t] {
+				whole++
+			}
+		}
+	}
+	// Fixed interpolation: the last counted rate held, the first one before it.
+	rate := -1.0
+	for t := range S {
+		if r := st.running[e][t]; r > 0 {
+			rate = st.count[e][t] / r
+			break
+		}
+	}
+	for t := range S {
+		if r := st.running[e][t]; r > 0 {
+			rate = st.count[e][t] / r
+			fx[t] = sc[t]
+			continue
+		}
+		if rate >= 0 {
+			fx[t] = rate * st.enabled[e][t]
+		}
+	}
+	if nCounted > 0 {
+		switch {
+		case sumDur > 0:
+			unit = sum / sumDur * meanDur
+		default:
+			unit = sum / float64(nCounted)
+		}
+	}
+	return sc, fx, unit, nCounted > 0, whole == S
+}
+
+// activitySeries is the program's activity per slice: the mean of the always-counted
+// events' scaled counts in their units, or the slice's duration when none is.
+func activitySeries(st *store, always []int, scaled [][]float64, units []float64, meanDur float64) []float64 {
+	S := st.slices()
+	alw := make([]float64, S)
+	n := 0
+	for _, g := range always {
+		if units[g] <= 0 {
+			continue
+		}
+		n++
+		for t := range S {
+			alw[t] += scaled[g][t] / units[g]
+		}
+	}
+	for t := range S {
+		if n > 0 {
+			alw[t] /= float64(n)
+		} else {
+			alw[t] = st.dur[t] / meanDur
+		}
+	}
+	return alw
 }
 
 // log1p is math.Log1p of a non-negative value, finite for any finite input.
