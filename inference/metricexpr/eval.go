@@ -51,18 +51,7 @@ func Eval(e Expr, env Env) (float64, error) {
 		x, err := Eval(e.X, env)
 		return -x, err
 	case Special:
-		switch e.Fn {
-		case "has_event":
-			return b2f(env.HasEvent != nil && env.HasEvent(e.Arg.Name)), nil
-		case "source_count":
-			if env.SourceCount == nil {
-				return 1, nil
-			}
-			return env.SourceCount(e.Arg.Name), nil
-		case "strcmp_cpuid_str":
-			return b2f(env.CPUID != nil && env.CPUID(e.Arg.Name)), nil
-		}
-		return 0, fmt.Errorf("evaluate %s(): unknown function", e.Fn)
+		return evalSpecial(e, env)
 	case If:
 		c, err := Eval(e.Cond, env)
 		if err != nil {
@@ -81,18 +70,7 @@ func Eval(e Expr, env Env) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		switch e.Fn {
-		case "min":
-			return math.Min(a, b), nil
-		case "max":
-			return math.Max(a, b), nil
-		case "d_ratio":
-			if b == 0 {
-				return 0, nil
-			}
-			return a / b, nil
-		}
-		return 0, fmt.Errorf("evaluate %s(): unknown function", e.Fn)
+		return evalCall(e.Fn, a, b)
 	case Binary:
 		l, err := Eval(e.L, env)
 		if err != nil {
@@ -102,39 +80,76 @@ func Eval(e Expr, env Env) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		switch e.Op {
-		case '+':
-			return l + r, nil
-		case '-':
-			return l - r, nil
-		case '*':
-			return l * r, nil
-		case '/':
-			if r == 0 {
-				return math.NaN(), nil
-			}
-			return l / r, nil
-		case '%':
-			if toLong(r) == 0 {
-				return math.NaN(), nil
-			}
-			return float64(toLong(l) % toLong(r)), nil
-		case '<':
-			return b2f(l < r), nil
-		case '>':
-			return b2f(l > r), nil
-		case '&':
-			return float64(toLong(l) & toLong(r)), nil
-		case '|':
-			return float64(toLong(l) | toLong(r)), nil
-		case '^':
-			return float64(toLong(l) ^ toLong(r)), nil
-		}
-		return 0, fmt.Errorf("evaluate operator %q: unknown", e.Op)
+		return evalBinary(e.Op, l, r)
 	case nil:
 		return 0, errors.New("evaluate empty formula")
 	}
 	return 0, fmt.Errorf("evaluate %T: unknown node", e)
+}
+
+// evalSpecial is a perf special function of a name.
+func evalSpecial(e Special, env Env) (float64, error) {
+	switch e.Fn {
+	case "has_event":
+		return b2f(env.HasEvent != nil && env.HasEvent(e.Arg.Name)), nil
+	case "source_count":
+		if env.SourceCount == nil {
+			return 1, nil
+		}
+		return env.SourceCount(e.Arg.Name), nil
+	case "strcmp_cpuid_str":
+		return b2f(env.CPUID != nil && env.CPUID(e.Arg.Name)), nil
+	}
+	return 0, fmt.Errorf("evaluate %s(): unknown function", e.Fn)
+}
+
+// evalCall is a function of two values.
+func evalCall(fn string, a, b float64) (float64, error) {
+	switch fn {
+	case "min":
+		return math.Min(a, b), nil
+	case "max":
+		return math.Max(a, b), nil
+	case "d_ratio":
+		if b == 0 {
+			return 0, nil
+		}
+		return a / b, nil
+	}
+	return 0, fmt.Errorf("evaluate %s(): unknown function", fn)
+}
+
+// evalBinary is a binary operator, with C's semantics where perf's expr.y has them.
+func evalBinary(op byte, l, r float64) (float64, error) {
+	switch op {
+	case '+':
+		return l + r, nil
+	case '-':
+		return l - r, nil
+	case '*':
+		return l * r, nil
+	case '/':
+		if r == 0 {
+			return math.NaN(), nil
+		}
+		return l / r, nil
+	case '%':
+		if toLong(r) == 0 {
+			return math.NaN(), nil
+		}
+		return float64(toLong(l) % toLong(r)), nil
+	case '<':
+		return b2f(l < r), nil
+	case '>':
+		return b2f(l > r), nil
+	case '&':
+		return float64(toLong(l) & toLong(r)), nil
+	case '|':
+		return float64(toLong(l) | toLong(r)), nil
+	case '^':
+		return float64(toLong(l) ^ toLong(r)), nil
+	}
+	return 0, fmt.Errorf("evaluate operator %q: unknown", op)
 }
 
 // toLong is C's (long) cast of a double, made total: NaN and out-of-range values, which
