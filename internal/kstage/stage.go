@@ -620,33 +620,8 @@ func (s *Stage) finish(t *target) {
 // leaves it unchanged. Outside a round (a synchronous refresh), and after the run, the
 // kernel's delta since the last round is added, scaled by enabled/running.
 func (s *Stage) publish(now int64, t *target, idx []int, v *shim.Values, isRound bool) {
-	// What is published as the kernel gave it is a floor too: a value corrected later
-	// must not be below it. One never corrected follows the kernel exactly (a tool's
-	// PERF_EVENT_IOC_RESET included). Once a member was corrected (the target turned
-	// off later, a group member the model knows nothing of), the value is the
-	// kernel's scaled by enabled/running, as the tool would scale it, never below what
-	// was published, and time_running stays time_enabled: going back to the kernel's
-	// running time would make it decrease (perf stat -I's deltas would wrap).
-	kernel := func() {
-		corrected := false
-		for _, j := range idx {
-			corrected = corrected || t.corrected[j]
-		}
-		for m, j := range idx {
-			if !corrected {
-				t.pub[j] = v.Members[m].Value // the kernel's, a RESET included
-				continue
-			}
-			u := pipeline.Round(pipeline.Scaled(perf.Count{Value: v.Members[m].Value, Enabled: v.Enabled, Running: v.Running}))
-			v.Members[m].Value = t.pub.Raise(j, u)
-			t.corrected[j] = true
-		}
-		if corrected {
-			v.Running = v.Enabled
-		}
-	}
 	if t.off || t.md == nil {
-		kernel()
+		t.publishKernel(idx, v)
 		return
 	}
 	if !isRound && !t.final && t.task > 0 && perf.TaskFinished(t.task) {
@@ -657,13 +632,13 @@ func (s *Stage) publish(now int64, t *target, idx []int, v *shim.Values, isRound
 	muxed := false
 	for _, j := range idx {
 		if !t.known[j] {
-			kernel() // never counted and tied to nothing counted: <not counted> stays
+			t.publishKernel(idx, v) // never counted and tied to nothing counted: <not counted> stays
 			return
 		}
 		muxed = muxed || t.muxed[j]
 	}
 	if !muxed {
-		kernel() // exact: the kernel's values, bit for bit
+		t.publishKernel(idx, v) // exact: the kernel's values, bit for bit
 		return
 	}
 	if !t.final {
@@ -723,6 +698,32 @@ func (s *Stage) publish(now int64, t *target, idx []int, v *shim.Values, isRound
 		v.Members[m].Value = t.pub.Raise(j, pipeline.Round(val))
 	}
 	v.Running = v.Enabled
+}
+
+// publishKernel publishes the kernel's values of events idx. What is published as the kernel gave it is a floor too: a value corrected later
+// must not be below it. One never corrected follows the kernel exactly (a tool's
+// PERF_EVENT_IOC_RESET included). Once a member was corrected (the target turned
+// off later, a group member the model knows nothing of), the value is the
+// kernel's scaled by enabled/running, as the tool would scale it, never below what
+// was published, and time_running stays time_enabled: going back to the kernel's
+// running time would make it decrease (perf stat -I's deltas would wrap).
+func (t *target) publishKernel(idx []int, v *shim.Values) {
+	corrected := false
+	for _, j := range idx {
+		corrected = corrected || t.corrected[j]
+	}
+	for m, j := range idx {
+		if !corrected {
+			t.pub[j] = v.Members[m].Value // the kernel's, a RESET included
+			continue
+		}
+		u := pipeline.Round(pipeline.Scaled(perf.Count{Value: v.Members[m].Value, Enabled: v.Enabled, Running: v.Running}))
+		v.Members[m].Value = t.pub.Raise(j, u)
+		t.corrected[j] = true
+	}
+	if corrected {
+		v.Running = v.Enabled
+	}
 }
 
 // classOf is event j's class of equals, or -1.
