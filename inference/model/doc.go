@@ -30,7 +30,9 @@
 // as well as the step into it, so that the next reading, not the walk, says whether the
 // rate stays up. The step out of a rate's first sighting is widened too (to half the
 // rate read), except for a term of an exact sum, which would then take all of the sum's
-// readings.
+// readings. The run's first slice is its start-up (exec, the loader's mmaps): the step
+// out of a rate read there is diffuse and the slice is no part of any level, so that a
+// start-up burst is not carried into the slices after it.
 //
 // Activity: a rate's level need not be constant. Events that the schedule counts in
 // (nearly) every slice, as fixed counters are, are known in every slice (so are

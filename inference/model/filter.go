@@ -11,6 +11,10 @@ import (
 // inform the state (see Observe).
 const shortSlice = 0.05
 
+// startupWiden is the variance of the step out of the run's first slice, per squared
+// rate read there: diffuse, so that a start-up burst is not carried into the run.
+const startupWiden = 100.0
+
 // Observe runs one step of the filter: predict the rates of the slice from the previous
 // ones, then condition on the slice's readings and on the relations.
 func (md *Model) Observe(s inference.Slice) error {
@@ -302,6 +306,12 @@ func (md *Model) studentT(d float64) []float64 {
 			// would take all of them.
 			r := o.y / o.h[0].c
 			l.first[o.h[0].i] = r * r / 4
+			if l.tick == 0 {
+				// The run's first slice is its start-up (exec, the loader's mmaps,
+				// a program's one fork): what a rate does there says nothing of
+				// the slices after it, which the next reading decides.
+				l.first[o.h[0].i] = r * r * startupWiden
+			}
 		}
 		if len(o.h) != 1 || !md.seen[o.h[0].i] {
 			continue

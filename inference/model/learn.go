@@ -434,6 +434,11 @@ func (l *learner) learnLevels(md *Model, d float64) {
 	// Components never counted directly follow their posterior mean.
 	g := 1 - 1/levelWindow
 	for _, o := range md.obs {
+		if l.tick == 1 {
+			// The run's first slice, its start-up, is no part of a level the
+			// slices after it revert to (see startupWiden).
+			break
+		}
 		if len(o.h) == 1 && o.full {
 			i := o.h[0].i
 			l.levelN[i] = math.Min(l.levelN[i]+1, levelWindow)
