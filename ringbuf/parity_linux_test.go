@@ -13,10 +13,14 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/bayesperf/bayesperf/internal/testutil"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
 )
+
+// whyRoot is why the parity tests need root.
+const whyRoot = "system-wide perf events and tracepoints with perf_event_paranoid=2"
 
 // Kernel parity: real rings written by this kernel, decoded and re-encoded byte for byte,
 // and copied through the mirror Writer into rings that are byte-identical to the
@@ -31,13 +35,6 @@ const (
 	bitCgroup     = 1 << 32
 	bitBuildID    = 1 << 34
 )
-
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("requires root: system-wide perf events and tracepoints with perf_event_paranoid=2")
-	}
-}
 
 type kring struct {
 	name     string
@@ -277,7 +274,7 @@ func need(t *testing.T, name string, seen map[RecordType]int, types ...RecordTyp
 // and its children (inherit, inherit_stat), with mmap/comm/task/namespaces side-band
 // records and context switches.
 func TestKernelParityPerThread(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	attr := unix.PerfEventAttr{
@@ -321,7 +318,7 @@ func TestKernelParityPerThread(t *testing.T) {
 // READ (cpu-clock leader, page-faults member), cpu-wide context switches, and the
 // sched:sched_switch tracepoint with RAW data in rings of its own.
 func TestKernelParitySystemWide(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	tp := tracepointID(t, "sched/sched_switch")
 	var rings []*kring
 	for cpu := range runtime.NumCPU() {
@@ -464,7 +461,7 @@ func countRaw(t *testing.T, k *kring) int {
 // TestKernelParityBackward: a write_backward ring mapped read-only (overwrite mode),
 // page-fault samples and context switches of this thread.
 func TestKernelParityBackward(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	attr := unix.PerfEventAttr{
@@ -493,7 +490,7 @@ func TestKernelParityBackward(t *testing.T) {
 // exactly the touches where the kernel's poll saw one, for wakeup_events and for
 // wakeup_watermark.
 func TestKernelParityWakeups(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	for _, tc := range []struct {
 		name string
 		opts WriterOptions
@@ -612,7 +609,7 @@ func TestKernelParityWakeups(t *testing.T) {
 // count must be byte-identical: same id (from the sample, or the event's id when the
 // sample carries none) and the same sample_id_all trailer.
 func TestKernelParityLost(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	for _, tc := range []struct {
 		name string
 		st   SampleType
@@ -702,7 +699,7 @@ func TestKernelParityLost(t *testing.T) {
 // and mirrors it in lockstep: at the end the mirror's data area and data_head equal the
 // kernel's, and every record decoded and re-encoded exactly.
 func TestKernelParityWrap(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	attr := unix.PerfEventAttr{

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bayesperf/bayesperf/internal/testutil"
 )
 
 var (
@@ -308,9 +310,7 @@ func perfFds(pid int) int {
 // needRoot skips t, saying why it needs root, unless the tests run as root (CI does).
 func needRoot(t testing.TB, why string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skipf("needs root: %s (CI runs the tests as root)", why)
-	}
+	testutil.RequireRoot(t, why+" (CI runs the tests as root)")
 }
 
 // startPiped starts cmd with a pipe to its stdin and one from its stdout, keeping its

@@ -21,6 +21,7 @@ import (
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/replay"
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/testutil"
 	"github.com/bayesperf/bayesperf/internal/vpmu"
 	"github.com/bayesperf/bayesperf/internal/workload"
 )
@@ -197,9 +198,7 @@ func TestJSONShape(t *testing.T) {
 // and every estimator was scored. The model's accuracy is logged, not asserted here
 // (that is inference/model's acceptance).
 func TestLiveEval(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: attaches tracepoints to a child task")
-	}
+	testutil.RequireRoot(t, "attaches tracepoints to a child task")
 	list := "task-clock,page-faults,minor-faults,major-faults,context-switches,cpu-migrations," +
 		"raw_syscalls:sys_enter,raw_syscalls:sys_exit,syscalls:sys_enter_read,syscalls:sys_enter_write," +
 		"syscalls:sys_enter_mmap,syscalls:sys_enter_munmap,syscalls:sys_enter_getpid,syscalls:sys_enter_getppid," +
@@ -289,9 +288,7 @@ func TestLiveEval(t *testing.T) {
 // collector and checks the invariants the read(2) backend guarantees: the budget holds,
 // truth identities are exact, and the fixed event's view equals its truth.
 func TestVirtualPMUThroughBPF(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: loads BPF and attaches tracepoints to a child task")
-	}
+	testutil.RequireRoot(t, "loads BPF and attaches tracepoints to a child task")
 	evs, err := perf.ParseEvents("task-clock,page-faults,minor-faults,major-faults,context-switches,cpu-migrations," +
 		"{raw_syscalls:sys_enter,raw_syscalls:sys_exit},syscalls:sys_enter_read,syscalls:sys_enter_write," +
 		"syscalls:sys_enter_mmap,syscalls:sys_enter_munmap,sched:sched_switch,sched:sched_wakeup")
@@ -443,9 +440,7 @@ func TestOnlineAgreesWithReplayHarness(t *testing.T) {
 // as the sidecar does, so that the relations bind x#2 = x (the model then knows the
 // copies count the same) and the run's trace has distinct columns and replays.
 func TestLiveRepeatsNamed(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: attaches events to a child task")
-	}
+	testutil.RequireRoot(t, "attaches events to a child task")
 	evs, err := perf.ParseEvents("page-faults,minor-faults,page-faults")
 	if err != nil {
 		t.Fatal(err)

@@ -11,9 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bayesperf/bayesperf/internal/testutil"
 	"github.com/bayesperf/bayesperf/perfabi"
 	"golang.org/x/sys/unix"
 )
+
+// whyRoot is why this package's kernel tests need root.
+const whyRoot = "opens tracepoints and other tasks' events"
 
 // The test binary doubles as a target program: with BAYESPERF_PERF_HELPER=getppid:N it
 // makes N getppid calls and exits, so tracepoint counts are known exactly.
@@ -28,13 +32,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: opens tracepoints and other tasks' events")
-	}
-}
-
 func helperCmd(n int) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("BAYESPERF_PERF_HELPER=getppid:%d", n))
@@ -42,7 +39,7 @@ func helperCmd(n int) *exec.Cmd {
 }
 
 func TestTracepointCountsExactly(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	const n = 12345
 	evs, err := ParseEvents("syscalls:sys_enter_getppid,{dummy,raw_syscalls:sys_enter,task-clock}")
 	if err != nil {
@@ -313,7 +310,7 @@ func TestUnknownNamesSuggest(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "page-faults") {
 		t.Fatalf("error %v should suggest page-faults", err)
 	}
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	_, err = ParseEvents("sched:sched_swich")
 	if err == nil || !strings.Contains(err.Error(), "sched:sched_switch") {
 		t.Fatalf("error %v should suggest sched:sched_switch", err)
@@ -321,7 +318,7 @@ func TestUnknownNamesSuggest(t *testing.T) {
 }
 
 func TestTracepointGlob(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	evs, err := ParseEvents("{syscalls:sys_enter_get*id}")
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/testutil"
 )
 
 // TestKernelCountsExactly: a fixed amount of work counted by the kernel's own schedule,
@@ -14,7 +15,7 @@ import (
 // made, a group's members included, and software events, which the kernel never
 // multiplexes, run all the time they are enabled.
 func TestKernelCountsExactly(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	evs, err := perf.ParseEvents("syscalls:sys_enter_getppid,{task-clock,syscalls:sys_enter_write},page-faults")
 	if err != nil {
 		t.Fatal(err)

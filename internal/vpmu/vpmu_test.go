@@ -16,8 +16,12 @@ import (
 
 	"github.com/bayesperf/bayesperf/inference/schedule"
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/testutil"
 	"github.com/bayesperf/bayesperf/internal/workload"
 )
+
+// whyRoot is why this package's kernel tests need root.
+const whyRoot = "attaches tracepoints to a child task"
 
 // The test binary doubles as the target: BAYESPERF_VPMU_WORKLOAD=name:ms runs a built-in
 // workload.
@@ -56,13 +60,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: attaches tracepoints to a child task")
-	}
-}
-
 func target(name string, ms int) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "BAYESPERF_VPMU_WORKLOAD="+name+":"+strconv.Itoa(ms))
@@ -74,7 +71,7 @@ const testEvents = "task-clock,page-faults,minor-faults,major-faults,context-swi
 	"syscalls:sys_enter_mmap,syscalls:sys_enter_munmap,sched:sched_switch,sched:sched_wakeup"
 
 func TestVirtualMultiplexingHoldsBudgetAndTruth(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	const counters = 4
 	fixed := []int{0} // task-clock on a fixed counter
 	evs, ks := kernelEvents(t, testEvents, counters, fixed)
@@ -147,7 +144,7 @@ func isScheduled(s *schedule.Schedule, t, e int) bool {
 // run to run with the Go runtime's own work, so they get a tolerance of 5% + 20 events +
 // twice the difference between two native runs.
 func TestTruthMatchesNativePerfStat(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	if _, err := exec.LookPath("perf"); err != nil {
 		t.Skip("needs the perf binary (apt-get install linux-perf)")
 	}
@@ -274,7 +271,7 @@ func TestVirtualTimes(t *testing.T) {
 // its stdin), with EnableOnExec, and a Runner steps them while the command runs. Nothing
 // before the exec may count, and a client sees multiplexed times.
 func TestEnableOnExecRunner(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	evs, ks := kernelEvents(t, "syscalls:sys_enter_getppid,syscalls:sys_enter_write,page-faults,minor-faults", 2, nil)
 	cmd := exec.Command("sh", "-c", `read x; exec "$0" -test.run=^$`, os.Args[0])
 	cmd.Env = append(os.Environ(), "BAYESPERF_VPMU_WORKLOAD=fixed-work:0")
