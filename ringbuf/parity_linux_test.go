@@ -147,14 +147,7 @@ func checkForward(t *testing.T, k *kring) map[RecordType]int {
 		t.Fatal(err)
 	}
 	seen := map[RecordType]int{}
-	for {
-		rec, err := r.Next()
-		if err != nil {
-			t.Fatalf("%s: %v", k.name, err)
-		}
-		if rec == nil {
-			break
-		}
+	for rec := range allRecords(t, r) {
 		checkRecord(t, k, rec, seen)
 		if ok, _, err := w.Write(rec); !ok || err != nil {
 			t.Fatalf("%s: mirror write: %v %v", k.name, ok, err)
@@ -192,14 +185,7 @@ func checkBackward(t *testing.T, k *kring) map[RecordType]int {
 	}
 	seen := map[RecordType]int{}
 	var recs [][]byte
-	for {
-		rec, err := r.Next()
-		if err != nil {
-			t.Fatalf("%s: %v", k.name, err)
-		}
-		if rec == nil {
-			break
-		}
+	for rec := range allRecords(t, r) {
 		checkRecord(t, k, rec, seen)
 		recs = append(recs, append([]byte(nil), rec...))
 	}
@@ -270,25 +256,32 @@ func need(t *testing.T, name string, seen map[RecordType]int, types ...RecordTyp
 	}
 }
 
+// pageFaultSampler locks t to its OS thread for the rest of the test and returns the
+// attr of a software event that samples every page fault with sample type st; the
+// caller sets the rest.
+func pageFaultSampler(t *testing.T, st SampleType) unix.PerfEventAttr {
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
+	return unix.PerfEventAttr{
+		Type:        unix.PERF_TYPE_SOFTWARE,
+		Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
+		Sample:      1,
+		Sample_type: uint64(st),
+	}
+}
+
 // TestKernelParityPerThread: page-fault samples with callchain and READ on this thread
 // and its children (inherit, inherit_stat), with mmap/comm/task/namespaces side-band
 // records and context switches.
 func TestKernelParityPerThread(t *testing.T) {
 	testutil.RequireRoot(t, whyRoot)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	attr := unix.PerfEventAttr{
-		Type:   unix.PERF_TYPE_SOFTWARE,
-		Config: unix.PERF_COUNT_SW_PAGE_FAULTS,
-		Sample: 1,
-		Sample_type: uint64(SampleIdentifier | SampleIP | SampleTID | SampleTime | SampleAddr | SampleID |
-			SampleStreamID | SampleCPU | SamplePeriod | SampleRead | SampleCallchain | SampleDataPageSize | SampleCodePageSize),
-		Read_format: uint64(FormatTotalTimeEnabled | FormatTotalTimeRunning | FormatID | FormatLost),
-		Bits: unix.PerfBitDisabled | unix.PerfBitInherit | unix.PerfBitInheritStat | unix.PerfBitMmap | unix.PerfBitMmap2 |
-			unix.PerfBitMmapData | unix.PerfBitComm | unix.PerfBitCommExec | unix.PerfBitTask |
-			unix.PerfBitContextSwitch | unix.PerfBitSampleIDAll | bitNamespaces | unix.PerfBitExcludeKernel |
-			unix.PerfBitExcludeCallchainKernel,
-	}
+	attr := pageFaultSampler(t, SampleIdentifier|SampleIP|SampleTID|SampleTime|SampleAddr|SampleID|
+		SampleStreamID|SampleCPU|SamplePeriod|SampleRead|SampleCallchain|SampleDataPageSize|SampleCodePageSize)
+	attr.Read_format = uint64(FormatTotalTimeEnabled | FormatTotalTimeRunning | FormatID | FormatLost)
+	attr.Bits = unix.PerfBitDisabled | unix.PerfBitInherit | unix.PerfBitInheritStat | unix.PerfBitMmap | unix.PerfBitMmap2 |
+		unix.PerfBitMmapData | unix.PerfBitComm | unix.PerfBitCommExec | unix.PerfBitTask |
+		unix.PerfBitContextSwitch | unix.PerfBitSampleIDAll | bitNamespaces | unix.PerfBitExcludeKernel |
+		unix.PerfBitExcludeCallchainKernel
 	// An inherited per-task event cannot be mmapped with cpu == -1: one event and ring per
 	// CPU, as perf record does.
 	var rings []*kring
@@ -462,16 +455,9 @@ func countRaw(t *testing.T, k *kring) int {
 // page-fault samples and context switches of this thread.
 func TestKernelParityBackward(t *testing.T) {
 	testutil.RequireRoot(t, whyRoot)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	attr := unix.PerfEventAttr{
-		Type:        unix.PERF_TYPE_SOFTWARE,
-		Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
-		Sample:      1,
-		Sample_type: uint64(SampleIP | SampleTID | SampleTime | SampleAddr | SampleCPU | SamplePeriod | SampleID),
-		Bits: unix.PerfBitDisabled | unix.PerfBitWriteBackward | unix.PerfBitSampleIDAll | unix.PerfBitContextSwitch |
-			unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitMmapData,
-	}
+	attr := pageFaultSampler(t, SampleIP|SampleTID|SampleTime|SampleAddr|SampleCPU|SamplePeriod|SampleID)
+	attr.Bits = unix.PerfBitDisabled | unix.PerfBitWriteBackward | unix.PerfBitSampleIDAll | unix.PerfBitContextSwitch |
+		unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitMmapData
 	k := &kring{name: "page-faults backward", f: formatOf(&attr), backward: true}
 	k.fds = []int{openEvent(t, &attr, 0, -1, -1)}
 	mapRing(t, k, 128)
@@ -501,16 +487,9 @@ func TestKernelParityWakeups(t *testing.T) {
 		{"default watermark", WriterOptions{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			attr := unix.PerfEventAttr{
-				Type:        unix.PERF_TYPE_SOFTWARE,
-				Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
-				Sample:      1,
-				Sample_type: uint64(SampleIP | SampleTID | SampleTime | SampleAddr),
-				Bits:        unix.PerfBitDisabled,
-				Wakeup:      tc.opts.WakeupEvents,
-			}
+			attr := pageFaultSampler(t, SampleIP|SampleTID|SampleTime|SampleAddr)
+			attr.Bits = unix.PerfBitDisabled
+			attr.Wakeup = tc.opts.WakeupEvents
 			if tc.opts.Watermark {
 				attr.Bits |= unix.PerfBitWatermark
 				attr.Wakeup = tc.opts.WakeupWatermark
@@ -618,15 +597,8 @@ func TestKernelParityLost(t *testing.T) {
 		{"no id in sample", SampleIP | SampleTID | SampleTime | SampleCPU},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			attr := unix.PerfEventAttr{
-				Type:        unix.PERF_TYPE_SOFTWARE,
-				Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
-				Sample:      1,
-				Sample_type: uint64(tc.st),
-				Bits:        unix.PerfBitDisabled | unix.PerfBitSampleIDAll | unix.PerfBitExcludeKernel,
-			}
+			attr := pageFaultSampler(t, tc.st)
+			attr.Bits = unix.PerfBitDisabled | unix.PerfBitSampleIDAll | unix.PerfBitExcludeKernel
 			k := &kring{name: tc.name, f: formatOf(&attr)}
 			k.fds = []int{openEvent(t, &attr, 0, -1, -1)}
 			mapRing(t, k, 1)
@@ -700,15 +672,8 @@ func TestKernelParityLost(t *testing.T) {
 // kernel's, and every record decoded and re-encoded exactly.
 func TestKernelParityWrap(t *testing.T) {
 	testutil.RequireRoot(t, whyRoot)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	attr := unix.PerfEventAttr{
-		Type:        unix.PERF_TYPE_SOFTWARE,
-		Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
-		Sample:      1,
-		Sample_type: uint64(SampleIP | SampleTID | SampleTime | SampleAddr | SampleCallchain),
-		Bits:        unix.PerfBitDisabled | unix.PerfBitSampleIDAll | unix.PerfBitExcludeKernel,
-	}
+	attr := pageFaultSampler(t, SampleIP|SampleTID|SampleTime|SampleAddr|SampleCallchain)
+	attr.Bits = unix.PerfBitDisabled | unix.PerfBitSampleIDAll | unix.PerfBitExcludeKernel
 	k := &kring{name: "page-faults wrapping", f: formatOf(&attr)}
 	k.fds = []int{openEvent(t, &attr, 0, -1, -1)}
 	mapRing(t, k, 1)
@@ -723,14 +688,7 @@ func TestKernelParityWrap(t *testing.T) {
 	mr, _ := NewReader(mirror, ReaderOptions{})
 	seen := map[RecordType]int{}
 	drain := func() {
-		for {
-			rec, err := r.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rec == nil {
-				break
-			}
+		for rec := range allRecords(t, r) {
 			checkRecord(t, k, rec, seen)
 			if ok, _, err := w.Write(rec); !ok || err != nil {
 				t.Fatalf("mirror write: %v %v", ok, err)
