@@ -156,26 +156,26 @@ func b2f(b bool) float64 {
 // IDs returns the sorted distinct normalised names the formula refers to, excluding the
 // arguments of has_event, source_count and strcmp_cpuid_str (they are not values).
 func IDs(e Expr) []string {
-	set := map[string]bool{}
-	Walk(e, func(n Expr) {
-		if id, ok := n.(ID); ok {
-			set[id.Name] = true
-		}
+	return names(e, func(n Expr) (string, bool) {
+		id, ok := n.(ID)
+		return id.Name, ok
 	})
-	out := make([]string, 0, len(set))
-	for n := range set {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Literals returns the sorted distinct #literals of the formula, as written.
 func Literals(e Expr) []string {
+	return names(e, func(n Expr) (string, bool) {
+		l, ok := n.(Literal)
+		return l.Name, ok
+	})
+}
+
+// names returns the sorted distinct names that name picks out of e's nodes.
+func names(e Expr, name func(Expr) (string, bool)) []string {
 	set := map[string]bool{}
 	Walk(e, func(n Expr) {
-		if l, ok := n.(Literal); ok {
-			set[l.Name] = true
+		if s, ok := name(n); ok {
+			set[s] = true
 		}
 	})
 	out := make([]string, 0, len(set))
