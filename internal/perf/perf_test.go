@@ -111,15 +111,32 @@ func TestTracepointCountsExactly(t *testing.T) {
 	}
 }
 
-// TestReadCollectorSetEnabled: an event switched off by the collector stops counting,
-// and counts again once switched on.
-func TestReadCollectorSetEnabled(t *testing.T) {
-	runtime.LockOSThread() // the event counts this thread only
-	defer runtime.UnlockOSThread()
+// threadTaskClock locks t to its OS thread for the rest of the test, so that an event
+// of this task counts it alone, and returns task-clock's description.
+func threadTaskClock(t *testing.T) []EventDesc {
+	t.Helper()
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
 	d, err := ParseEvents("task-clock")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return d
+}
+
+// spin keeps this thread on the CPU for some 20 million additions.
+func spin() {
+	x := 0
+	for i := range 20_000_000 {
+		x += i
+	}
+	_ = x
+}
+
+// TestReadCollectorSetEnabled: an event switched off by the collector stops counting,
+// and counts again once switched on.
+func TestReadCollectorSetEnabled(t *testing.T) {
+	d := threadTaskClock(t)
 	e, err := Open(d[0].Attr, ThisPid, AnyCPU, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -129,13 +146,6 @@ func TestReadCollectorSetEnabled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	spin := func() {
-		x := 0
-		for i := range 20_000_000 {
-			x += i
-		}
-		_ = x
-	}
 	if err := c.SetEnabled(0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -167,12 +177,7 @@ func TestReadCollectorSetEnabled(t *testing.T) {
 }
 
 func TestEnableDisableStopsCounting(t *testing.T) {
-	runtime.LockOSThread() // the event counts this thread only
-	defer runtime.UnlockOSThread()
-	d, err := ParseEvents("task-clock")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := threadTaskClock(t)
 	a := d[0].Attr
 	a.Flags |= perfabi.FlagDisabled
 	e, err := Open(a, ThisPid, AnyCPU, nil)
@@ -180,13 +185,6 @@ func TestEnableDisableStopsCounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	spin := func() {
-		x := 0
-		for i := range 20_000_000 {
-			x += i
-		}
-		_ = x
-	}
 	spin()
 	c0, _ := e.ReadCount()
 	if c0.Value != 0 || c0.Enabled != 0 {
