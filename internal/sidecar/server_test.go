@@ -235,15 +235,7 @@ func TestServerMirrorsCounts(t *testing.T) {
 		t.Fatalf("refresh status %d", st.Status)
 	}
 	_, v, _ = m.Snapshot()
-	buf := make([]byte, 64)
-	n, err := unix.Read(fd, buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := shim.ParseRead(format, buf[:n])
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := readKernel(t, fd, format)
 	if v.Members[0] != k.Members[0] || v.Enabled != k.Enabled || v.Running != k.Running {
 		t.Errorf("after refresh of a disabled event: mirror %+v, kernel %+v", v, k)
 	}
@@ -369,4 +361,20 @@ func FuzzServeMessages(f *testing.F) {
 			unix.Munmap(c.page)
 		}
 	})
+}
+
+// readKernel reads the perf event fd with read(2), as a tool would without the shim,
+// and decodes the values in its read_format.
+func readKernel(t *testing.T, fd int, format uint64) shim.Values {
+	t.Helper()
+	buf := make([]byte, 64)
+	n, err := unix.Read(fd, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := shim.ParseRead(format, buf[:n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
