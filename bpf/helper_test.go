@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/testutil"
 )
 
 // Requirements of this package's tests: root (or CAP_BPF+CAP_PERFMON), software perf
@@ -231,8 +232,7 @@ const (
 func helperForker() {
 	waitGo()
 	for range childCount {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), helperEnv+"=child")
+		cmd := testutil.Reexec(helperEnv + "=child")
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
 			panic(err) // a helper process, not library code
@@ -260,25 +260,13 @@ func helperUnavailable() int {
 // pipe that releases it, and its stdout.
 func startHelper(t testing.TB, name string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+name)
+	cmd := testutil.Reexec(helperEnv + "=" + name)
 	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start helper %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		in.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	in := testutil.StartWithStdin(t, cmd)
 	return cmd, in, bufio.NewReader(out)
 }
 

@@ -2,17 +2,12 @@ package eval
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"math"
 	"os"
-	"os/exec"
 	"reflect"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/bayesperf/bayesperf/inference"
 	"github.com/bayesperf/bayesperf/inference/baseline"
@@ -29,13 +24,7 @@ import (
 // The test binary doubles as the live target: BAYESPERF_EVAL_WORKLOAD=name:ms.
 func TestMain(m *testing.M) {
 	if w := os.Getenv("BAYESPERF_EVAL_WORKLOAD"); w != "" {
-		name, ms, _ := strings.Cut(w, ":")
-		d, _ := strconv.Atoi(ms)
-		wl, err := workload.Lookup(name)
-		if err == nil {
-			err = wl.Run(context.Background(), time.Duration(d)*time.Millisecond, 5)
-		}
-		if err != nil {
+		if err := workload.RunSpec(w, 0, 5); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -217,8 +206,7 @@ func TestLiveEval(t *testing.T) {
 		names[i] = e.Name
 	}
 	rels := relation.Bind(relation.Builtins(), names)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BAYESPERF_EVAL_WORKLOAD=mixed:1500")
+	cmd := testutil.Reexec("BAYESPERF_EVAL_WORKLOAD=mixed:1500")
 	lr, err := RunLive(Live{Events: evs, Fixed: []int{0}, Counters: 4, Rels: rels}, cmd)
 	if err != nil {
 		t.Fatal(err)
@@ -299,8 +287,7 @@ func TestVirtualPMUThroughBPF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BAYESPERF_EVAL_WORKLOAD=mixed:400")
+	cmd := testutil.Reexec("BAYESPERF_EVAL_WORKLOAD=mixed:400")
 	res, err := vpmu.RunCommand(vpmu.Config{Events: evs, Views: []vpmu.View{{Name: "kernel", Schedule: ks}}, Truth: true, Snapshots: BPFSnapshots}, cmd, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -445,8 +432,7 @@ func TestLiveRepeatsNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BAYESPERF_EVAL_WORKLOAD=memory:200")
+	cmd := testutil.Reexec("BAYESPERF_EVAL_WORKLOAD=memory:200")
 	lr, err := RunLive(Live{Events: evs, Counters: 1}, cmd)
 	if err != nil {
 		t.Fatal(err)

@@ -33,8 +33,7 @@ func TestMain(m *testing.M) {
 }
 
 func helperCmd(n int) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("BAYESPERF_PERF_HELPER=getppid:%d", n))
+	cmd := testutil.Reexec(fmt.Sprintf("BAYESPERF_PERF_HELPER=getppid:%d", n))
 	return cmd
 }
 

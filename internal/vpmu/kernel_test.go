@@ -1,8 +1,6 @@
 package vpmu
 
 import (
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -20,8 +18,7 @@ func TestKernelCountsExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BAYESPERF_VPMU_WORKLOAD=fixed-work:0")
+	cmd := testutil.Reexec("BAYESPERF_VPMU_WORKLOAD=fixed-work:0")
 	var k *Kernel
 	if err := perf.StartAttached(cmd, func(pid int) error {
 		k, err = OpenKernel(evs, pid, perf.AnyCPU)

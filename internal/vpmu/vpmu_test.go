@@ -1,7 +1,6 @@
 package vpmu
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"os"
@@ -41,18 +40,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	if w := os.Getenv("BAYESPERF_VPMU_WORKLOAD"); w != "" {
-		name, ms := w, 300
-		for i := range w {
-			if w[i] == ':' {
-				name = w[:i]
-				ms, _ = strconv.Atoi(w[i+1:])
-			}
-		}
-		wl, err := workload.Lookup(name)
-		if err == nil {
-			err = wl.Run(context.Background(), time.Duration(ms)*time.Millisecond, 3)
-		}
-		if err != nil {
+		if err := workload.RunSpec(w, 300*time.Millisecond, 3); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -61,9 +49,7 @@ func TestMain(m *testing.M) {
 }
 
 func target(name string, ms int) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BAYESPERF_VPMU_WORKLOAD="+name+":"+strconv.Itoa(ms))
-	return cmd
+	return testutil.Reexec("BAYESPERF_VPMU_WORKLOAD=" + name + ":" + strconv.Itoa(ms))
 }
 
 const testEvents = "task-clock,page-faults,minor-faults,major-faults,context-switches,cpu-migrations," +
@@ -154,8 +140,7 @@ func TestTruthMatchesNativePerfStat(t *testing.T) {
 		t.Fatal(err)
 	}
 	fixedWork := func() *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "BAYESPERF_VPMU_WORKLOAD=fixed-work:0")
+		cmd := testutil.Reexec("BAYESPERF_VPMU_WORKLOAD=fixed-work:0")
 		return cmd
 	}
 	// Native perf stat twice, CSV (value,unit,event,...): the two runs' difference
@@ -273,15 +258,8 @@ func TestVirtualTimes(t *testing.T) {
 func TestEnableOnExecRunner(t *testing.T) {
 	testutil.RequireRoot(t, whyRoot)
 	evs, ks := kernelEvents(t, "syscalls:sys_enter_getppid,syscalls:sys_enter_write,page-faults,minor-faults", 2, nil)
-	cmd := exec.Command("sh", "-c", `read x; exec "$0" -test.run=^$`, os.Args[0])
-	cmd.Env = append(os.Environ(), "BAYESPERF_VPMU_WORKLOAD=fixed-work:0")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd := testutil.ReexecOnLine("BAYESPERF_VPMU_WORKLOAD=fixed-work:0")
+	in := testutil.StartWithStdin(t, cmd)
 	p, r := openRunner(t, Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true, Pid: cmd.Process.Pid,
 		CPU: perf.AnyCPU, Inherit: true, EnableOnExec: true})
 	time.Sleep(20 * time.Millisecond) // idle steps before the exec must not rotate or count

@@ -177,8 +177,7 @@ func TestCollectorFallback(t *testing.T) {
 // members ran exactly as long as each other).
 func TestGroupRead(t *testing.T) {
 	testutil.RequireRoot(t, "opens events on another process")
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BAYESPERF_VSTAGE_WORK=1")
+	cmd := testutil.Reexec("BAYESPERF_VSTAGE_WORK=1")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -242,15 +241,8 @@ func heldWorker(t *testing.T, names string, withReadFormat bool) (*exec.Cmd, io.
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("sh", "-c", `read x; exec "$0" -test.run=^$`, os.Args[0])
-	cmd.Env = append(os.Environ(), "BAYESPERF_VSTAGE_WORK=1")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd := testutil.ReexecOnLine("BAYESPERF_VSTAGE_WORK=1")
+	in := testutil.StartWithStdin(t, cmd)
 	pid := int32(cmd.Process.Pid)
 	var evs []sidecar.Event
 	for i, d := range descs {
