@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bayesperf/bayesperf/internal/testutil"
 	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
@@ -260,12 +261,7 @@ func TestServerDeclinesNonPerfFd(t *testing.T) {
 	c := dial(t, path)
 	_, pfd := c.call(shim.MsgHello, shim.Hello{Pid: int32(os.Getpid())}, -1)
 	unix.Close(pfd)
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(p[0])
-	defer unix.Close(p[1])
+	p := testutil.Pipe(t)
 	rep, mfd := c.call(shim.MsgRegister, registerMsg(1, 0), p[0])
 	if rr := rep.(shim.RegisterReply); rr.Status != -int32(unix.EBADF) || mfd >= 0 {
 		t.Errorf("register of a pipe: %+v fd %d, want -EBADF and no mirror", rr, mfd)
