@@ -45,6 +45,12 @@ func dropinBins(t testing.TB) string {
 	return dropinDir
 }
 
+// dropinBin returns the path of the program name that dropinBins built.
+func dropinBin(t testing.TB, name string) string {
+	t.Helper()
+	return filepath.Join(dropinBins(t), name)
+}
+
 func buildDropin() (string, error) {
 	if _, err := exec.LookPath("perf"); err != nil {
 		return "", fmt.Errorf("the perf binary is required (apt-get install linux-perf): %w", err)
@@ -159,9 +165,8 @@ type stats struct {
 // stats.
 func bayesperfRun(t testing.TB, argv ...string) (result, stats) {
 	t.Helper()
-	dir := dropinBins(t)
 	sf := filepath.Join(t.TempDir(), "stats.json")
-	r := run(t, nil, append([]string{filepath.Join(dir, "bayesperf"), "run", "--stats", sf, "--"}, argv...)...)
+	r := run(t, nil, append([]string{dropinBin(t, "bayesperf"), "run", "--stats", sf, "--"}, argv...)...)
 	return r, readStats(t, sf)
 }
 
@@ -338,7 +343,7 @@ func startPiped(t testing.TB, cmd *exec.Cmd) (stdin io.WriteCloser, stdout io.Re
 func startRun(t *testing.T, env []string, stderr io.Writer, args ...string) (*exec.Cmd, int) {
 	t.Helper()
 	pidfile := filepath.Join(t.TempDir(), "pid")
-	cmd := exec.Command(filepath.Join(dropinBins(t), "bayesperf"), append([]string{"run", "--pidfile", pidfile}, args...)...)
+	cmd := exec.Command(dropinBin(t, "bayesperf"), append([]string{"run", "--pidfile", pidfile}, args...)...)
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}

@@ -39,7 +39,7 @@ const (
 )
 
 func workload(t testing.TB, args ...string) []string {
-	return append([]string{filepath.Join(dropinBins(t), "workload")}, args...)
+	return append([]string{dropinBin(t, "workload")}, args...)
 }
 
 // noSidecarEnv preloads the shim with a socket nobody listens on: everything passes
@@ -47,7 +47,7 @@ func workload(t testing.TB, args ...string) []string {
 // does not: the shim leaves it out).
 func noSidecarEnv(t testing.TB) []string {
 	return []string{
-		"LD_PRELOAD=" + filepath.Join(dropinBins(t), "libbayesperf.so"),
+		"LD_PRELOAD=" + dropinBin(t, "libbayesperf.so"),
 		"BAYESPERF_SOCKET=" + filepath.Join(t.TempDir(), "nobody-listens"),
 	}
 }
@@ -293,7 +293,7 @@ func TestDropinPerfStatSystemWide(t *testing.T) {
 // the second run and its stats.
 func runCProgram(t *testing.T, name string) (result, stats) {
 	t.Helper()
-	prog := filepath.Join(dropinBins(t), name)
+	prog := dropinBin(t, name)
 	if r := run(t, nil, prog); r.status != 0 {
 		t.Fatalf("%s fails natively (the program itself is wrong):\n%s", name, r.stdout)
 	}
@@ -350,7 +350,7 @@ func TestDropinFdLifecycle(t *testing.T) {
 // and about as many signals and reads as natively (the shim reads self-counting events
 // from the kernel: no round trip to the sidecar).
 func TestDropinOverflowSignals(t *testing.T) {
-	prog := filepath.Join(dropinBins(t), "overflow")
+	prog := dropinBin(t, "overflow")
 	parse := func(out string) (signals, reads float64) {
 		for line := range strings.Lines(out) {
 			f := strings.Fields(line)

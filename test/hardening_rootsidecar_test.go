@@ -34,7 +34,7 @@ func startSidecarArgs(t *testing.T, dirMode os.FileMode, args ...string) (pid in
 	}
 	sock = filepath.Join(dir, "sock")
 	sf := filepath.Join(t.TempDir(), "stats.json")
-	cmd := exec.Command(filepath.Join(dropinBins(t), "bayesperf"), append([]string{"sidecar", "--socket", sock, "--stats", sf}, args...)...)
+	cmd := exec.Command(dropinBin(t, "bayesperf"), append([]string{"sidecar", "--socket", sock, "--stats", sf}, args...)...)
 	lifeline, out, stderr := startPiped(t, cmd)
 	stopped := false
 	stop = func() sidecarStatsFull {
@@ -84,7 +84,7 @@ func userRun(t *testing.T, uid, gid uint32, wd, sock string, argv ...string) res
 	cmd.Dir = wd
 	cmd.Env = os.Environ()
 	if sock != "" {
-		cmd.Env = append(cmd.Env, "LD_PRELOAD="+filepath.Join(dropinBins(t), "libbayesperf.so"), "BAYESPERF_SOCKET="+sock)
+		cmd.Env = append(cmd.Env, "LD_PRELOAD="+dropinBin(t, "libbayesperf.so"), "BAYESPERF_SOCKET="+sock)
 	} else {
 		cmd.Env = append(cmd.Env, "LD_PRELOAD=", "BAYESPERF_SOCKET=")
 	}
