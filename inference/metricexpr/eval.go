@@ -73,11 +73,7 @@ func Eval(e Expr, env Env) (float64, error) {
 		}
 		return Eval(e.Else, env)
 	case Call:
-		a, err := Eval(e.A, env)
-		if err != nil {
-			return 0, err
-		}
-		b, err := Eval(e.B, env)
+		a, b, err := evalBoth(e.A, e.B, env)
 		if err != nil {
 			return 0, err
 		}
@@ -94,11 +90,7 @@ func Eval(e Expr, env Env) (float64, error) {
 		}
 		return 0, fmt.Errorf("evaluate %s(): unknown function", e.Fn)
 	case Binary:
-		l, err := Eval(e.L, env)
-		if err != nil {
-			return 0, err
-		}
-		r, err := Eval(e.R, env)
+		l, r, err := evalBoth(e.L, e.R, env)
 		if err != nil {
 			return 0, err
 		}
@@ -151,6 +143,16 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// evalBoth evaluates the operands a and b, a first: the first error stops it.
+func evalBoth(a, b Expr, env Env) (float64, float64, error) {
+	x, err := Eval(a, env)
+	if err != nil {
+		return 0, 0, err
+	}
+	y, err := Eval(b, env)
+	return x, y, err
 }
 
 // IDs returns the sorted distinct normalised names the formula refers to, excluding the
