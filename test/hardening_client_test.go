@@ -38,6 +38,19 @@ func dialSidecar(t testing.TB, sock string) *protoClient {
 	return &protoClient{conn: c}
 }
 
+// greetedClient dials the sidecar at sock and says HELLO, failing t without an answer,
+// and closes the client page it is handed: a client ready to register events.
+func greetedClient(t testing.TB, sock string) *protoClient {
+	t.Helper()
+	c := dialSidecar(t, sock)
+	p, err := c.hello()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(p)
+	return c
+}
+
 // send writes raw bytes with optional fds.
 func (c *protoClient) send(b []byte, fds ...int) error {
 	var oob []byte
