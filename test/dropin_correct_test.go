@@ -4,7 +4,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -430,12 +429,7 @@ func TestDropinCorrectedRecord(t *testing.T) {
 	if r.status != 0 {
 		t.Fatalf("%q: status %d\n%s", argv, r.status, r.stderr)
 	}
-	rep := run(t, nil, "perf", "report", "-i", data, "--stdio", "-T")
-	m := regexp.MustCompile(`# Event count \(approx.\): ([0-9]+)`).FindStringSubmatch(rep.stdout)
-	if m == nil {
-		t.Fatalf("no event count in perf report:\n%s", rep.stdout)
-	}
-	got, _ := strconv.ParseFloat(m[1], 64)
+	_, got := perfReport(t, data, "-T")
 	if got < 1500 || !within(got, native, faultsAbs, faultsRel) {
 		t.Errorf("page-fault samples with correction on: %v, natively %v (the workload touches 1500 pages)", got, native)
 	}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,23 @@ func dropinBins(t testing.TB) string {
 		t.Fatalf("build drop-in binaries: %v", dropinErr)
 	}
 	return dropinDir
+}
+
+// eventCountRe matches the event count in perf report --stdio's header: with -c 1, the
+// number of samples.
+var eventCountRe = regexp.MustCompile(`# Event count \(approx.\): ([0-9]+)`)
+
+// perfReport runs perf report --stdio on the file data with more args and returns its
+// output and the event count of its header, failing t when there is none.
+func perfReport(t testing.TB, data string, args ...string) (string, float64) {
+	t.Helper()
+	rep := run(t, nil, append([]string{"perf", "report", "-i", data, "--stdio"}, args...)...)
+	m := eventCountRe.FindStringSubmatch(rep.stdout)
+	if m == nil {
+		t.Fatalf("no event count in perf report:\n%s%s", rep.stdout, rep.stderr)
+	}
+	n, _ := strconv.ParseFloat(m[1], 64)
+	return rep.stdout, n
 }
 
 // dropinBin returns the path of the program name that dropinBins built.

@@ -215,12 +215,7 @@ func TestHardeningRootSidecarOtherUser(t *testing.T) {
 		if r.status != 0 {
 			return r.status, 0
 		}
-		rep := run(t, nil, "perf", "report", "-f", "-i", data, "--stdio", "--sort", "comm") // -f: the file is bpuser's
-		m := regexp.MustCompile(`# Event count \(approx.\): ([0-9]+)`).FindStringSubmatch(rep.stdout)
-		if m == nil {
-			t.Fatalf("no event count in perf report:\n%s%s", rep.stdout, rep.stderr)
-		}
-		n, _ := strconv.ParseFloat(m[1], 64)
+		_, n := perfReport(t, data, "-f", "--sort", "comm") // -f: the file is bpuser's
 		return 0, n
 	}
 	nst, nat := count("", "256")
