@@ -188,6 +188,16 @@ func bayesperfRun(t testing.TB, argv ...string) (result, stats) {
 	return r, readStats(t, sf)
 }
 
+// runMaybeThrough runs argv through bayesperf run when through is set, as bayesperfRun
+// does, and otherwise natively with env added (stats are then zero).
+func runMaybeThrough(t testing.TB, through bool, env []string, argv ...string) (result, stats) {
+	t.Helper()
+	if through {
+		return bayesperfRun(t, argv...)
+	}
+	return run(t, env, argv...), stats{}
+}
+
 func readStats(t testing.TB, path string) stats {
 	t.Helper()
 	var s stats

@@ -202,13 +202,7 @@ func TestDropinPerfStatAttach(t *testing.T) {
 		argv := []string{"perf", "stat", "-x,", "-e", "task-clock,minor-faults", "-p", strconv.Itoa(w.Process.Pid), "--", "sleep", "0.5"}
 		f0, c0 := procStat(t, w.Process.Pid)
 		start := time.Now()
-		var r result
-		var st stats
-		if through {
-			r, st = bayesperfRun(t, argv...)
-		} else {
-			r = run(t, nil, argv...)
-		}
+		r, st := runMaybeThrough(t, through, nil, argv...)
 		wall := float64(time.Since(start).Milliseconds())
 		f1, c1 := procStat(t, w.Process.Pid)
 		if r.status != 0 {

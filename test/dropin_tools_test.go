@@ -41,12 +41,7 @@ func TestDropinPerfTest(t *testing.T) {
 		top := strings.Split(n, ".")[0]
 		var out []string
 		for range 2 {
-			var r result
-			if through {
-				r, _ = bayesperfRun(t, "perf", "test", top)
-			} else {
-				r = run(t, nil, "perf", "test", top)
-			}
+			r, _ := runMaybeThrough(t, through, nil, "perf", "test", top)
 			out = append(out, perfTestResults(r.stdout + r.stderr)[n])
 		}
 		return out
@@ -86,13 +81,7 @@ func recordSamples(t *testing.T, through bool, env []string, args []string, wl .
 	data := filepath.Join(t.TempDir(), "perf.data")
 	argv := append(append([]string{"perf", "record", "-q", "-o", data}, args...), "--")
 	argv = append(argv, workload(t, wl...)...)
-	var r result
-	var st stats
-	if through {
-		r, st = bayesperfRun(t, argv...)
-	} else {
-		r = run(t, env, argv...)
-	}
+	r, st := runMaybeThrough(t, through, env, argv...)
 	if r.status != 0 {
 		t.Fatalf("perf record %v: status %d\n%s", args, r.status, r.stderr)
 	}
