@@ -261,13 +261,7 @@ func TestRecyclesSlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var snaps []perf.Snapshot
-	var collectErr error
-	done := make(chan struct{})
-	go func() {
-		snaps, collectErr = collect(c, 30*time.Second)
-		close(done)
-	}()
+	wait := collectAsync(c, 30*time.Second)
 	in.Write([]byte{'g'})
 	var workers []int
 	for w := range waveCount {
@@ -276,10 +270,7 @@ func TestRecyclesSlots(t *testing.T) {
 		workers = append(workers, wave...)
 		in.Write([]byte{'g'})
 	}
-	<-done
-	if collectErr != nil {
-		t.Fatal(collectErr)
-	}
+	snaps := wait(t)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("helper: %v", err)
 	}
@@ -306,13 +297,7 @@ func TestRecyclesSlots(t *testing.T) {
 func TestFollowsChildProcesses(t *testing.T) {
 	cmd, in, out := startHelper(t, "forker")
 	c := newCollector(t, Options{Pid: cmd.Process.Pid, Threads: true, Events: workEvents(t), Slice: 5 * time.Millisecond})
-	var snaps []perf.Snapshot
-	var collectErr error
-	done := make(chan struct{})
-	go func() {
-		snaps, collectErr = collect(c, 30*time.Second)
-		close(done)
-	}()
+	wait := collectAsync(c, 30*time.Second)
 	in.Write([]byte{'g'})
 	var children []int
 	for range childCount {
@@ -321,10 +306,7 @@ func TestFollowsChildProcesses(t *testing.T) {
 		children = append(children, pid...)
 		in.Write([]byte{'g'}) // read by the child, which shares the helper's stdin
 	}
-	<-done
-	if collectErr != nil {
-		t.Fatal(collectErr)
-	}
+	snaps := wait(t)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("helper: %v", err)
 	}

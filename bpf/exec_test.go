@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/testutil"
 )
 
 // startExecShell starts a shell that waits for a line on stdin and then execs the "work"
@@ -19,21 +20,9 @@ import (
 // yet, as perf stat's forked child before it execs the command.
 func startExecShell(t *testing.T) (*exec.Cmd, io.WriteCloser) {
 	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", fmt.Sprintf("read x; exec %s -test.run='^$'", os.Args[0]))
-	cmd.Env = append(os.Environ(), helperEnv+"=work")
+	cmd := testutil.ReexecOnLine(helperEnv + "=work")
 	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		in.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	in := testutil.StartWithStdin(t, cmd)
 	// Attach once the shell waits in its read: its start-up (dash calls getppid for
 	// $PPID) must be over, or a collector without EnableOnExec would count it.
 	for deadline := time.Now().Add(2 * time.Second); taskState(cmd.Process.Pid) != 'S' && time.Now().Before(deadline); {

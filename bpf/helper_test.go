@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/testutil"
 )
 
 // Requirements of this package's tests: root (or CAP_BPF+CAP_PERFMON), software perf
@@ -127,18 +128,7 @@ func work(pages, getppid, sleeps int, spin time.Duration) {
 	for range sleeps {
 		unix.Nanosleep(&unix.Timespec{Nsec: 100_000}, nil)
 	}
-	// Spin for spin of this thread's CPU time: wall time would fall short on a busy machine.
-	cpu := func() time.Duration {
-		var ts unix.Timespec
-		unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
-		return time.Duration(ts.Nano())
-	}
-	end := cpu() + spin
-	for x := 0; cpu() < end; {
-		for range 10000 {
-			x++
-		}
-	}
+	spinCPU(spin, 10000)
 	unix.Munmap(mem)
 }
 
@@ -152,14 +142,14 @@ const (
 
 func helperNaps() {
 	for range napCount {
-		spinCPU(napRun)
+		spinCPU(napRun, 1000)
 		unix.Nanosleep(&unix.Timespec{Nsec: napSleep.Nanoseconds()}, nil)
 	}
 }
 
 // spinCPU spins for d of this thread's CPU time (wall time would fall short on a busy
-// machine).
-func spinCPU(d time.Duration) {
+// machine), reading the clock (a system call) every step increments.
+func spinCPU(d time.Duration, step int) {
 	cpu := func() time.Duration {
 		var ts unix.Timespec
 		unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
@@ -167,7 +157,7 @@ func spinCPU(d time.Duration) {
 	}
 	end := cpu() + d
 	for x := 0; cpu() < end; {
-		for range 1000 {
+		for range step {
 			x++
 		}
 	}
@@ -242,8 +232,7 @@ const (
 func helperForker() {
 	waitGo()
 	for range childCount {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), helperEnv+"=child")
+		cmd := testutil.Reexec(helperEnv + "=child")
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
 			panic(err) // a helper process, not library code
@@ -271,25 +260,13 @@ func helperUnavailable() int {
 // pipe that releases it, and its stdout.
 func startHelper(t testing.TB, name string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+name)
+	cmd := testutil.Reexec(helperEnv + "=" + name)
 	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start helper %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		in.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	in := testutil.StartWithStdin(t, cmd)
 	return cmd, in, bufio.NewReader(out)
 }
 
@@ -352,6 +329,26 @@ func collectAll(t *testing.T, c *Collector, timeout time.Duration) []perf.Snapsh
 		t.Fatal(err)
 	}
 	return snaps
+}
+
+// collectAsync runs collect in a new goroutine while the test drives the target; wait
+// returns the snapshots once the collector ends, failing t on an error.
+func collectAsync(c *Collector, timeout time.Duration) (wait func(t *testing.T) []perf.Snapshot) {
+	var snaps []perf.Snapshot
+	var err error
+	done := make(chan struct{})
+	go func() {
+		snaps, err = collect(c, timeout)
+		close(done)
+	}()
+	return func(t *testing.T) []perf.Snapshot {
+		t.Helper()
+		<-done
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snaps
+	}
 }
 
 // collect calls Next until io.EOF, closing the collector after timeout; it may run in

@@ -1,5 +1,10 @@
 package inference
 
+import (
+	"fmt"
+	"math"
+)
+
 // EventID indexes an event within one run: its position in the run's event list.
 type EventID int
 
@@ -20,6 +25,28 @@ type Slice struct {
 	Index    int       // 0-based position in the run
 	Duration float64   // length of the slice, ns (1 for unit-time traces)
 	Readings []Reading // one per counted event, in any order
+}
+
+// Check returns an error, naming the slice, unless s can be the next slice of a run of
+// events events that has observed next slices so far: s.Index equals next, the duration
+// is finite and not negative, and every reading is of one of the run's events, with
+// running <= enabled.
+func (s Slice) Check(next, events int) error {
+	if s.Index != next {
+		return fmt.Errorf("observe slice %d: expected slice %d", s.Index, next)
+	}
+	if math.IsNaN(s.Duration) || math.IsInf(s.Duration, 0) || s.Duration < 0 {
+		return fmt.Errorf("observe slice %d: bad duration %v", s.Index, s.Duration)
+	}
+	for _, r := range s.Readings {
+		if int(r.Event) < 0 || int(r.Event) >= events {
+			return fmt.Errorf("observe slice %d: event %d outside the run's %d events", s.Index, r.Event, events)
+		}
+		if r.Running > r.Enabled {
+			return fmt.Errorf("observe slice %d: event %d running %d > enabled %d", s.Index, r.Event, r.Running, r.Enabled)
+		}
+	}
+	return nil
 }
 
 // Status says how an estimate was obtained.

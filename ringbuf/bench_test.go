@@ -52,14 +52,7 @@ func BenchmarkMirrorCopy(b *testing.B) {
 		records += fill()
 		tool.Discard()
 		b.StartTimer()
-		for {
-			rec, err := r.Next()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if rec == nil {
-				break
-			}
+		for rec := range allRecords(b, r) {
 			c := buf[:copy(buf[:], rec)]
 			blk, err := FindReadBlock(c, &benchFormat)
 			if err != nil {

@@ -7,13 +7,19 @@ import (
 	"github.com/bayesperf/bayesperf/perfabi"
 )
 
+// withCommon is a record type with a Common part: all but Sample and Unknown.
+type withCommon interface{ common() *Common }
+
+func (c *Common) common() *Common { return c }
+
 // Append encodes r per f after dst, header included, and returns the extended slice.
 // Non-SAMPLE records get the sample_id_all trailer when f.SampleIDAll is set. On error
 // dst is returned unchanged (in length).
 func Append(dst []byte, r Record, f *Format) ([]byte, error) {
 	start := len(dst)
-	var cm *Common
 	switch r := r.(type) {
+	case nil:
+		return dst, fmt.Errorf("encode record: unsupported Go type %T: %w", r, ErrCorrupt)
 	case *Sample:
 		return appendSample(dst, r, f)
 	case *Unknown:
@@ -22,42 +28,33 @@ func Append(dst []byte, r Record, f *Format) ([]byte, error) {
 		}
 		dst = appendHeader(dst, r.Header.Type, r.Header.Misc)
 		return finishRecord(append(dst, r.Body...), start)
+	}
+	// Every other record has a Common part: the header here, the body by type, then
+	// the sample_id_all trailer.
+	dst = appendHeader(dst, r.Type(), r.HeaderMisc())
+	switch r := r.(type) {
 	case *Mmap:
-		cm = &r.Common
-		dst = appendHeader(dst, RecordMmap, r.Misc)
 		dst = bo.AppendUint32(bo.AppendUint32(dst, r.Pid), r.Tid)
 		dst = bo.AppendUint64(bo.AppendUint64(bo.AppendUint64(dst, r.Addr), r.Len), r.Pgoff)
 		dst = appendString(dst, r.Filename)
 	case *Lost:
-		cm = &r.Common
-		dst = appendHeader(dst, RecordLost, r.Misc)
 		dst = bo.AppendUint64(bo.AppendUint64(dst, r.EventID), r.Lost)
 	case *Comm:
-		cm = &r.Common
-		dst = appendHeader(dst, RecordComm, r.Misc)
 		dst = bo.AppendUint32(bo.AppendUint32(dst, r.Pid), r.Tid)
 		dst = appendString(dst, r.Comm)
 	case *Exit:
-		cm = &r.Common
-		dst = appendHeader(dst, r.Type(), r.Misc)
 		dst = bo.AppendUint32(bo.AppendUint32(dst, r.Pid), r.Ppid)
 		dst = bo.AppendUint32(bo.AppendUint32(dst, r.Tid), r.Ptid)
 		dst = bo.AppendUint64(dst, r.Time)
 	case *Throttle:
-		cm = &r.Common
-		dst = appendHeader(dst, r.Type(), r.Misc)
 		dst = bo.AppendUint64(bo.AppendUint64(bo.AppendUint64(dst, r.Time), r.EventID), r.StreamID)
 	case *Read:
-		cm = &r.Common
-		dst = appendHeader(dst, RecordRead, r.Misc)
 		dst = bo.AppendUint32(bo.AppendUint32(dst, r.Pid), r.Tid)
 		var err error
 		if dst, err = appendReadValues(dst, &r.Values, f.ReadFormat); err != nil {
 			return dst[:start], err
 		}
 	case *Mmap2:
-		cm = &r.Common
-		dst = appendHeader(dst, RecordMmap2, r.Misc)
 		dst = bo.AppendUint32(bo.AppendUint32(dst, r.Pid), r.Tid)
 		dst = bo.AppendUint64(bo.AppendUint64(bo.AppendUint64(dst, r.Addr), r.Len), r.Pgoff)
 		if r.Misc&MiscMmapBuildID != 0 {
@@ -78,72 +75,48 @@ func Append(dst []byte, r Record, f *Format) ([]byte, error) {
 		dst = bo.AppendUint32(bo.AppendUint32(dst, r.Prot), r.Flags)
 		dst = appendString(dst, r.Filename)
 	case *Aux:
-		cm = &r.Common
-		dst = appendHeader(dst, RecordAux, r.Misc)
 		dst = bo.AppendUint64(bo.AppendUint64(bo.AppendUint64(dst, r.AuxOffset), r.AuxSize), r.Flags)
 	case *ItraceStart:
-		cm = &r.Common
-		dst = appendHeader(dst, RecordItraceStart, r.Misc)
 		dst = bo.AppendUint32(bo.AppendUint32(dst, r.Pid), r.Tid)
 	case *LostSamples:
-		cm = &r.Common
-		dst = appendHeader(dst, RecordLostSamples, r.Misc)
 		dst = bo.AppendUint64(dst, r.Lost)
 	case *Switch:
-		cm = &r.Common
-		dst = appendHeader(dst, RecordSwitch, r.Misc)
 	case *SwitchCPUWide:
-		cm = &r.Common
-		dst = appendHeader(dst, RecordSwitchCPUWide, r.Misc)
 		dst = bo.AppendUint32(bo.AppendUint32(dst, r.NextPrevPid), r.NextPrevTid)
 	case *Namespaces:
-		cm = &r.Common
-		dst = appendHeader(dst, RecordNamespaces, r.Misc)
 		dst = bo.AppendUint32(bo.AppendUint32(dst, r.Pid), r.Tid)
 		dst = bo.AppendUint64(dst, uint64(len(r.Namespaces)))
 		for _, n := range r.Namespaces {
 			dst = bo.AppendUint64(bo.AppendUint64(dst, n.Dev), n.Inode)
 		}
 	case *Ksymbol:
-		cm = &r.Common
-		dst = appendHeader(dst, RecordKsymbol, r.Misc)
 		dst = bo.AppendUint32(bo.AppendUint64(dst, r.Addr), r.Len)
 		dst = bo.AppendUint16(bo.AppendUint16(dst, r.KsymType), r.Flags)
 		dst = appendString(dst, r.Name)
 	case *BPFEvent:
-		cm = &r.Common
-		dst = appendHeader(dst, RecordBPFEvent, r.Misc)
 		dst = bo.AppendUint16(bo.AppendUint16(dst, r.EventType), r.Flags)
 		dst = append(bo.AppendUint32(dst, r.ProgID), r.Tag[:]...)
 	case *Cgroup:
-		cm = &r.Common
-		dst = appendHeader(dst, RecordCgroup, r.Misc)
 		dst = appendString(bo.AppendUint64(dst, r.CgroupID), r.Path)
 	case *TextPoke:
-		cm = &r.Common
 		if len(r.Old) > 0xffff || len(r.New) > 0xffff {
-			return dst, fmt.Errorf("encode TEXT_POKE record: %d old and %d new bytes: %w", len(r.Old), len(r.New), ErrNoSpace)
+			return dst[:start], fmt.Errorf("encode TEXT_POKE record: %d old and %d new bytes: %w", len(r.Old), len(r.New), ErrNoSpace)
 		}
-		dst = appendHeader(dst, RecordTextPoke, r.Misc)
 		dst = bo.AppendUint64(dst, r.Addr)
 		dst = bo.AppendUint16(bo.AppendUint16(dst, uint16(len(r.Old))), uint16(len(r.New)))
 		dst = append(append(dst, r.Old...), r.New...)
 		n := 4 + len(r.Old) + len(r.New)
 		dst = append(dst, make([]byte, align8(n)-n)...)
 	case *AuxOutputHWID:
-		cm = &r.Common
-		dst = appendHeader(dst, RecordAuxOutputHWID, r.Misc)
 		dst = bo.AppendUint64(dst, r.HWID)
 	case *CallchainDeferred:
-		cm = &r.Common
-		dst = appendHeader(dst, RecordCallchainDeferred, r.Misc)
 		dst = bo.AppendUint64(bo.AppendUint64(dst, r.Cookie), uint64(len(r.IPs)))
 		dst = appendU64s(dst, r.IPs)
 	default:
-		return dst, fmt.Errorf("encode record: unsupported Go type %T: %w", r, ErrCorrupt)
+		return dst[:start], fmt.Errorf("encode record: unsupported Go type %T: %w", r, ErrCorrupt)
 	}
 	if f.SampleIDAll {
-		dst = putSampleID(dst, f, &cm.ID)
+		dst = putSampleID(dst, f, &r.(withCommon).common().ID) // every type above embeds Common
 	}
 	out, err := finishRecord(dst, start)
 	if err != nil {

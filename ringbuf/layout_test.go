@@ -3,22 +3,17 @@ package ringbuf
 import (
 	"bufio"
 	"bytes"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/bayesperf/bayesperf/internal/testutil"
 )
 
 // TestPageLayoutMatchesC compiles a C program over <linux/perf_event.h> and compares
 // the compiler's offsetof/sizeof and capability bit positions with the Go constants.
 // Requires gcc and the kernel UAPI headers (make deps installs gcc and linux-libc-dev).
 func TestPageLayoutMatchesC(t *testing.T) {
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Fatalf("gcc is needed to check the layout against <linux/perf_event.h> (make deps): %v", err)
-	}
 	fields := []struct {
 		c   string
 		off int
@@ -55,18 +50,7 @@ func TestPageLayoutMatchesC(t *testing.T) {
 	}
 	src.WriteString("\treturn 0;\n}\n")
 
-	dir := t.TempDir()
-	cfile, exe := filepath.Join(dir, "layout.c"), filepath.Join(dir, "layout")
-	if err := os.WriteFile(cfile, []byte(src.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(gcc, "-o", exe, cfile).CombinedOutput(); err != nil {
-		t.Fatalf("compile layout probe: %v\n%s", err, out)
-	}
-	out, err := exec.Command(exe).Output()
-	if err != nil {
-		t.Fatalf("run layout probe: %v", err)
-	}
+	out := testutil.RunC(t, "layout", src.String())
 	got := map[string]uint64{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {

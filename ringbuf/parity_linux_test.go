@@ -13,10 +13,14 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/bayesperf/bayesperf/internal/testutil"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
 )
+
+// whyRoot is why the parity tests need root.
+const whyRoot = "system-wide perf events and tracepoints with perf_event_paranoid=2"
 
 // Kernel parity: real rings written by this kernel, decoded and re-encoded byte for byte,
 // and copied through the mirror Writer into rings that are byte-identical to the
@@ -31,13 +35,6 @@ const (
 	bitCgroup     = 1 << 32
 	bitBuildID    = 1 << 34
 )
-
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("requires root: system-wide perf events and tracepoints with perf_event_paranoid=2")
-	}
-}
 
 type kring struct {
 	name     string
@@ -150,14 +147,7 @@ func checkForward(t *testing.T, k *kring) map[RecordType]int {
 		t.Fatal(err)
 	}
 	seen := map[RecordType]int{}
-	for {
-		rec, err := r.Next()
-		if err != nil {
-			t.Fatalf("%s: %v", k.name, err)
-		}
-		if rec == nil {
-			break
-		}
+	for rec := range allRecords(t, r) {
 		checkRecord(t, k, rec, seen)
 		if ok, _, err := w.Write(rec); !ok || err != nil {
 			t.Fatalf("%s: mirror write: %v %v", k.name, ok, err)
@@ -195,14 +185,7 @@ func checkBackward(t *testing.T, k *kring) map[RecordType]int {
 	}
 	seen := map[RecordType]int{}
 	var recs [][]byte
-	for {
-		rec, err := r.Next()
-		if err != nil {
-			t.Fatalf("%s: %v", k.name, err)
-		}
-		if rec == nil {
-			break
-		}
+	for rec := range allRecords(t, r) {
 		checkRecord(t, k, rec, seen)
 		recs = append(recs, append([]byte(nil), rec...))
 	}
@@ -273,25 +256,32 @@ func need(t *testing.T, name string, seen map[RecordType]int, types ...RecordTyp
 	}
 }
 
+// pageFaultSampler locks t to its OS thread for the rest of the test and returns the
+// attr of a software event that samples every page fault with sample type st; the
+// caller sets the rest.
+func pageFaultSampler(t *testing.T, st SampleType) unix.PerfEventAttr {
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
+	return unix.PerfEventAttr{
+		Type:        unix.PERF_TYPE_SOFTWARE,
+		Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
+		Sample:      1,
+		Sample_type: uint64(st),
+	}
+}
+
 // TestKernelParityPerThread: page-fault samples with callchain and READ on this thread
 // and its children (inherit, inherit_stat), with mmap/comm/task/namespaces side-band
 // records and context switches.
 func TestKernelParityPerThread(t *testing.T) {
-	requireRoot(t)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	attr := unix.PerfEventAttr{
-		Type:   unix.PERF_TYPE_SOFTWARE,
-		Config: unix.PERF_COUNT_SW_PAGE_FAULTS,
-		Sample: 1,
-		Sample_type: uint64(SampleIdentifier | SampleIP | SampleTID | SampleTime | SampleAddr | SampleID |
-			SampleStreamID | SampleCPU | SamplePeriod | SampleRead | SampleCallchain | SampleDataPageSize | SampleCodePageSize),
-		Read_format: uint64(FormatTotalTimeEnabled | FormatTotalTimeRunning | FormatID | FormatLost),
-		Bits: unix.PerfBitDisabled | unix.PerfBitInherit | unix.PerfBitInheritStat | unix.PerfBitMmap | unix.PerfBitMmap2 |
-			unix.PerfBitMmapData | unix.PerfBitComm | unix.PerfBitCommExec | unix.PerfBitTask |
-			unix.PerfBitContextSwitch | unix.PerfBitSampleIDAll | bitNamespaces | unix.PerfBitExcludeKernel |
-			unix.PerfBitExcludeCallchainKernel,
-	}
+	testutil.RequireRoot(t, whyRoot)
+	attr := pageFaultSampler(t, SampleIdentifier|SampleIP|SampleTID|SampleTime|SampleAddr|SampleID|
+		SampleStreamID|SampleCPU|SamplePeriod|SampleRead|SampleCallchain|SampleDataPageSize|SampleCodePageSize)
+	attr.Read_format = uint64(FormatTotalTimeEnabled | FormatTotalTimeRunning | FormatID | FormatLost)
+	attr.Bits = unix.PerfBitDisabled | unix.PerfBitInherit | unix.PerfBitInheritStat | unix.PerfBitMmap | unix.PerfBitMmap2 |
+		unix.PerfBitMmapData | unix.PerfBitComm | unix.PerfBitCommExec | unix.PerfBitTask |
+		unix.PerfBitContextSwitch | unix.PerfBitSampleIDAll | bitNamespaces | unix.PerfBitExcludeKernel |
+		unix.PerfBitExcludeCallchainKernel
 	// An inherited per-task event cannot be mmapped with cpu == -1: one event and ring per
 	// CPU, as perf record does.
 	var rings []*kring
@@ -321,7 +311,7 @@ func TestKernelParityPerThread(t *testing.T) {
 // READ (cpu-clock leader, page-faults member), cpu-wide context switches, and the
 // sched:sched_switch tracepoint with RAW data in rings of its own.
 func TestKernelParitySystemWide(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	tp := tracepointID(t, "sched/sched_switch")
 	var rings []*kring
 	for cpu := range runtime.NumCPU() {
@@ -464,17 +454,10 @@ func countRaw(t *testing.T, k *kring) int {
 // TestKernelParityBackward: a write_backward ring mapped read-only (overwrite mode),
 // page-fault samples and context switches of this thread.
 func TestKernelParityBackward(t *testing.T) {
-	requireRoot(t)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	attr := unix.PerfEventAttr{
-		Type:        unix.PERF_TYPE_SOFTWARE,
-		Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
-		Sample:      1,
-		Sample_type: uint64(SampleIP | SampleTID | SampleTime | SampleAddr | SampleCPU | SamplePeriod | SampleID),
-		Bits: unix.PerfBitDisabled | unix.PerfBitWriteBackward | unix.PerfBitSampleIDAll | unix.PerfBitContextSwitch |
-			unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitMmapData,
-	}
+	testutil.RequireRoot(t, whyRoot)
+	attr := pageFaultSampler(t, SampleIP|SampleTID|SampleTime|SampleAddr|SampleCPU|SamplePeriod|SampleID)
+	attr.Bits = unix.PerfBitDisabled | unix.PerfBitWriteBackward | unix.PerfBitSampleIDAll | unix.PerfBitContextSwitch |
+		unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitMmapData
 	k := &kring{name: "page-faults backward", f: formatOf(&attr), backward: true}
 	k.fds = []int{openEvent(t, &attr, 0, -1, -1)}
 	mapRing(t, k, 128)
@@ -493,7 +476,7 @@ func TestKernelParityBackward(t *testing.T) {
 // exactly the touches where the kernel's poll saw one, for wakeup_events and for
 // wakeup_watermark.
 func TestKernelParityWakeups(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	for _, tc := range []struct {
 		name string
 		opts WriterOptions
@@ -504,16 +487,9 @@ func TestKernelParityWakeups(t *testing.T) {
 		{"default watermark", WriterOptions{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			attr := unix.PerfEventAttr{
-				Type:        unix.PERF_TYPE_SOFTWARE,
-				Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
-				Sample:      1,
-				Sample_type: uint64(SampleIP | SampleTID | SampleTime | SampleAddr),
-				Bits:        unix.PerfBitDisabled,
-				Wakeup:      tc.opts.WakeupEvents,
-			}
+			attr := pageFaultSampler(t, SampleIP|SampleTID|SampleTime|SampleAddr)
+			attr.Bits = unix.PerfBitDisabled
+			attr.Wakeup = tc.opts.WakeupEvents
 			if tc.opts.Watermark {
 				attr.Bits |= unix.PerfBitWatermark
 				attr.Wakeup = tc.opts.WakeupWatermark
@@ -612,7 +588,7 @@ func TestKernelParityWakeups(t *testing.T) {
 // count must be byte-identical: same id (from the sample, or the event's id when the
 // sample carries none) and the same sample_id_all trailer.
 func TestKernelParityLost(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	for _, tc := range []struct {
 		name string
 		st   SampleType
@@ -621,15 +597,8 @@ func TestKernelParityLost(t *testing.T) {
 		{"no id in sample", SampleIP | SampleTID | SampleTime | SampleCPU},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			attr := unix.PerfEventAttr{
-				Type:        unix.PERF_TYPE_SOFTWARE,
-				Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
-				Sample:      1,
-				Sample_type: uint64(tc.st),
-				Bits:        unix.PerfBitDisabled | unix.PerfBitSampleIDAll | unix.PerfBitExcludeKernel,
-			}
+			attr := pageFaultSampler(t, tc.st)
+			attr.Bits = unix.PerfBitDisabled | unix.PerfBitSampleIDAll | unix.PerfBitExcludeKernel
 			k := &kring{name: tc.name, f: formatOf(&attr)}
 			k.fds = []int{openEvent(t, &attr, 0, -1, -1)}
 			mapRing(t, k, 1)
@@ -702,16 +671,9 @@ func TestKernelParityLost(t *testing.T) {
 // and mirrors it in lockstep: at the end the mirror's data area and data_head equal the
 // kernel's, and every record decoded and re-encoded exactly.
 func TestKernelParityWrap(t *testing.T) {
-	requireRoot(t)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	attr := unix.PerfEventAttr{
-		Type:        unix.PERF_TYPE_SOFTWARE,
-		Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
-		Sample:      1,
-		Sample_type: uint64(SampleIP | SampleTID | SampleTime | SampleAddr | SampleCallchain),
-		Bits:        unix.PerfBitDisabled | unix.PerfBitSampleIDAll | unix.PerfBitExcludeKernel,
-	}
+	testutil.RequireRoot(t, whyRoot)
+	attr := pageFaultSampler(t, SampleIP|SampleTID|SampleTime|SampleAddr|SampleCallchain)
+	attr.Bits = unix.PerfBitDisabled | unix.PerfBitSampleIDAll | unix.PerfBitExcludeKernel
 	k := &kring{name: "page-faults wrapping", f: formatOf(&attr)}
 	k.fds = []int{openEvent(t, &attr, 0, -1, -1)}
 	mapRing(t, k, 1)
@@ -726,14 +688,7 @@ func TestKernelParityWrap(t *testing.T) {
 	mr, _ := NewReader(mirror, ReaderOptions{})
 	seen := map[RecordType]int{}
 	drain := func() {
-		for {
-			rec, err := r.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rec == nil {
-				break
-			}
+		for rec := range allRecords(t, r) {
 			checkRecord(t, k, rec, seen)
 			if ok, _, err := w.Write(rec); !ok || err != nil {
 				t.Fatalf("mirror write: %v %v", ok, err)

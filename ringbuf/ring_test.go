@@ -3,6 +3,7 @@ package ringbuf
 import (
 	"bytes"
 	"errors"
+	"iter"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,22 @@ import (
 )
 
 const testPage = 4096
+
+// allRecords yields the records r has until the ring is empty, failing tb on a corrupt
+// one. The caller commits.
+func allRecords(tb testing.TB, r *Reader) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for {
+			rec, err := r.Next()
+			if err != nil {
+				tb.Fatalf("read the ring: %v", err)
+			}
+			if rec == nil || !yield(rec) {
+				return
+			}
+		}
+	}
+}
 
 // newMem returns an 8-byte aligned mapping stand-in: one header page and dataSize bytes.
 func newMem(dataSize int) []byte {
@@ -191,14 +208,7 @@ func TestConcurrentConservation(t *testing.T) {
 			finished = true
 		default:
 		}
-		for {
-			b, err := r.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if b == nil {
-				break
-			}
+		for b := range allRecords(t, r) {
 			switch RecordType(bo.Uint32(b)) {
 			case RecordLost:
 				if bo.Uint64(b[8:]) != 7 {

@@ -2,14 +2,14 @@ package shim
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/bayesperf/bayesperf/internal/testutil"
 )
 
 // cName turns a Go field name into the C field name of bayesperf_abi.h (GroupFd ->
@@ -30,10 +30,6 @@ func cName(s string) string {
 // every struct, the offset of every field and the value of every constant, and checks them
 // against this package. It needs gcc (a build dependency of the shim).
 func TestABIMatchesC(t *testing.T) {
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Fatalf("gcc is required to build the shim and to check its ABI: %v", err)
-	}
 	types := []struct {
 		c   string
 		gov any
@@ -97,22 +93,11 @@ func TestABIMatchesC(t *testing.T) {
 		fmt.Fprintf(&src, "printf(\"const %s %%llu\\n\", (unsigned long long)(%s));\n", name, name)
 	}
 	src.WriteString("return 0;\n}\n")
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "abi.c"), []byte(src.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	inc, err := filepath.Abs("preload")
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe := filepath.Join(dir, "abi")
-	if out, err := exec.Command(gcc, "-Wall", "-Werror", "-I", inc, "-o", exe, filepath.Join(dir, "abi.c")).CombinedOutput(); err != nil {
-		t.Fatalf("compile ABI probe: %v\n%s", err, out)
-	}
-	out, err := exec.Command(exe).Output()
-	if err != nil {
-		t.Fatalf("run ABI probe: %v", err)
-	}
+	out := testutil.RunC(t, "abi", src.String(), "-Wall", "-Werror", "-I", inc)
 	seen := 0
 	for line := range strings.Lines(string(out)) {
 		line = strings.TrimSpace(line)

@@ -14,7 +14,7 @@ import (
 // read() of a counting event served from the shim's mirror with the raw read system call
 // on the same fd. It reports ns/read for both and their ratio (native/mirror).
 func BenchmarkDropinRead(b *testing.B) {
-	prog := filepath.Join(dropinBins(b), "readbench")
+	prog := dropinBin(b, "readbench")
 	var native, mirror float64
 	for b.Loop() {
 		r, st := bayesperfRun(b, prog, "100000")

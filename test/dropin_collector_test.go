@@ -31,10 +31,9 @@ type collectorRun struct {
 func runCollector(t *testing.T, coll, events string, cmd ...string) collectorRun {
 	t.Helper()
 	needRoot(t, "BPF and tracepoints on the measured command")
-	dir := dropinBins(t)
 	tmp := t.TempDir()
 	sf, rf := filepath.Join(tmp, "stats.json"), filepath.Join(tmp, "report.json")
-	argv := []string{filepath.Join(dir, "bayesperf"), "run", "-v", "--virtual-counters", "4", "--collector", coll,
+	argv := []string{dropinBin(t, "bayesperf"), "run", "-v", "--virtual-counters", "4", "--collector", coll,
 		"--stats", sf, "--report", rf, "--", "perf", "stat", "-x,", "-e", events, "--"}
 	r := run(t, patientShim, append(argv, cmd...)...)
 	if r.status != 0 {

@@ -4,7 +4,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,10 +69,9 @@ type correctedRun struct {
 func runDropinStat(t *testing.T, flags ...string) (correctedRun, reportClient) {
 	t.Helper()
 	needRoot(t, "the virtual PMU opens tracepoints on the measured command")
-	dir := dropinBins(t)
 	tmp := t.TempDir()
 	sf, rf := filepath.Join(tmp, "stats.json"), filepath.Join(tmp, "report.json")
-	bp := filepath.Join(dir, "bayesperf")
+	bp := dropinBin(t, "bayesperf")
 	argv := append([]string{bp, "run", "--virtual-counters", "4", "--stats", sf, "--report", rf}, flags...)
 	argv = append(argv, "--", "perf", "stat", "-I", "100", "-x,", "-e", correctEvents, "--",
 		bp, "workload", "mixed", "--duration", correctDuration())
@@ -369,9 +367,8 @@ func checkCorrectedRun(t *testing.T, bayes correctedRun) {
 // perf's own scaling leaves them unchanged.
 func TestDropinCorrectedTotals(t *testing.T) {
 	needRoot(t, "the virtual PMU opens tracepoints on the measured command")
-	dir := dropinBins(t)
 	rf := filepath.Join(t.TempDir(), "report.json")
-	bp := filepath.Join(dir, "bayesperf")
+	bp := dropinBin(t, "bayesperf")
 	evs := "page-faults,minor-faults,context-switches,raw_syscalls:sys_enter,syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_getpid,syscalls:sys_enter_close"
 	r := run(t, patientShim, bp, "run", "--virtual-counters", "2", "--report", rf, "--", "perf", "stat", "-x,", "-e", evs, "--",
 		bp, "workload", "syscalls", "--duration", "1s")
@@ -425,20 +422,14 @@ func runPercent(out, event string) string {
 func TestDropinCorrectedRecord(t *testing.T) {
 	needRoot(t, "the virtual PMU opens events on the measured command")
 	native, _, _ := recordSamples(t, false, noSidecarEnv(t), []string{"-e", "page-faults", "-c", "1"}, "1500", "0", "0")
-	dir := dropinBins(t)
 	data := filepath.Join(t.TempDir(), "perf.data")
-	argv := append([]string{filepath.Join(dir, "bayesperf"), "run", "--virtual-counters", "4", "--",
+	argv := append([]string{dropinBin(t, "bayesperf"), "run", "--virtual-counters", "4", "--",
 		"perf", "record", "-q", "-s", "-o", data, "-e", "page-faults", "-c", "1", "--"}, workload(t, "1500", "0", "0")...)
 	r := run(t, nil, argv...)
 	if r.status != 0 {
 		t.Fatalf("%q: status %d\n%s", argv, r.status, r.stderr)
 	}
-	rep := run(t, nil, "perf", "report", "-i", data, "--stdio", "-T")
-	m := regexp.MustCompile(`# Event count \(approx.\): ([0-9]+)`).FindStringSubmatch(rep.stdout)
-	if m == nil {
-		t.Fatalf("no event count in perf report:\n%s", rep.stdout)
-	}
-	got, _ := strconv.ParseFloat(m[1], 64)
+	_, got := perfReport(t, data, "-T")
 	if got < 1500 || !within(got, native, faultsAbs, faultsRel) {
 		t.Errorf("page-fault samples with correction on: %v, natively %v (the workload touches 1500 pages)", got, native)
 	}

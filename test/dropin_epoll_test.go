@@ -1,7 +1,6 @@
 package test
 
 import (
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,7 +23,7 @@ const (
 // exactly once, and the sample count must agree with a native run. Needs root or
 // perf_event_paranoid <= 1 for page-faults of a child; runs as root in CI.
 func TestDropinEpoll(t *testing.T) {
-	prog := filepath.Join(dropinBins(t), "epoll_ring")
+	prog := dropinBin(t, "epoll_ring")
 	for _, how := range []string{"wait", "pwait", "pwait2"} {
 		t.Run(how, func(t *testing.T) {
 			args := []string{prog, how, strconv.Itoa(epollBursts)}

@@ -15,12 +15,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bayesperf/bayesperf/internal/testutil"
 )
 
 var (
@@ -41,6 +44,29 @@ func dropinBins(t testing.TB) string {
 		t.Fatalf("build drop-in binaries: %v", dropinErr)
 	}
 	return dropinDir
+}
+
+// eventCountRe matches the event count in perf report --stdio's header: with -c 1, the
+// number of samples.
+var eventCountRe = regexp.MustCompile(`# Event count \(approx.\): ([0-9]+)`)
+
+// perfReport runs perf report --stdio on the file data with more args and returns its
+// output and the event count of its header, failing t when there is none.
+func perfReport(t testing.TB, data string, args ...string) (string, float64) {
+	t.Helper()
+	rep := run(t, nil, append([]string{"perf", "report", "-i", data, "--stdio"}, args...)...)
+	m := eventCountRe.FindStringSubmatch(rep.stdout)
+	if m == nil {
+		t.Fatalf("no event count in perf report:\n%s%s", rep.stdout, rep.stderr)
+	}
+	n, _ := strconv.ParseFloat(m[1], 64)
+	return rep.stdout, n
+}
+
+// dropinBin returns the path of the program name that dropinBins built.
+func dropinBin(t testing.TB, name string) string {
+	t.Helper()
+	return filepath.Join(dropinBins(t), name)
 }
 
 func buildDropin() (string, error) {
@@ -157,10 +183,19 @@ type stats struct {
 // stats.
 func bayesperfRun(t testing.TB, argv ...string) (result, stats) {
 	t.Helper()
-	dir := dropinBins(t)
 	sf := filepath.Join(t.TempDir(), "stats.json")
-	r := run(t, nil, append([]string{filepath.Join(dir, "bayesperf"), "run", "--stats", sf, "--"}, argv...)...)
+	r := run(t, nil, append([]string{dropinBin(t, "bayesperf"), "run", "--stats", sf, "--"}, argv...)...)
 	return r, readStats(t, sf)
+}
+
+// runMaybeThrough runs argv through bayesperf run when through is set, as bayesperfRun
+// does, and otherwise natively with env added (stats are then zero).
+func runMaybeThrough(t testing.TB, through bool, env []string, argv ...string) (result, stats) {
+	t.Helper()
+	if through {
+		return bayesperfRun(t, argv...)
+	}
+	return run(t, env, argv...), stats{}
 }
 
 func readStats(t testing.TB, path string) stats {
@@ -308,9 +343,7 @@ func perfFds(pid int) int {
 // needRoot skips t, saying why it needs root, unless the tests run as root (CI does).
 func needRoot(t testing.TB, why string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skipf("needs root: %s (CI runs the tests as root)", why)
-	}
+	testutil.RequireRoot(t, why+" (CI runs the tests as root)")
 }
 
 // startPiped starts cmd with a pipe to its stdin and one from its stdout, keeping its
@@ -338,7 +371,7 @@ func startPiped(t testing.TB, cmd *exec.Cmd) (stdin io.WriteCloser, stdout io.Re
 func startRun(t *testing.T, env []string, stderr io.Writer, args ...string) (*exec.Cmd, int) {
 	t.Helper()
 	pidfile := filepath.Join(t.TempDir(), "pid")
-	cmd := exec.Command(filepath.Join(dropinBins(t), "bayesperf"), append([]string{"run", "--pidfile", pidfile}, args...)...)
+	cmd := exec.Command(dropinBin(t, "bayesperf"), append([]string{"run", "--pidfile", pidfile}, args...)...)
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}

@@ -134,9 +134,8 @@ func checkIntervalTotals(t *testing.T, c correctedRun) {
 // reads are (nearly) all synchronous refreshes.
 func TestDropinKernelMuxSyncReads(t *testing.T) {
 	needRoot(t, "the virtual PMU opens tracepoints on the measured command")
-	dir := dropinBins(t)
 	sf := filepath.Join(t.TempDir(), "stats.json")
-	bp := filepath.Join(dir, "bayesperf")
+	bp := dropinBin(t, "bayesperf")
 	r := run(t, patientShim, bp, "run", "--virtual-counters", "4", "--infer-from", "values", "--stats", sf, "--",
 		"perf", "stat", "-I", "100", "-x,", "-e", correctEvents, "--", bp, "workload", "mixed", "--duration", "1s")
 	if r.status != 0 {
@@ -164,9 +163,8 @@ func TestDropinKernelMuxSyncReads(t *testing.T) {
 // 0.7-1.3); the mean is logged.
 func TestDropinKernelMuxTotals(t *testing.T) {
 	needRoot(t, "the virtual PMU opens tracepoints on the measured command")
-	dir := dropinBins(t)
 	sf := filepath.Join(t.TempDir(), "stats.json")
-	bp := filepath.Join(dir, "bayesperf")
+	bp := dropinBin(t, "bayesperf")
 	evs := "page-faults,minor-faults,context-switches,raw_syscalls:sys_enter,syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_getpid,syscalls:sys_enter_close"
 	r := run(t, patientShim, bp, "run", "--virtual-counters", "2", "--infer-from", "values", "--schedule", "kernel", "--stats", sf, "--",
 		"perf", "stat", "-x,", "-e", evs, "--", bp, "workload", "syscalls", "--duration", "1s")
@@ -208,7 +206,7 @@ func TestDropinKernelMuxTotals(t *testing.T) {
 func TestDropinKernelMuxAloneIsExact(t *testing.T) {
 	const events = "task-clock,page-faults,minor-faults,major-faults,context-switches,cpu-migrations"
 	argv := append([]string{"perf", "stat", "-x,", "-e", events, "--"}, workload(t, "2000", "10", "3", "50")...)
-	bp := filepath.Join(dropinBins(t), "bayesperf")
+	bp := dropinBin(t, "bayesperf")
 	sf := filepath.Join(t.TempDir(), "stats.json")
 	plain := run(t, nil, append([]string{bp, "run", "--correct", "none", "--"}, argv...)...)
 	got := run(t, nil, append([]string{bp, "run", "--correct", "bayesperf", "--stats", sf, "--"}, argv...)...)

@@ -49,10 +49,9 @@ func TestDropinMemoryBounded(t *testing.T) {
 		events   = 10
 	)
 	to := from + windows*window
-	dir := dropinBins(t)
 	tmp := t.TempDir()
 	sf := filepath.Join(tmp, "stats.json")
-	bp := filepath.Join(dir, "bayesperf")
+	bp := dropinBin(t, "bayesperf")
 	var stderr strings.Builder
 	// GOGC=25: see above.
 	cmd, pid := startRun(t, slices.Concat(patientShim, []string{"GOGC=25"}), &stderr,

@@ -39,10 +39,9 @@ func readRepeat(t *testing.T, sf, rf string) (map[string]uint64, repeatReport) {
 // the virtual PMU opens copies on the child). About 5 s.
 func TestDropinRepeatTruth(t *testing.T) {
 	needRoot(t, "the virtual PMU opens copies of the events on perf's children")
-	dir := dropinBins(t)
 	tmp := t.TempDir()
 	sf, rf := filepath.Join(tmp, "stats.json"), filepath.Join(tmp, "report.json")
-	bp := filepath.Join(dir, "bayesperf")
+	bp := dropinBin(t, "bayesperf")
 	work := []string{bp, "workload", "syscalls", "--duration", "300ms"}
 	perfArgs := append([]string{"perf", "stat", "-r", "3", "-x,", "-e", "page-faults,minor-faults,context-switches", "--"}, work...)
 	native := run(t, nil, perfArgs...)
@@ -82,10 +81,9 @@ func TestDropinRepeatTruth(t *testing.T) {
 // registered events) and the truth was that thread's alone. Root. About 4 s.
 func TestDropinPerThreadTruth(t *testing.T) {
 	needRoot(t, "the virtual PMU opens copies of the events on another process")
-	dir := dropinBins(t)
 	tmp := t.TempDir()
 	sf, rf := filepath.Join(tmp, "stats.json"), filepath.Join(tmp, "report.json")
-	bp := filepath.Join(dir, "bayesperf")
+	bp := dropinBin(t, "bayesperf")
 	w := exec.Command(bp, "workload", "sleep", "--duration", "20s")
 	if err := w.Start(); err != nil {
 		t.Fatal(err)

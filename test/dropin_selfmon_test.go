@@ -189,8 +189,7 @@ func TestDropinStressNGPerf(t *testing.T) {
 	if _, err := exec.LookPath("stress-ng"); err != nil {
 		t.Skip("needs stress-ng, which make deps installs (mk/shim.mk)")
 	}
-	dir := dropinBins(t)
-	bp := filepath.Join(dir, "bayesperf")
+	bp := dropinBin(t, "bayesperf")
 	var native []map[string]float64
 	for range 3 {
 		native = append(native, stressNG(t))

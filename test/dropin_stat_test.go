@@ -39,7 +39,7 @@ const (
 )
 
 func workload(t testing.TB, args ...string) []string {
-	return append([]string{filepath.Join(dropinBins(t), "workload")}, args...)
+	return append([]string{dropinBin(t, "workload")}, args...)
 }
 
 // noSidecarEnv preloads the shim with a socket nobody listens on: everything passes
@@ -47,7 +47,7 @@ func workload(t testing.TB, args ...string) []string {
 // does not: the shim leaves it out).
 func noSidecarEnv(t testing.TB) []string {
 	return []string{
-		"LD_PRELOAD=" + filepath.Join(dropinBins(t), "libbayesperf.so"),
+		"LD_PRELOAD=" + dropinBin(t, "libbayesperf.so"),
 		"BAYESPERF_SOCKET=" + filepath.Join(t.TempDir(), "nobody-listens"),
 	}
 }
@@ -202,13 +202,7 @@ func TestDropinPerfStatAttach(t *testing.T) {
 		argv := []string{"perf", "stat", "-x,", "-e", "task-clock,minor-faults", "-p", strconv.Itoa(w.Process.Pid), "--", "sleep", "0.5"}
 		f0, c0 := procStat(t, w.Process.Pid)
 		start := time.Now()
-		var r result
-		var st stats
-		if through {
-			r, st = bayesperfRun(t, argv...)
-		} else {
-			r = run(t, nil, argv...)
-		}
+		r, st := runMaybeThrough(t, through, nil, argv...)
 		wall := float64(time.Since(start).Milliseconds())
 		f1, c1 := procStat(t, w.Process.Pid)
 		if r.status != 0 {
@@ -293,7 +287,7 @@ func TestDropinPerfStatSystemWide(t *testing.T) {
 // the second run and its stats.
 func runCProgram(t *testing.T, name string) (result, stats) {
 	t.Helper()
-	prog := filepath.Join(dropinBins(t), name)
+	prog := dropinBin(t, name)
 	if r := run(t, nil, prog); r.status != 0 {
 		t.Fatalf("%s fails natively (the program itself is wrong):\n%s", name, r.stdout)
 	}
@@ -350,7 +344,7 @@ func TestDropinFdLifecycle(t *testing.T) {
 // and about as many signals and reads as natively (the shim reads self-counting events
 // from the kernel: no round trip to the sidecar).
 func TestDropinOverflowSignals(t *testing.T) {
-	prog := filepath.Join(dropinBins(t), "overflow")
+	prog := dropinBin(t, "overflow")
 	parse := func(out string) (signals, reads float64) {
 		for line := range strings.Lines(out) {
 			f := strings.Fields(line)

@@ -17,7 +17,6 @@ import (
 // exactly one line saying it is static and to use bayesperf attach. Built dynamically,
 // the same program is served (one event) and nothing is printed.
 func TestDropinStaticCommand(t *testing.T) {
-	dir := dropinBins(t)
 	static := filepath.Join(t.TempDir(), "spawn_client_static")
 	if out, err := exec.Command("gcc", "-static", "-O2", "-o", static, filepath.Join("c", "spawn_client.c")).CombinedOutput(); err != nil {
 		t.Fatalf("gcc -static (needs libc6-dev's libc.a): %v\n%s", err, out)
@@ -31,7 +30,7 @@ func TestDropinStaticCommand(t *testing.T) {
 	if st.Events != 0 {
 		t.Errorf("static command: %d events registered; the shim cannot have loaded", st.Events)
 	}
-	d, dst := bayesperfRun(t, filepath.Join(dir, "spawn_client"), "spawn", "true")
+	d, dst := bayesperfRun(t, dropinBin(t, "spawn_client"), "spawn", "true")
 	if d.status != 0 || len(bayesperfWarnings(d.stderr)) != 0 || dst.Events != 1 {
 		t.Errorf("dynamic command: status %d, lines %q, %d events; want 0, none, 1", d.status, bayesperfWarnings(d.stderr), dst.Events)
 	}

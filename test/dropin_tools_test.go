@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,12 +41,7 @@ func TestDropinPerfTest(t *testing.T) {
 		top := strings.Split(n, ".")[0]
 		var out []string
 		for range 2 {
-			var r result
-			if through {
-				r, _ = bayesperfRun(t, "perf", "test", top)
-			} else {
-				r = run(t, nil, "perf", "test", top)
-			}
+			r, _ := runMaybeThrough(t, through, nil, "perf", "test", top)
 			out = append(out, perfTestResults(r.stdout + r.stderr)[n])
 		}
 		return out
@@ -87,24 +81,13 @@ func recordSamples(t *testing.T, through bool, env []string, args []string, wl .
 	data := filepath.Join(t.TempDir(), "perf.data")
 	argv := append(append([]string{"perf", "record", "-q", "-o", data}, args...), "--")
 	argv = append(argv, workload(t, wl...)...)
-	var r result
-	var st stats
-	if through {
-		r, st = bayesperfRun(t, argv...)
-	} else {
-		r = run(t, env, argv...)
-	}
+	r, st := runMaybeThrough(t, through, env, argv...)
 	if r.status != 0 {
 		t.Fatalf("perf record %v: status %d\n%s", args, r.status, r.stderr)
 	}
-	rep := run(t, nil, "perf", "report", "-i", data, "--stdio", "--sort", "comm,sym")
-	m := regexp.MustCompile(`# Event count \(approx.\): ([0-9]+)`).FindStringSubmatch(rep.stdout)
-	if m == nil {
-		t.Fatalf("no event count in perf report:\n%s", rep.stdout)
-	}
-	n, _ := strconv.ParseFloat(m[1], 64)
+	out, n := perfReport(t, data, "--sort", "comm,sym")
 	top := ""
-	for line := range strings.Lines(rep.stdout) {
+	for line := range strings.Lines(out) {
 		if f := strings.Fields(line); len(f) >= 3 && strings.HasSuffix(f[0], "%") {
 			top = strings.Join(f[1:], " ")
 			break
@@ -181,17 +164,13 @@ func TestDropinPerfRecordSidecarKilled(t *testing.T) {
 	if w := bayesperfWarnings(stderr.String()); len(w) != 1 || !strings.Contains(w[0], "lost the sidecar") {
 		t.Errorf("warnings %q, want exactly one about the lost sidecar", w)
 	}
-	rep := run(t, nil, "perf", "report", "-i", data, "--stdio")
-	m := regexp.MustCompile(`# Event count \(approx.\): ([0-9]+)`).FindStringSubmatch(rep.stdout)
-	if m == nil {
-		t.Fatalf("no event count in perf report:\n%s", rep.stdout)
-	}
+	out, n := perfReport(t, data)
 	// One sample per page fault: the workload touches one page per ms for 1000 ms, plus
 	// its start-up faults (about 60 here).
-	if n, _ := strconv.Atoi(m[1]); n < 1000 || n > 1200 {
-		t.Errorf("%d page-fault samples recorded, want 1000..1200 (none lost to the sidecar's death)", n)
+	if n < 1000 || n > 1200 {
+		t.Errorf("%v page-fault samples recorded, want 1000..1200 (none lost to the sidecar's death)", n)
 	}
-	if strings.Contains(rep.stdout, "Total Lost Samples: 0") == false {
-		t.Errorf("perf report shows lost samples:\n%s", rep.stdout)
+	if strings.Contains(out, "Total Lost Samples: 0") == false {
+		t.Errorf("perf report shows lost samples:\n%s", out)
 	}
 }

@@ -116,7 +116,6 @@ func parseProbe(t *testing.T, out string) probe {
 // same files, has the same environment and the same fds: no libbayesperf.so, no
 // BAYESPERF_* variable, no memfd or socket of ours; the user's preload stays.
 func TestDropinWorkloadCarriesNothing(t *testing.T) {
-	dir := dropinBins(t)
 	tmp := t.TempDir()
 	other := filepath.Join(tmp, "libother.so")
 	src := filepath.Join(tmp, "other.c")
@@ -129,7 +128,7 @@ func TestDropinWorkloadCarriesNothing(t *testing.T) {
 	argv := []string{"perf", "stat", "-x,", "-e", "page-faults", "--", "sh", "-c", probeScript}
 	env := []string{"LD_PRELOAD=" + other}
 	nr := run(t, env, argv...)
-	gr := run(t, env, append([]string{filepath.Join(dir, "bayesperf"), "run", "--"}, argv...)...)
+	gr := run(t, env, append([]string{dropinBin(t, "bayesperf"), "run", "--"}, argv...)...)
 	if nr.status != 0 || gr.status != 0 {
 		t.Fatalf("status %d natively, %d through bayesperf\n%s\n%s", nr.status, gr.status, nr.stderr, gr.stderr)
 	}

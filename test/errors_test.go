@@ -202,7 +202,7 @@ func checkOneLine(t *testing.T, r result, re string) {
 // TestErrorsHelpOnlyWhenAsked: --help prints the help on stdout and exits 0, for every
 // subcommand; that is the only way to get it.
 func TestErrorsHelpOnlyWhenAsked(t *testing.T) {
-	bp := filepath.Join(dropinBins(t), "bayesperf")
+	bp := dropinBin(t, "bayesperf")
 	for _, args := range [][]string{{"--help"}, {"stat", "--help"}, {"attach", "--help"}, {"eval", "--help"},
 		{"run", "--help"}, {"sidecar", "--help"}, {"list", "--help"}, {"workload", "--help"}, {"bench", "--help"},
 		{"bench", "read", "--help"}, {"eval", "-h"}, {"version", "--help"}} {
@@ -217,7 +217,7 @@ func TestErrorsHelpOnlyWhenAsked(t *testing.T) {
 // bayesperf mounts it, as perf does, and counts the tracepoint.
 func TestErrorsTracefsMounted(t *testing.T) {
 	needRoot(t, "unmounts tracefs in a private mount namespace")
-	bp := filepath.Join(dropinBins(t), "bayesperf")
+	bp := dropinBin(t, "bayesperf")
 	r := runCmd(t, nil, withoutTracefs([]string{bp, "stat", "-x,", "-e", "sched:sched_process_exec", "--",
 		"sh", "-c", "/bin/true; /bin/true; exit 0"})...)
 	if r.status != 0 {

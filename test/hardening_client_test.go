@@ -38,6 +38,19 @@ func dialSidecar(t testing.TB, sock string) *protoClient {
 	return &protoClient{conn: c}
 }
 
+// greetedClient dials the sidecar at sock and says HELLO, failing t without an answer,
+// and closes the client page it is handed: a client ready to register events.
+func greetedClient(t testing.TB, sock string) *protoClient {
+	t.Helper()
+	c := dialSidecar(t, sock)
+	p, err := c.hello()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(p)
+	return c
+}
+
 // send writes raw bytes with optional fds.
 func (c *protoClient) send(b []byte, fds ...int) error {
 	var oob []byte
@@ -121,28 +134,29 @@ func (c *protoClient) hello() (int, error) {
 func (c *protoClient) register(handle uint32, attr *unix.PerfEventAttr, pid int, fds ...int) (int32, int, error) {
 	m := shim.Register{Handle: handle, Pid: int32(pid), CPU: -1, GroupFd: -1, AttrSize: uint32(unsafe.Sizeof(*attr))}
 	copy(m.Attr[:], unsafe.Slice((*byte)(unsafe.Pointer(attr)), unsafe.Sizeof(*attr)))
-	rep, fd, err := c.call(shim.MsgRegister, m, fds...)
-	if err != nil {
-		return 0, -1, err
-	}
-	r, ok := rep.(shim.RegisterReply)
-	if !ok {
-		return 0, -1, fmt.Errorf("register reply %+v", rep)
-	}
-	return r.Status, fd, nil
+	r, fd, err := callFor[shim.RegisterReply](c, shim.MsgRegister, m, fds...)
+	return r.Status, fd, err
 }
 
 // status sends a request whose reply is a Status and returns it.
 func (c *protoClient) status(typ uint16, body any) (int32, int, error) {
-	rep, fd, err := c.call(typ, body)
+	s, fd, err := callFor[shim.Status](c, typ, body)
+	return s.Status, fd, err
+}
+
+// callFor sends a request whose reply is an R and returns it with the fd that came
+// with it (-1 on an error).
+func callFor[R any](c *protoClient, typ uint16, body any, fds ...int) (R, int, error) {
+	var r R
+	rep, fd, err := c.call(typ, body, fds...)
 	if err != nil {
-		return 0, -1, err
+		return r, -1, err
 	}
-	s, ok := rep.(shim.Status)
+	r, ok := rep.(R)
 	if !ok {
-		return 0, -1, fmt.Errorf("reply %+v is not a status", rep)
+		return r, -1, fmt.Errorf("reply %+v is not a %T", rep, r)
 	}
-	return s.Status, fd, nil
+	return r, fd, nil
 }
 
 // closed reports whether the sidecar has closed the connection (within 5 s).

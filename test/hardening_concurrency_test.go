@@ -5,7 +5,6 @@ package test
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -16,7 +15,7 @@ import (
 // down in any thread, and after the child is reaped every read() equals the kernel's.
 // The stats must show the reads were served from mirrors.
 func TestHardeningThreads(t *testing.T) {
-	r, st := bayesperfRun(t, filepath.Join(dropinBins(t), "hardening_threads"), "500")
+	r, st := bayesperfRun(t, dropinBin(t, "hardening_threads"), "500")
 	if r.status != 0 {
 		t.Fatalf("hardening_threads: status %d\n%s%s", r.status, r.stdout, r.stderr)
 	}

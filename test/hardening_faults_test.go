@@ -233,14 +233,9 @@ func nativeRecordCount(t *testing.T, wl []string) int {
 // whether it reports lost samples.
 func recordCount(t *testing.T, data string) (int, bool) {
 	t.Helper()
-	rep := run(t, nil, "perf", "report", "-i", data, "--stdio")
-	m := regexp.MustCompile(`# Event count \(approx.\): ([0-9]+)`).FindStringSubmatch(rep.stdout)
-	if m == nil {
-		t.Fatalf("no event count in perf report:\n%s%s", rep.stdout, rep.stderr)
-	}
-	n, _ := strconv.Atoi(m[1])
-	lost := regexp.MustCompile(`Total Lost Samples: [1-9]`).MatchString(rep.stdout)
-	return n, lost
+	out, n := perfReport(t, data)
+	lost := regexp.MustCompile(`Total Lost Samples: [1-9]`).MatchString(out)
+	return int(n), lost
 }
 
 // TestHardeningRecordSidecarKilled: $BAYESPERF_RECORD_FAULT_TRIALS (6) runs of perf

@@ -93,21 +93,11 @@ func TestHardeningHostileClients(t *testing.T) {
 	}
 
 	// After a good HELLO: a second HELLO, then too many fds for one message.
-	c := dialSidecar(t, sock)
-	if p, err := c.hello(); err != nil {
-		t.Fatal(err)
-	} else {
-		unix.Close(p)
-	}
+	c := greetedClient(t, sock)
 	c.send(hello)
 	expectClosed("a second HELLO", c)
 
-	c = dialSidecar(t, sock)
-	if p, err := c.hello(); err != nil {
-		t.Fatal(err)
-	} else {
-		unix.Close(p)
-	}
+	c = greetedClient(t, sock)
 	var many []int
 	for range 12 {
 		fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
@@ -124,12 +114,7 @@ func TestHardeningHostileClients(t *testing.T) {
 	}
 
 	// Lies that are errors, not protocol breaks: the connection stays.
-	c = dialSidecar(t, sock)
-	if p, err := c.hello(); err != nil {
-		t.Fatal(err)
-	} else {
-		unix.Close(p)
-	}
+	c = greetedClient(t, sock)
 	attr := perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0)
 	pf, err := unix.PerfEventOpen(attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
 	if err != nil {
@@ -210,12 +195,7 @@ func TestHardeningHostileClients(t *testing.T) {
 		t.Errorf("unregister: status %d %v", st, err)
 	}
 	// A client that goes away with an event and a ring still registered.
-	c2 := dialSidecar(t, sock)
-	if p, err := c2.hello(); err != nil {
-		t.Fatal(err)
-	} else {
-		unix.Close(p)
-	}
+	c2 := greetedClient(t, sock)
 	if st, mfd, err := c2.register(1, sa, 0, sfd); err != nil || st != 0 {
 		t.Errorf("register: status %d %v", st, err)
 	} else {
@@ -241,12 +221,7 @@ func TestHardeningHostileClients(t *testing.T) {
 	// A client that sends requests and never reads the replies: the sidecar's writes to
 	// it block (its send buffer fills), which must hold up nobody else. And 200 idle
 	// connections that never say HELLO.
-	deaf := dialSidecar(t, sock)
-	if p, err := deaf.hello(); err != nil {
-		t.Fatal(err)
-	} else {
-		unix.Close(p)
-	}
+	deaf := greetedClient(t, sock)
 	refresh := mustEncode(t, shim.MsgRefresh, shim.Handle{Handle: 1})
 	raw, _ := deaf.conn.SyscallConn()
 	sent := 0
@@ -377,12 +352,7 @@ func TestHardeningAttrLies(t *testing.T) {
 	pid, sock := startSidecar(t)
 	runtime.LockOSThread() // the events sample this thread
 	defer runtime.UnlockOSThread()
-	c := dialSidecar(t, sock)
-	if p, err := c.hello(); err != nil {
-		t.Fatal(err)
-	} else {
-		unix.Close(p)
-	}
+	c := greetedClient(t, sock)
 	real := perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, unix.PERF_FORMAT_ID)
 	real.Sample = 1
 	real.Sample_type = unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_ADDR | unix.PERF_SAMPLE_READ

@@ -12,7 +12,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,8 +43,7 @@ var monoWorkload = []string{"3000", "20", "3", "600"}
 // (itself an estimate of at most the native total, plus its error) with the kernel's
 // exact increments, so only the correction's error at the kill is added, never a count.
 func TestHardeningVirtualSidecarKilledMonotonic(t *testing.T) {
-	dir := dropinBins(t)
-	wl := append([]string{filepath.Join(dir, "workload")}, monoWorkload...)
+	wl := append([]string{dropinBin(t, "workload")}, monoWorkload...)
 	argvOf := func(i int) []string {
 		return append([]string{"perf", "stat", "-I", "100", "-x,", "-e", monoEvents[i%2], "--"}, wl...)
 	}

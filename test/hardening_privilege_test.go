@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bayesperf/bayesperf/internal/testutil"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -288,18 +289,8 @@ func TestHardeningSealedMemfds(t *testing.T) {
 // sidecar stays up and serves the same client's real perf fd afterwards.
 func TestHardeningBadFds(t *testing.T) {
 	pid, sock := startSidecar(t)
-	c := dialSidecar(t, sock)
-	page, err := c.hello()
-	if err != nil {
-		t.Fatal(err)
-	}
-	unix.Close(page)
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(p[0])
-	defer unix.Close(p[1])
+	c := greetedClient(t, sock)
+	p := testutil.Pipe(t)
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
 	if err != nil {
 		t.Fatal(err)
@@ -355,12 +346,7 @@ func TestHardeningBadFds(t *testing.T) {
 // first client's), and the first client's event stays registered and served.
 func TestHardeningHandlesPerClient(t *testing.T) {
 	pid, sock := startSidecar(t)
-	a := dialSidecar(t, sock)
-	if p, err := a.hello(); err != nil {
-		t.Fatal(err)
-	} else {
-		unix.Close(p)
-	}
+	a := greetedClient(t, sock)
 	runtime.LockOSThread() // the event counts this thread
 	defer runtime.UnlockOSThread()
 	attr := perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0)
@@ -385,12 +371,7 @@ func TestHardeningHandlesPerClient(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b := dialSidecar(t, sock)
-	if p, err := b.hello(); err != nil {
-		t.Fatal(err)
-	} else {
-		unix.Close(p)
-	}
+	b := greetedClient(t, sock)
 	for _, q := range []struct {
 		typ  uint16
 		body any

@@ -34,7 +34,7 @@ func startSidecarArgs(t *testing.T, dirMode os.FileMode, args ...string) (pid in
 	}
 	sock = filepath.Join(dir, "sock")
 	sf := filepath.Join(t.TempDir(), "stats.json")
-	cmd := exec.Command(filepath.Join(dropinBins(t), "bayesperf"), append([]string{"sidecar", "--socket", sock, "--stats", sf}, args...)...)
+	cmd := exec.Command(dropinBin(t, "bayesperf"), append([]string{"sidecar", "--socket", sock, "--stats", sf}, args...)...)
 	lifeline, out, stderr := startPiped(t, cmd)
 	stopped := false
 	stop = func() sidecarStatsFull {
@@ -84,7 +84,7 @@ func userRun(t *testing.T, uid, gid uint32, wd, sock string, argv ...string) res
 	cmd.Dir = wd
 	cmd.Env = os.Environ()
 	if sock != "" {
-		cmd.Env = append(cmd.Env, "LD_PRELOAD="+filepath.Join(dropinBins(t), "libbayesperf.so"), "BAYESPERF_SOCKET="+sock)
+		cmd.Env = append(cmd.Env, "LD_PRELOAD="+dropinBin(t, "libbayesperf.so"), "BAYESPERF_SOCKET="+sock)
 	} else {
 		cmd.Env = append(cmd.Env, "LD_PRELOAD=", "BAYESPERF_SOCKET=")
 	}
@@ -215,12 +215,7 @@ func TestHardeningRootSidecarOtherUser(t *testing.T) {
 		if r.status != 0 {
 			return r.status, 0
 		}
-		rep := run(t, nil, "perf", "report", "-f", "-i", data, "--stdio", "--sort", "comm") // -f: the file is bpuser's
-		m := regexp.MustCompile(`# Event count \(approx.\): ([0-9]+)`).FindStringSubmatch(rep.stdout)
-		if m == nil {
-			t.Fatalf("no event count in perf report:\n%s%s", rep.stdout, rep.stderr)
-		}
-		n, _ := strconv.ParseFloat(m[1], 64)
+		_, n := perfReport(t, data, "-f", "--sort", "comm") // -f: the file is bpuser's
 		return 0, n
 	}
 	nst, nat := count("", "256")

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -24,7 +23,7 @@ import (
 // $BAYESPERF_BIN/bayesperf when set.
 func statBin(t *testing.T) string {
 	t.Helper()
-	return filepath.Join(dropinBins(t), "bayesperf")
+	return dropinBin(t, "bayesperf")
 }
 
 // runBin runs bayesperf with args, returning stdout, stderr and the exit status.
@@ -449,7 +448,7 @@ func TestAttachSIGINT(t *testing.T) {
 // same number up to the few faults around the exec, which perf's enable_on_exec and our
 // stop after the exec split differently (the drop-in tests' tolerance: 3 + 1%).
 func TestStatMatchesPerfStat(t *testing.T) {
-	wl := filepath.Join(dropinBins(t), "workload")
+	wl := dropinBin(t, "workload")
 	evs := "page-faults,minor-faults,major-faults"
 	native := nativeStat(t, "-e", evs, wl, "5000", "5", "0")
 	_, errOut, code := runBin(t, "stat", "-x,", "-e", evs, "--", wl, "5000", "5", "0")
@@ -486,7 +485,7 @@ func TestStatMatchesPerfStat(t *testing.T) {
 // (its errors vary 0-50% a run) against bayesperf's 734, where 12 runs by hand gave
 // bayesperf about 1000 and Linux several thousand.
 func TestStatVirtualTotalsBeatLinux(t *testing.T) {
-	wl := filepath.Join(dropinBins(t), "workload")
+	wl := dropinBin(t, "workload")
 	args := []string{wl, "2000", "20", "0", "600"}
 	truth := nativeStat(t, append([]string{"-e", "page-faults"}, args...)...)["page-faults"].num(t)
 	if truth < 2600 {

@@ -2,7 +2,6 @@ package baseline
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/bayesperf/bayesperf/inference"
 )
@@ -68,19 +67,8 @@ func (b *Estimator) Name() string { return b.kind.String() }
 // of slices observed so far.
 func (b *Estimator) Observe(s inference.Slice) error {
 	t := len(b.dur)
-	if s.Index != t {
-		return fmt.Errorf("observe slice %d: expected slice %d", s.Index, t)
-	}
-	if math.IsNaN(s.Duration) || math.IsInf(s.Duration, 0) || s.Duration < 0 {
-		return fmt.Errorf("observe slice %d: bad duration %v", s.Index, s.Duration)
-	}
-	for _, r := range s.Readings {
-		if int(r.Event) < 0 || int(r.Event) >= b.events {
-			return fmt.Errorf("observe slice %d: event %d outside the run's %d events", s.Index, r.Event, b.events)
-		}
-		if r.Running > r.Enabled {
-			return fmt.Errorf("observe slice %d: event %d running %d > enabled %d", s.Index, r.Event, r.Running, r.Enabled)
-		}
+	if err := s.Check(t, b.events); err != nil {
+		return err
 	}
 	start := 0.0
 	if t > 0 {

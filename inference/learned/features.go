@@ -1,7 +1,6 @@
 package learned
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/bayesperf/bayesperf/inference"
@@ -32,19 +31,8 @@ func (st *store) slices() int { return len(st.dur) }
 
 func (st *store) observe(s inference.Slice) error {
 	t := len(st.dur)
-	if s.Index != t {
-		return fmt.Errorf("observe slice %d: expected slice %d", s.Index, t)
-	}
-	if math.IsNaN(s.Duration) || math.IsInf(s.Duration, 0) || s.Duration < 0 {
-		return fmt.Errorf("observe slice %d: bad duration %v", s.Index, s.Duration)
-	}
-	for _, r := range s.Readings {
-		if int(r.Event) < 0 || int(r.Event) >= st.events {
-			return fmt.Errorf("observe slice %d: event %d outside the run's %d events", s.Index, r.Event, st.events)
-		}
-		if r.Running > r.Enabled {
-			return fmt.Errorf("observe slice %d: event %d running %d > enabled %d", s.Index, r.Event, r.Running, r.Enabled)
-		}
+	if err := s.Check(t, st.events); err != nil {
+		return err
 	}
 	st.dur = append(st.dur, s.Duration)
 	for e := range st.events {

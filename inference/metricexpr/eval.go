@@ -62,21 +62,13 @@ func Eval(e Expr, env Env) (float64, error) {
 		}
 		return Eval(e.Else, env)
 	case Call:
-		a, err := Eval(e.A, env)
-		if err != nil {
-			return 0, err
-		}
-		b, err := Eval(e.B, env)
+		a, b, err := evalBoth(e.A, e.B, env)
 		if err != nil {
 			return 0, err
 		}
 		return evalCall(e.Fn, a, b)
 	case Binary:
-		l, err := Eval(e.L, env)
-		if err != nil {
-			return 0, err
-		}
-		r, err := Eval(e.R, env)
+		l, r, err := evalBoth(e.L, e.R, env)
 		if err != nil {
 			return 0, err
 		}
@@ -168,29 +160,39 @@ func b2f(b bool) float64 {
 	return 0
 }
 
+// evalBoth evaluates the operands a and b, a first: the first error stops it.
+func evalBoth(a, b Expr, env Env) (float64, float64, error) {
+	x, err := Eval(a, env)
+	if err != nil {
+		return 0, 0, err
+	}
+	y, err := Eval(b, env)
+	return x, y, err
+}
+
 // IDs returns the sorted distinct normalised names the formula refers to, excluding the
 // arguments of has_event, source_count and strcmp_cpuid_str (they are not values).
 func IDs(e Expr) []string {
-	set := map[string]bool{}
-	Walk(e, func(n Expr) {
-		if id, ok := n.(ID); ok {
-			set[id.Name] = true
-		}
+	return names(e, func(n Expr) (string, bool) {
+		id, ok := n.(ID)
+		return id.Name, ok
 	})
-	out := make([]string, 0, len(set))
-	for n := range set {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Literals returns the sorted distinct #literals of the formula, as written.
 func Literals(e Expr) []string {
+	return names(e, func(n Expr) (string, bool) {
+		l, ok := n.(Literal)
+		return l.Name, ok
+	})
+}
+
+// names returns the sorted distinct names that name picks out of e's nodes.
+func names(e Expr, name func(Expr) (string, bool)) []string {
 	set := map[string]bool{}
 	Walk(e, func(n Expr) {
-		if l, ok := n.(Literal); ok {
-			set[l.Name] = true
+		if s, ok := name(n); ok {
+			set[s] = true
 		}
 	})
 	out := make([]string, 0, len(set))

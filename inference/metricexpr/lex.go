@@ -115,6 +115,21 @@ func numberLen(s string) int {
 	return i
 }
 
+// punct returns the kind of the one-character token c, if it is one.
+func punct(c byte) (tokKind, bool) {
+	switch c {
+	case '|', '^', '&', '<', '>', '+', '-', '*', '/', '%':
+		return tOp, true
+	case '(':
+		return tLParen, true
+	case ')':
+		return tRParen, true
+	case ',':
+		return tComma, true
+	}
+	return 0, false
+}
+
 // lex splits a formula into tokens the way expr.l does: the longest match wins, and on
 // a tie the earlier rule (keywords, then numbers, then symbols). Unlike expr.l, which
 // silently skips characters it does not know, lex reports them.
@@ -127,24 +142,12 @@ func lex(s string) ([]token, error) {
 			i++
 			continue
 		}
-		switch c {
-		case '|', '^', '&', '<', '>', '+', '-', '*', '/', '%':
-			toks = append(toks, token{kind: tOp, text: s[i : i+1], off: i})
+		if k, ok := punct(c); ok {
+			toks = append(toks, token{kind: k, text: s[i : i+1], off: i})
 			i++
 			continue
-		case '(':
-			toks = append(toks, token{kind: tLParen, text: "(", off: i})
-			i++
-			continue
-		case ')':
-			toks = append(toks, token{kind: tRParen, text: ")", off: i})
-			i++
-			continue
-		case ',':
-			toks = append(toks, token{kind: tComma, text: ",", off: i})
-			i++
-			continue
-		case '#':
+		}
+		if c == '#' {
 			j := i + 1
 			for j < len(s) && isLitChar(s[j]) {
 				j++

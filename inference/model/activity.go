@@ -46,17 +46,9 @@ func (a *activity) init(k, n int, opt Options) {
 	a.k, a.n = k, n
 	a.off = opt.NoActivity
 	a.gamma = 1 - 1/actWindow
-	a.share = make([]float64, n)
-	a.cur = make([]float64, n)
-	for _, p := range []*[]float64{&a.w, &a.sx, &a.sg, &a.sxx, &a.sxg, &a.sgg} {
-		*p = make([]float64, k*n)
-	}
-	a.pn = make([]float64, k*n)
-	a.cn = make([]float64, k)
-	a.cw = make([]float64, k)
-	a.cx = make([]float64, k)
-	a.cxx = make([]float64, k)
-	a.relVar = make([]float64, k)
+	zeros(n, &a.share, &a.cur)
+	zeros(k*n, &a.w, &a.sx, &a.sg, &a.sxx, &a.sxg, &a.sgg, &a.pn)
+	zeros(k, &a.cn, &a.cw, &a.cx, &a.cxx, &a.relVar)
 	for i := range a.relVar {
 		a.relVar[i] = math.NaN()
 	}

@@ -2,7 +2,6 @@ package model
 
 import (
 	"math"
-	"os"
 	"testing"
 
 	"github.com/bayesperf/bayesperf/inference"
@@ -14,10 +13,7 @@ import (
 // halfway; an exact value does not move, the inferred one goes to it), and values that
 // keep it are left alone. Inequalities with a tolerance are not imposed.
 func TestReconcileHoldsExactInequalities(t *testing.T) {
-	md, err := New([]string{"misses", "accesses"}, []relation.Relation{mustRelation(t, "misses <= accesses")}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := mustNew(t, []string{"misses", "accesses"}, []relation.Relation{mustRelation(t, "misses <= accesses")}, Options{})
 	inferred := func(v, sd float64) inference.Estimate {
 		h := md.quantQ * sd
 		return inference.Estimate{Value: v, Lo: v - h, Hi: v + h, HasInterval: true, Status: inference.StatusInferred}
@@ -49,10 +45,7 @@ func TestReconcileHoldsExactInequalities(t *testing.T) {
 	}
 	tolerant := mustRelation(t, "misses <= accesses")
 	tolerant.Tol = 1e-3
-	soft, err := New([]string{"misses", "accesses"}, []relation.Relation{tolerant}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	soft := mustNew(t, []string{"misses", "accesses"}, []relation.Relation{tolerant}, Options{})
 	out := []inference.Estimate{inferred(100, 10), inferred(10, 10)}
 	soft.reconcile(out, make([]float64, 2))
 	if out[0].Value != 100 || out[1].Value != 10 {
@@ -66,15 +59,7 @@ func TestReconcileHoldsExactInequalities(t *testing.T) {
 // misses came out at 13) and checks that every interval's reported values keep every
 // inequality of callgrind.rel.
 func TestReportedValuesKeepExactInequalities(t *testing.T) {
-	fh, err := os.Open("../replay/testdata/corpus/callgrind.rel")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rels, err := relation.ParseFile("callgrind.rel", fh)
-	fh.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rels := callgrindRelations(t, "../replay/testdata/corpus")
 	for _, name := range []string{"cg-awk.csv", "cg-sort.csv", "cg-jq.csv"} {
 		tr, ivs, ans := corpusReplay(t, name)
 		idx := map[string]int{}

@@ -13,10 +13,7 @@ import (
 func TestBoundsAboveCountedPart(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const n, T, w = 6, 300, 10
-	md, err := New([]string{"a", "b", "c", "d", "e", "f"}, nil, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := mustNew(t, []string{"a", "b", "c", "d", "e", "f"}, nil, Options{})
 	counted := make([][]float64, T)
 	for s := range T {
 		counted[s] = make([]float64, n)
@@ -66,10 +63,7 @@ func TestBoundsAboveCountedPart(t *testing.T) {
 // An event listed twice is one count twice: both copies get the same estimate, and
 // relations (none here) name the first.
 func TestDuplicateEvent(t *testing.T) {
-	md, err := New([]string{"x", "y", "x"}, nil, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := mustNew(t, []string{"x", "y", "x"}, nil, Options{})
 	for s := range 100 {
 		c := uint64(100 + 10*(s%7))
 		sl := inference.Slice{Index: s, Duration: 1}

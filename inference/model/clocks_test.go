@@ -13,10 +13,7 @@ func TestClocks(t *testing.T) {
 	if _, err := New([]string{"a", "task-clock"}, nil, Options{Clocks: []string{"cpu-clock"}}); err == nil {
 		t.Error("a clock event that is not in the run: no error")
 	}
-	md, err := New([]string{"a", "task-clock", "b"}, nil, Options{Clocks: []string{"task-clock"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := mustNew(t, []string{"a", "task-clock", "b"}, nil, Options{Clocks: []string{"task-clock"}})
 	const T, w = 120, 10
 	want := make([]float64, T/w)
 	for s := range T {
@@ -50,10 +47,7 @@ func TestClocks(t *testing.T) {
 		}
 	}
 	// Slices without enabled times (unit-time traces) are left as they are.
-	md2, err := New([]string{"a", "task-clock"}, nil, Options{Clocks: []string{"task-clock"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	md2 := mustNew(t, []string{"a", "task-clock"}, nil, Options{Clocks: []string{"task-clock"}})
 	if err := md2.Observe(inference.Slice{Duration: 1, Readings: []inference.Reading{{Event: 0, Count: 3, Running: 1}}}); err != nil {
 		t.Fatal(err)
 	}

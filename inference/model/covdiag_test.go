@@ -19,10 +19,7 @@ import (
 func covModel(t *testing.T, tr *replay.Trace, rels []relation.Relation, fixed []string) (*replay.Result, *Model) {
 	t.Helper()
 	_, own := traceSchedules(t, tr, rels, fixed)
-	bp, err := New(tr.Events, rels, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bp := mustNew(t, tr.Events, rels, Options{})
 	res, err := replay.Score(tr, []replay.Contender{{Estimator: bp, Schedule: own}}, replay.Options{Counters: realCounters})
 	if err != nil {
 		t.Fatal(err)

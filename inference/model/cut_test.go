@@ -58,10 +58,7 @@ func TestLiveCut(t *testing.T) {
 		rels, kern, own := liveSchedules(t, tr, nil)
 		opt := dropinOptions(tr)
 		mk := func() *Model {
-			m, err := New(tr.Events, rels, opt)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := mustNew(t, tr.Events, rels, opt)
 			return m
 		}
 		cs := append(replay.Baselines(len(tr.Events), kern)[:1],

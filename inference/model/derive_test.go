@@ -59,14 +59,8 @@ func TestDeriveShortSlices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rr, err := New(tr.Events, rels, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bp, err := New(tr.Events, rels, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rr := mustNew(t, tr.Events, rels, Options{})
+	bp := mustNew(t, tr.Events, rels, Options{})
 	res, err := replay.Score(tr, []replay.Contender{{Estimator: named{rr, "bayesperf-rr"}, Schedule: kern},
 		{Estimator: bp, Schedule: own}}, replay.Options{Counters: 2})
 	if err != nil {

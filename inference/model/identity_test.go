@@ -30,10 +30,7 @@ func TestExactIdentityParentIsDependent(t *testing.T) {
 		for _, s := range tc.rels {
 			rels = append(rels, mustRelation(t, s))
 		}
-		md, err := New(tc.events, relation.Bind(rels, tc.events), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		md := mustNew(t, tc.events, relation.Bind(rels, tc.events), Options{})
 		var free []string
 		for _, e := range md.free {
 			free = append(free, tc.events[e])
@@ -55,10 +52,7 @@ func TestExactIdentityParentIsDependent(t *testing.T) {
 // every posterior mean.
 func TestSmallChildOfExactIdentity(t *testing.T) {
 	events := []string{"small", "big", "total"}
-	md, err := New(events, []relation.Relation{mustRelation(t, "total = small + big")}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := mustNew(t, events, []relation.Relation{mustRelation(t, "total = small + big")}, Options{})
 	const T = 300
 	var truthSmall float64
 	for s := range T {
@@ -130,10 +124,7 @@ func TestActivityLevelVarianceHasNoUnit(t *testing.T) {
 // informs them.
 func TestParentReadBeforeChildrenDoesNotSplit(t *testing.T) {
 	events := []string{"total", "a", "b", "c"}
-	md, err := New(events, []relation.Relation{mustRelation(t, "total = a + b + c")}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := mustNew(t, events, []relation.Relation{mustRelation(t, "total = a + b + c")}, Options{})
 	// Slice 0: only the parent is read (1000, all of it a's).
 	sl := inference.Slice{Index: 0, Duration: 1}
 	for e := range events {
@@ -154,6 +145,16 @@ func TestParentReadBeforeChildrenDoesNotSplit(t *testing.T) {
 	}
 }
 
+// mustNew is New, failing t on an error.
+func mustNew(t *testing.T, events []string, rels []relation.Relation, opt Options) *Model {
+	t.Helper()
+	md, err := New(events, rels, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return md
+}
+
 func mustRelation(t *testing.T, text string) relation.Relation {
 	t.Helper()
 	r, err := relation.ParseLine(text)
@@ -170,10 +171,7 @@ func mustRelation(t *testing.T, text string) relation.Relation {
 func TestReportedValuesKeepExactIdentities(t *testing.T) {
 	events := []string{"a", "b", "c", "ab", "abc"}
 	rels := []relation.Relation{mustRelation(t, "ab = a + b"), mustRelation(t, "abc = ab + c")}
-	md, err := New(events, rels, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := mustNew(t, events, rels, Options{})
 	const T = 400
 	rng := uint64(7)
 	next := func(n uint64) uint64 { // xorshift: a bursty, deterministic count below n

@@ -85,26 +85,22 @@ const (
 	levelWindow = 8.0
 )
 
+// zeros points each of ps at a new slice of n zero values.
+func zeros[T any](n int, ps ...*[]T) {
+	for _, p := range ps {
+		*p = make([]T, n)
+	}
+}
+
 func (l *learner) init(k, n int, opt Options) {
 	l.k, l.n = k, n
 	l.gamma = 1 - 1/opt.Window
 	l.prior = opt.Volatility * opt.Volatility
-	l.vol = make([]float64, k)
-	l.volN = make([]float64, k)
+	zeros(k, &l.vol, &l.volN, &l.level, &l.levelN, &l.levelC, &l.levelD, &l.stat, &l.statN,
+		&l.a, &l.lam, &l.rnoise, &l.burst, &l.first, &l.scale, &l.qs, &l.qb, &l.mu, &l.muP)
 	for i := range l.vol {
 		l.vol[i] = l.prior
 	}
-	l.level = make([]float64, k)
-	l.levelN = make([]float64, k)
-	l.levelC = make([]float64, k)
-	l.levelD = make([]float64, k)
-	l.stat = make([]float64, k)
-	l.statN = make([]float64, k)
-	l.a = make([]float64, k)
-	l.lam = make([]float64, k)
-	l.rnoise = make([]float64, k)
-	l.burst = make([]float64, k)
-	l.first = make([]float64, k)
 	l.fixedA = -1
 	if opt.Reversion > 0 {
 		l.fixedA = 1 - opt.Reversion
@@ -112,16 +108,10 @@ func (l *learner) init(k, n int, opt Options) {
 	for i := range k {
 		l.stat[i] = 2 * l.prior
 	}
-	l.s = make([]float64, k*k)
-	l.sq = make([]float64, k*k)
-	l.cnt = make([]float64, k*k)
-	l.corr = make([]float64, k*k)
+	zeros(k*k, &l.s, &l.sq, &l.cnt, &l.corr)
 	for i := range k {
 		l.corr[i*k+i] = 1
 	}
-	l.scale = make([]float64, k)
-	l.qs = make([]float64, k)
-	l.qb = make([]float64, k)
 	l.rvers = map[int][]float64{0: l.corr}
 	l.rank = min(factors, max(k-1, 0))
 	l.load = make([]float64, k*l.rank)
@@ -133,10 +123,8 @@ func (l *learner) init(k, n int, opt Options) {
 	}
 	l.fa = make([]float64, l.rank*l.rank)
 	l.fb = make([]float64, l.rank)
-	l.prevY = make([]float64, n)
+	zeros(n, &l.prevY, &l.logcE, &l.calN, &l.muE, &l.dispV, &l.dispM, &l.dispN)
 	l.prevT = make([]int, n)
-	l.logcE = make([]float64, n)
-	l.calN = make([]float64, n)
 	for i := range l.prevT {
 		l.prevT[i] = -2
 	}
@@ -144,13 +132,7 @@ func (l *learner) init(k, n int, opt Options) {
 	l.rebuildEvery = max(8, k/4)
 	l.us = make([]int, 0, n)
 	l.uv = make([]float64, 0, n)
-	l.mu = make([]float64, k)
-	l.muP = make([]float64, k)
-	l.muE = make([]float64, n)
 	l.actUsed = make([]bool, k)
-	l.dispV = make([]float64, n)
-	l.dispM = make([]float64, n)
-	l.dispN = make([]float64, n)
 	l.act.init(k, n, opt)
 }
 

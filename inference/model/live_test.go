@@ -27,14 +27,8 @@ func liveScore(t *testing.T, path string, fixed []string, opt Options) *replay.R
 		t.Fatal(err)
 	}
 	rels, kern, own := liveSchedules(t, tr, fixed)
-	rr, err := New(tr.Events, rels, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bp, err := New(tr.Events, rels, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rr := mustNew(t, tr.Events, rels, opt)
+	bp := mustNew(t, tr.Events, rels, opt)
 	cs := replay.Baselines(len(tr.Events), kern)
 	cs = append(cs, replay.Contender{Estimator: named{rr, "bayesperf-rr"}, Schedule: kern},
 		replay.Contender{Estimator: bp, Schedule: own})
@@ -117,14 +111,8 @@ func liveDropin(t *testing.T, path string, fixed []string) (cum, online float64)
 	}
 	rels, kern, own := liveSchedules(t, tr, fixed)
 	opt := dropinOptions(tr)
-	a, err := New(tr.Events, rels, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(tr.Events, rels, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := mustNew(t, tr.Events, rels, opt)
+	b := mustNew(t, tr.Events, rels, opt)
 	cs := replay.Baselines(len(tr.Events), kern)[:1]
 	cs = append(cs, replay.Contender{Estimator: &dropin{Model: a}, Schedule: own},
 		replay.Contender{Estimator: b, Schedule: own})

@@ -265,10 +265,7 @@ func medianScore(t *testing.T, path string) (*replay.Result, *schedule.Schedule)
 	tr, rels := traceOf(t, path)
 	kern, own := traceSchedules(t, tr, rels, fixedOf(tr))
 	mk := func(name string, oracle *oracleWalk) named {
-		md, err := New(tr.Events, rels, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		md := mustNew(t, tr.Events, rels, Options{})
 		if oracle != nil {
 			if md.k != len(tr.Events) {
 				t.Fatalf("%s: exact identities: the oracle needs one state per event", path)

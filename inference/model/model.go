@@ -471,13 +471,10 @@ func (md *Model) idIndex(e int) int {
 // has not started, from the model's structure (events, state space, options).
 func (md *Model) alloc() {
 	k, events, opt := md.k, md.n, md.opt
-	md.m = make([]float64, k)
+	zeros(k, &md.m, &md.ph, &md.big)
+	zeros(k, &md.seen, &md.now)
 	md.P = make([]float64, k*k)
-	md.ph = make([]float64, k)
 	md.xs = make([]float64, events)
-	md.big = make([]float64, k)
-	md.seen = make([]bool, k)
-	md.now = make([]bool, k)
 	md.lrn.init(k, events, opt)
 	md.hist.k, md.hist.n = k, events
 	md.hist.limit = opt.History

@@ -46,10 +46,7 @@ func TestOracleCovariance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			md, err := New(tr.Events, rels, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			md := mustNew(t, tr.Events, rels, Options{})
 			if md.k != len(tr.Events) {
 				t.Fatalf("%s: exact identities: the oracle needs one state per event", f)
 			}

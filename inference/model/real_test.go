@@ -3,7 +3,6 @@ package model
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,16 +43,7 @@ func traceOf(t *testing.T, path string) (*replay.Trace, []relation.Relation) {
 	}
 	rels := relation.Builtins()
 	if strings.HasPrefix(filepath.Base(path), "cg-") {
-		f, err := os.Open(filepath.Join(filepath.Dir(path), "callgrind.rel"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		more, err := relation.ParseFile("callgrind.rel", f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rels = append(rels, more...)
+		rels = append(rels, callgrindRelations(t, filepath.Dir(path))...)
 	}
 	return tr, relation.Bind(rels, tr.Events)
 }
@@ -73,14 +63,8 @@ func realScore(t *testing.T, path string) *replay.Result {
 		}
 	}
 	kern, own := traceSchedules(t, tr, rels, fixed)
-	rr, err := New(tr.Events, rels, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bp, err := New(tr.Events, rels, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rr := mustNew(t, tr.Events, rels, Options{})
+	bp := mustNew(t, tr.Events, rels, Options{})
 	cs := replay.Baselines(len(tr.Events), kern)
 	cs = append(cs, replay.Contender{Estimator: named{rr, "bayesperf-rr"}, Schedule: kern},
 		replay.Contender{Estimator: bp, Schedule: own})

@@ -166,10 +166,7 @@ func TestInequalityBindsPosterior(t *testing.T) {
 		t.Fatal(err)
 	}
 	rels = append(rels, *r)
-	md, err := New([]string{"accesses", "misses"}, rels, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := mustNew(t, []string{"accesses", "misses"}, rels, Options{})
 	for i := range 40 {
 		acc, miss := uint64(1000), uint64(900)
 		if i >= 20 {
@@ -201,10 +198,7 @@ func TestNonlinearRelation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := New([]string{"a", "b", "half"}, []relation.Relation{*r}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := mustNew(t, []string{"a", "b", "half"}, []relation.Relation{*r}, Options{})
 	rng := rand.New(rand.NewPCG(5, 6))
 	for i := range 40 {
 		base := 400.0

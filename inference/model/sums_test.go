@@ -13,6 +13,22 @@ import (
 	"github.com/bayesperf/bayesperf/inference/schedule"
 )
 
+// callgrindRelations reads the relations of callgrind's events, callgrind.rel in dir
+// (the corpus's or the replay package's test data).
+func callgrindRelations(t *testing.T, dir string) []relation.Relation {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "callgrind.rel"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rels, err := relation.ParseFile("callgrind.rel", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rels
+}
+
 // corpusReplay replays a callgrind trace of the corpus (tuning half) as the corpus's
 // README says, on bayesperf's own schedule, and returns the trace, the reporting
 // intervals and the final estimates per interval.
@@ -23,16 +39,7 @@ func corpusReplay(t *testing.T, name string) (*replay.Trace, [][2]int, [][]infer
 	if err != nil {
 		t.Fatal(err)
 	}
-	fh, err := os.Open(filepath.Join(dir, "callgrind.rel"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	more, err := relation.ParseFile("callgrind.rel", fh)
-	fh.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rels := relation.Bind(append(relation.Builtins(), more...), tr.Events)
+	rels := relation.Bind(append(relation.Builtins(), callgrindRelations(t, dir)...), tr.Events)
 	sp, err := replay.KernelSpec(tr, 4, []string{"Ir"})
 	if err != nil {
 		t.Fatal(err)
@@ -41,10 +48,7 @@ func corpusReplay(t *testing.T, name string) (*replay.Trace, [][2]int, [][]infer
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := New(tr.Events, rels, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := mustNew(t, tr.Events, rels, Options{})
 	ivs := replay.Intervals(tr.Slices(), replay.DefaultWindow)
 	ans, err := replay.Feed(md, replay.Simulate(tr, own), ivs, false, nil)
 	if err != nil {

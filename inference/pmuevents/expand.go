@@ -109,21 +109,13 @@ func (x *expander) conv(e metricexpr.Expr) (relation.Expr, error) {
 		}
 		return relation.Neg{X: v}, nil
 	case metricexpr.Binary:
-		l, err := x.conv(e.L)
-		if err != nil {
-			return nil, err
-		}
-		r, err := x.conv(e.R)
+		l, r, err := x.convBoth(e.L, e.R)
 		if err != nil {
 			return nil, err
 		}
 		return fold(relation.Binary{Op: string(e.Op), L: l, R: r}), nil
 	case metricexpr.Call:
-		a, err := x.conv(e.A)
-		if err != nil {
-			return nil, err
-		}
-		b, err := x.conv(e.B)
+		a, b, err := x.convBoth(e.A, e.B)
 		if err != nil {
 			return nil, err
 		}
@@ -140,17 +132,26 @@ func (x *expander) conv(e metricexpr.Expr) (relation.Expr, error) {
 			}
 			return x.conv(e.Else)
 		}
-		th, err := x.conv(e.Then)
-		if err != nil {
-			return nil, err
-		}
-		el, err := x.conv(e.Else)
+		th, el, err := x.convBoth(e.Then, e.Else)
 		if err != nil {
 			return nil, err
 		}
 		return relation.Cond{If: c, Then: th, Else: el}, nil
 	}
 	return nil, fmt.Errorf("unknown formula node %T", e)
+}
+
+// convBoth converts the operands a and b, a first: the first error stops it.
+func (x *expander) convBoth(a, b metricexpr.Expr) (relation.Expr, relation.Expr, error) {
+	ca, err := x.conv(a)
+	if err != nil {
+		return nil, nil, err
+	}
+	cb, err := x.conv(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ca, cb, nil
 }
 
 // fold evaluates a node whose operands are all constants, and drops the identities

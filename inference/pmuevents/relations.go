@@ -73,10 +73,23 @@ func encKey(e *Event) string {
 // aliasRelations equates events with identical encodings (ICACHE_64B.IFTAG_STALL and
 // ICACHE_TAG.STALLS): the hardware cannot tell them apart.
 func (t *Table) aliasRelations() []relation.Relation {
+	var out []relation.Relation
+	for _, g := range groupBy(t.Events, encKey) {
+		for _, e := range g[1:] {
+			out = append(out, mkRel(relation.Eq, ev(g[0].Name), ev(e.Name), "alias@"+t.Dir,
+				"same encoding: the hardware counts the same thing", 0))
+		}
+	}
+	return out
+}
+
+// groupBy groups events by key, in the order each key first appears, events in their
+// order; events whose key is "" are left out.
+func groupBy(events []*Event, key func(*Event) string) [][]*Event {
 	groups := map[string][]*Event{}
 	var keys []string
-	for _, e := range t.Events {
-		k := encKey(e)
+	for _, e := range events {
+		k := key(e)
 		if k == "" {
 			continue
 		}
@@ -85,13 +98,9 @@ func (t *Table) aliasRelations() []relation.Relation {
 		}
 		groups[k] = append(groups[k], e)
 	}
-	var out []relation.Relation
-	for _, k := range keys {
-		g := groups[k]
-		for _, e := range g[1:] {
-			out = append(out, mkRel(relation.Eq, ev(g[0].Name), ev(e.Name), "alias@"+t.Dir,
-				"same encoding: the hardware counts the same thing", 0))
-		}
+	out := make([][]*Event, len(keys))
+	for i, k := range keys {
+		out[i] = groups[k]
 	}
 	return out
 }
@@ -117,27 +126,17 @@ func monotone(e *Event) bool {
 // 0x3f = DEMAND_DATA_RD_MISS 0x21 | RFO_MISS 0x22 | CODE_RD_MISS 0x24 | PF_MISS 0x38),
 // or by single-bit children, the parent is the sum of the children.
 func (t *Table) subEventRelations() []relation.Relation {
-	fams := map[string][]*Event{}
-	var keys []string
 	seen := map[string]bool{}
-	for _, e := range t.Events {
-		if !monotone(e) || e.UMask == 0 {
-			continue
-		}
+	fams := groupBy(t.Events, func(e *Event) string {
 		// One name per encoding: aliases are related separately.
-		if seen[encKey(e)] {
-			continue
+		if !monotone(e) || e.UMask == 0 || seen[encKey(e)] {
+			return ""
 		}
 		seen[encKey(e)] = true
-		k := family(e)
-		if _, ok := fams[k]; !ok {
-			keys = append(keys, k)
-		}
-		fams[k] = append(fams[k], e)
-	}
+		return family(e)
+	})
 	var out []relation.Relation
-	for _, k := range keys {
-		f := fams[k]
+	for _, f := range fams {
 		if enumerated(f) {
 			continue
 		}

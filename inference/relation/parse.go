@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -231,39 +232,28 @@ func (p *parser) errAt(t token, msg string) error {
 // maxDepth bounds nesting so that a hostile file cannot exhaust the stack.
 const maxDepth = 200
 
-func (p *parser) expr() (Expr, error) { return p.additive(0) }
+func (p *parser) expr() (Expr, error) { return p.binary(0, 0) }
 
-func (p *parser) additive(depth int) (Expr, error) {
-	l, err := p.term(depth)
+// levels lists the binary operators by precedence, loosest first.
+var levels = [][]string{{"+", "-"}, {"*", "/"}}
+
+// binary parses a left-associative chain of levels[level]'s operators over operands of
+// the tighter levels (a unary expression past the last).
+func (p *parser) binary(level, depth int) (Expr, error) {
+	if level == len(levels) {
+		return p.unary(depth)
+	}
+	l, err := p.binary(level+1, depth)
 	if err != nil {
 		return nil, err
 	}
 	for {
 		t := p.peek()
-		if t.kind != tokOp || (t.text != "+" && t.text != "-") {
+		if t.kind != tokOp || !slices.Contains(levels[level], t.text) {
 			return l, nil
 		}
 		p.pos++
-		r, err := p.term(depth)
-		if err != nil {
-			return nil, err
-		}
-		l = Binary{Op: t.text, L: l, R: r}
-	}
-}
-
-func (p *parser) term(depth int) (Expr, error) {
-	l, err := p.unary(depth)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		t := p.peek()
-		if t.kind != tokOp || (t.text != "*" && t.text != "/") {
-			return l, nil
-		}
-		p.pos++
-		r, err := p.unary(depth)
+		r, err := p.binary(level+1, depth)
 		if err != nil {
 			return nil, err
 		}
@@ -289,7 +279,7 @@ func (p *parser) unary(depth int) (Expr, error) {
 		return nil, p.errAt(t, fmt.Sprintf("unexpected %q: expected an event, a number or (", t.text))
 	case tokLParen:
 		p.pos++
-		x, err := p.additive(depth + 1)
+		x, err := p.binary(0, depth+1)
 		if err != nil {
 			return nil, err
 		}

@@ -9,30 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-)
 
-// requirePerfTracepoints skips unless perf and the syscalls/sched tracepoints are usable:
-// the perf binary, and root or perf_event_paranoid -1 for tracepoints. The development
-// machines have all of these, so a skip here means a machine that truly lacks them.
-func requirePerfTracepoints(t *testing.T) string {
-	t.Helper()
-	perf, err := exec.LookPath("perf")
-	if err != nil {
-		t.Skip("needs the perf binary (Debian package linux-perf): not in PATH")
-	}
-	if os.Geteuid() != 0 {
-		b, _ := os.ReadFile("/proc/sys/kernel/perf_event_paranoid")
-		if strings.TrimSpace(string(b)) != "-1" {
-			t.Skip("needs root or perf_event_paranoid = -1 to count tracepoints")
-		}
-	}
-	if _, err := os.Stat("/sys/kernel/tracing/events/syscalls"); err != nil {
-		if _, err2 := os.Stat("/sys/kernel/debug/tracing/events/syscalls"); err2 != nil {
-			t.Skipf("needs syscall tracepoints (CONFIG_FTRACE_SYSCALLS, tracefs mounted): %v", err)
-		}
-	}
-	return perf
-}
+	"github.com/bayesperf/bayesperf/internal/testutil"
+)
 
 // perfStat runs `perf stat -x,` over a shell workload and returns the total per event.
 // Events perf reports as <not counted> or <not supported> are left out.
@@ -70,7 +49,7 @@ func perfStat(t *testing.T, perf string, events []string, workload string) map[s
 // totals, within the relation's own stated tolerance. Hardware relations cannot be
 // checked on a machine without a PMU; they bind to nothing here.
 func TestBuiltinsHoldOnThisKernel(t *testing.T) {
-	perf := requirePerfTracepoints(t)
+	perf := testutil.RequirePerfTracepoints(t)
 	events := []string{
 		"page-faults", "faults", "minor-faults", "major-faults",
 		"context-switches", "cs", "sched:sched_switch",
@@ -134,7 +113,7 @@ func TestBuiltinsHoldOnThisKernel(t *testing.T) {
 // switch between two events: each interval may be off by a couple of counts, which the
 // next one gives back. Totals over all intervals must be exact.
 func TestBuiltinsHoldPerInterval(t *testing.T) {
-	perf := requirePerfTracepoints(t)
+	perf := testutil.RequirePerfTracepoints(t)
 	events := []string{"page-faults", "minor-faults", "major-faults", "context-switches", "sched:sched_switch"}
 	out := filepath.Join(t.TempDir(), "stat.csv")
 	workload := "for i in 1 2 3 4 5 6; do ls -R /usr/share/doc > /dev/null; sleep 0.03; done"

@@ -192,21 +192,11 @@ type Linear struct {
 // Linearize returns the relation as a linear form, or false when it is not linear in the
 // events (min, max, conditionals, products or ratios of events, unbound sums).
 func (r Relation) Linearize() (Linear, bool) {
-	l, ok := linearize(r.LHS)
+	d, ok := linearize(Binary{Op: "-", L: r.LHS, R: r.RHS})
 	if !ok {
 		return Linear{}, false
 	}
-	rr, ok := linearize(r.RHS)
-	if !ok {
-		return Linear{}, false
-	}
-	out := Linear{Coef: map[string]float64{}, Const: l.k - rr.k, Op: r.Op}
-	for e, c := range l.c {
-		out.Coef[e] += c
-	}
-	for e, c := range rr.c {
-		out.Coef[e] -= c
-	}
+	out := Linear{Coef: d.c, Const: d.k, Op: r.Op}
 	for e, c := range out.Coef {
 		if c == 0 {
 			delete(out.Coef, e)

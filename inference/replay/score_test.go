@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/bayesperf/bayesperf/inference"
 	"github.com/bayesperf/bayesperf/inference/schedule"
+	"github.com/bayesperf/bayesperf/internal/testutil"
 )
 
 // recorder remembers every slice it is given; if scribble is set it then overwrites the
@@ -111,16 +111,24 @@ func TestScoreBaselinesConstant(t *testing.T) {
 	}
 }
 
+// scoreRamps scores the baselines with opt on 12 events whose rates are linear ramps
+// over 400 slices, on the kernel's round robin of 4 counters.
+func scoreRamps(t *testing.T, opt Options) *Result {
+	t.Helper()
+	tr := synthetic(12, 400, func(e, t int) uint64 { return uint64(1000 + (e+1)*t) })
+	s, _ := KernelSchedule(tr, 4, nil)
+	res, err := Score(tr, Baselines(12, s), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // On smoothly changing rates (linear ramps) linear interpolation is exact between
 // observations, so it must beat Linux scaling, which assumes a constant rate over the
 // interval, and fixed interpolation, which holds a stale rate.
 func TestScoreBaselinesRamp(t *testing.T) {
-	tr := synthetic(12, 400, func(e, t int) uint64 { return uint64(1000 + (e+1)*t) })
-	s, _ := KernelSchedule(tr, 4, nil)
-	res, err := Score(tr, Baselines(12, s), Options{Window: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := scoreRamps(t, Options{Window: 10})
 	lin, fix, li := res.Estimators["linux"], res.Estimators["fixed"], res.Estimators["linear"]
 	if !(li.WAPE < fix.WAPE/5 && li.WAPE < lin.WAPE/5) {
 		t.Fatalf("WAPE linear %.4f, fixed %.4f, linux %.4f: want linear far below both", li.WAPE, fix.WAPE, lin.WAPE)
@@ -139,14 +147,7 @@ func TestScoreJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
+	m, data := testutil.JSONObject(t, res)
 	for _, k := range []string{"counters", "events", "slices", "intervals", "estimators", "error_reduction", "per_event"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("JSON lacks %q: %s", k, data)
@@ -245,16 +246,8 @@ var _ = schedule.Kernel
 // interpolation cannot yet see the next observation online and holds the last rate, so
 // on a ramp it is worse online than after Finish.
 func TestScoreOnline(t *testing.T) {
-	tr := synthetic(12, 400, func(e, t int) uint64 { return uint64(1000 + (e+1)*t) })
-	s, _ := KernelSchedule(tr, 4, nil)
-	final, err := Score(tr, Baselines(12, s), Options{Window: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	online, err := Score(tr, Baselines(12, s), Options{Window: 10, Online: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	final := scoreRamps(t, Options{Window: 10})
+	online := scoreRamps(t, Options{Window: 10, Online: true})
 	if a, b := final.Estimators["linux"].WAPE, online.Estimators["linux"].WAPE; a != b {
 		t.Errorf("linux WAPE final %v online %v, want equal", a, b)
 	}

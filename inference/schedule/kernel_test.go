@@ -5,6 +5,17 @@ import (
 	"testing"
 )
 
+// held returns how many of group g's events configuration c holds.
+func held(c []EventID, g []EventID) int {
+	n := 0
+	for _, e := range g {
+		if slices.Contains(c, e) {
+			n++
+		}
+	}
+	return n
+}
+
 func ids(xs ...int) []EventID {
 	out := make([]EventID, len(xs))
 	for i, x := range xs {
@@ -102,13 +113,7 @@ func TestKernelGroupsAndMasks(t *testing.T) {
 			t.Errorf("config %d holds 3 and 4, which share the only counter 2: %v", i, c)
 		}
 		for _, g := range sp.Groups {
-			n := 0
-			for _, e := range g {
-				if slices.Contains(c, e) {
-					n++
-				}
-			}
-			if n != 0 && n != len(g) {
+			if n := held(c, g); n != 0 && n != len(g) {
 				t.Errorf("config %d splits group %v: %v", i, g, c)
 			}
 		}

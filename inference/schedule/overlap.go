@@ -106,13 +106,8 @@ func Overlap(sp Spec, g *graph.Graph, opt OverlapOptions) (*Schedule, error) {
 	o := &overlapper{sp: &sp, g: g, units: units, count: make([]int, len(units)), opt: opt}
 	covered := make([]bool, len(units))
 	left := len(units)
-	var prev []int
-	for left > 0 {
-		var cfg []int
-		if prev != nil {
-			cfg = o.carryFrom(prev, carry, covered)
-		}
-		before := left
+	// cover fills cfg with groups not yet covered and marks the ones it holds covered.
+	cover := func(cfg []int) []int {
 		cfg = o.fill(cfg, func(u int) bool { return !covered[u] })
 		for _, u := range cfg {
 			if !covered[u] {
@@ -120,15 +115,19 @@ func Overlap(sp Spec, g *graph.Graph, opt OverlapOptions) (*Schedule, error) {
 				left--
 			}
 		}
+		return cfg
+	}
+	var prev []int
+	for left > 0 {
+		var cfg []int
+		if prev != nil {
+			cfg = o.carryFrom(prev, carry, covered)
+		}
+		before := left
+		cfg = cover(cfg)
 		if left == before {
 			// The carried groups leave no room for any new group: start over without carry.
-			cfg = o.fill(nil, func(u int) bool { return !covered[u] })
-			for _, u := range cfg {
-				if !covered[u] {
-					covered[u] = true
-					left--
-				}
-			}
+			cfg = cover(nil)
 			if left == before {
 				return nil, fmt.Errorf("build overlap schedule: no valid configuration holds group %v", o.firstUncovered(covered))
 			}

@@ -35,13 +35,7 @@ func checkSchedule(t *testing.T, sp Spec, s *Schedule) {
 			seen[e] = true
 		}
 		for _, g := range sp.Groups {
-			n := 0
-			for _, e := range g {
-				if slices.Contains(c, e) {
-					n++
-				}
-			}
-			if n != 0 && n != len(g) {
+			if n := held(c, g); n != 0 && n != len(g) {
 				progr := 0
 				for _, e := range g {
 					if !fixed[e] {

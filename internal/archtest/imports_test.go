@@ -52,7 +52,13 @@ var rules = []rule{
 	// The perf ABI (attr, read_format, flag bits): the leaf every perf-speaking package
 	// shares, so the standard library alone; its tests check the layout against x/sys.
 	{"perfabi", []string{"perfabi"}, []string{"golang.org/x/sys"}},
+	// What tests share (requirements that skip with the reason, process helpers): the
+	// standard library alone, and every package's tests may import it (testOnly).
+	{"internal/testutil", []string{"internal/testutil"}, nil},
 }
+
+// testOnly are the packages any package's tests may import on top of their rule's.
+var testOnly = []string{"internal/testutil"}
 
 type pkg struct {
 	ImportPath   string
@@ -87,7 +93,7 @@ func TestImportDirections(t *testing.T) {
 			// What a package's tests reach into is part of what it depends on (test/ has
 			// nothing but tests).
 			for _, imp := range slices.Concat(p.TestImports, p.XTestImports) {
-				if !allowed(imp, r.allowed) && !allowed(imp, r.tests) {
+				if !allowed(imp, r.allowed) && !allowed(imp, r.tests) && !allowed(imp, testOnly) {
 					t.Errorf("%s's tests import %s, which docs/architecture.md does not allow for %s/", rel, imp, r.tree)
 				}
 			}

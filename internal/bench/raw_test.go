@@ -1,13 +1,14 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bayesperf/bayesperf/internal/testutil"
 )
 
 // output builds a readbench transcript from per-method batches, the way the C program
@@ -155,14 +156,7 @@ func TestSummarize(t *testing.T) {
 	}
 
 	// The JSON a user scripts against: the field names, rdpmc_ns null here.
-	b, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	m, b := testutil.JSONObject(t, r)
 	for _, k := range []string{"native_read_ns", "shim_read_ns", "floor_ns", "rdpmc_ns", "age_p50_us", "age_p99_us"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("JSON lacks %s: %s", k, b)

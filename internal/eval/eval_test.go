@@ -2,17 +2,12 @@ package eval
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"math"
 	"os"
-	"os/exec"
 	"reflect"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/bayesperf/bayesperf/inference"
 	"github.com/bayesperf/bayesperf/inference/baseline"
@@ -21,6 +16,7 @@ import (
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/replay"
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/testutil"
 	"github.com/bayesperf/bayesperf/internal/vpmu"
 	"github.com/bayesperf/bayesperf/internal/workload"
 )
@@ -28,13 +24,7 @@ import (
 // The test binary doubles as the live target: BAYESPERF_EVAL_WORKLOAD=name:ms.
 func TestMain(m *testing.M) {
 	if w := os.Getenv("BAYESPERF_EVAL_WORKLOAD"); w != "" {
-		name, ms, _ := strings.Cut(w, ":")
-		d, _ := strconv.Atoi(ms)
-		wl, err := workload.Lookup(name)
-		if err == nil {
-			err = wl.Run(context.Background(), time.Duration(d)*time.Millisecond, 5)
-		}
-		if err != nil {
+		if err := workload.RunSpec(w, 0, 5); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -197,9 +187,7 @@ func TestJSONShape(t *testing.T) {
 // and every estimator was scored. The model's accuracy is logged, not asserted here
 // (that is inference/model's acceptance).
 func TestLiveEval(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: attaches tracepoints to a child task")
-	}
+	testutil.RequireRoot(t, "attaches tracepoints to a child task")
 	list := "task-clock,page-faults,minor-faults,major-faults,context-switches,cpu-migrations," +
 		"raw_syscalls:sys_enter,raw_syscalls:sys_exit,syscalls:sys_enter_read,syscalls:sys_enter_write," +
 		"syscalls:sys_enter_mmap,syscalls:sys_enter_munmap,syscalls:sys_enter_getpid,syscalls:sys_enter_getppid," +
@@ -218,8 +206,7 @@ func TestLiveEval(t *testing.T) {
 		names[i] = e.Name
 	}
 	rels := relation.Bind(relation.Builtins(), names)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BAYESPERF_EVAL_WORKLOAD=mixed:1500")
+	cmd := testutil.Reexec("BAYESPERF_EVAL_WORKLOAD=mixed:1500")
 	lr, err := RunLive(Live{Events: evs, Fixed: []int{0}, Counters: 4, Rels: rels}, cmd)
 	if err != nil {
 		t.Fatal(err)
@@ -289,9 +276,7 @@ func TestLiveEval(t *testing.T) {
 // collector and checks the invariants the read(2) backend guarantees: the budget holds,
 // truth identities are exact, and the fixed event's view equals its truth.
 func TestVirtualPMUThroughBPF(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: loads BPF and attaches tracepoints to a child task")
-	}
+	testutil.RequireRoot(t, "loads BPF and attaches tracepoints to a child task")
 	evs, err := perf.ParseEvents("task-clock,page-faults,minor-faults,major-faults,context-switches,cpu-migrations," +
 		"{raw_syscalls:sys_enter,raw_syscalls:sys_exit},syscalls:sys_enter_read,syscalls:sys_enter_write," +
 		"syscalls:sys_enter_mmap,syscalls:sys_enter_munmap,sched:sched_switch,sched:sched_wakeup")
@@ -302,8 +287,7 @@ func TestVirtualPMUThroughBPF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BAYESPERF_EVAL_WORKLOAD=mixed:400")
+	cmd := testutil.Reexec("BAYESPERF_EVAL_WORKLOAD=mixed:400")
 	res, err := vpmu.RunCommand(vpmu.Config{Events: evs, Views: []vpmu.View{{Name: "kernel", Schedule: ks}}, Truth: true, Snapshots: BPFSnapshots}, cmd, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -443,15 +427,12 @@ func TestOnlineAgreesWithReplayHarness(t *testing.T) {
 // as the sidecar does, so that the relations bind x#2 = x (the model then knows the
 // copies count the same) and the run's trace has distinct columns and replays.
 func TestLiveRepeatsNamed(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: attaches events to a child task")
-	}
+	testutil.RequireRoot(t, "attaches events to a child task")
 	evs, err := perf.ParseEvents("page-faults,minor-faults,page-faults")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BAYESPERF_EVAL_WORKLOAD=memory:200")
+	cmd := testutil.Reexec("BAYESPERF_EVAL_WORKLOAD=memory:200")
 	lr, err := RunLive(Live{Events: evs, Counters: 1}, cmd)
 	if err != nil {
 		t.Fatal(err)

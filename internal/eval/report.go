@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/bayesperf/bayesperf/inference/replay"
 )
 
 // WriteJSON writes the result as exactly one JSON object (issue 5's shape). Non-finite
@@ -19,17 +21,11 @@ func (r *Result) WriteJSON(w io.Writer) error {
 	return err
 }
 
-// MarshalJSON sanitises non-finite values before encoding.
+// MarshalJSON sanitises non-finite values before encoding, as replay's Scores, whose
+// shape it has.
 func (m Metric) MarshalJSON() ([]byte, error) {
-	type plain struct {
-		WAPE       *float64 `json:"wape"`
-		TotalError *float64 `json:"total_error"`
-		RA         *float64 `json:"ra"`
-		DTW        *float64 `json:"dtw"`
-		Coverage95 *float64 `json:"coverage95"`
-		Sharpness  *float64 `json:"sharpness"`
-	}
-	return json.Marshal(plain{fin(m.WAPE), fin(m.TotalError), fin(m.RA), fin(m.DTW), m.Coverage95, finPtr(m.Sharpness)})
+	return json.Marshal(replay.Scores{WAPE: fin(m.WAPE), TotalError: fin(m.TotalError), RA: fin(m.RA), DTW: fin(m.DTW),
+		Coverage95: m.Coverage95, Sharpness: finPtr(m.Sharpness)})
 }
 
 // finPtr is fin for an optional value: nil stays nil.

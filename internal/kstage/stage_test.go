@@ -419,15 +419,22 @@ func TestRoundsKeepReads(t *testing.T) {
 	}
 }
 
-// TestLateEvent: an event registered after the target's model started joins a rebuilt
-// model; values stay monotonic and the totals close to the truth.
-func TestLateEvent(t *testing.T) {
+// mixedLate is mixed on this process with its fifth event held back, to be registered
+// late, after 100 rounds of the first four.
+func mixedLate(t *testing.T) (*kernel, sidecar.Event) {
 	k := mixed(t, int32(os.Getpid()))
 	late := k.evs[4]
 	k.evs = k.evs[:4]
 	for range 100 {
 		k.step()
 	}
+	return k, late
+}
+
+// TestLateEvent: an event registered after the target's model started joins a rebuilt
+// model; values stay monotonic and the totals close to the truth.
+func TestLateEvent(t *testing.T) {
+	k, late := mixedLate(t)
 	k.evs = append(k.evs, late)
 	for range 300 {
 		k.step()
@@ -483,12 +490,7 @@ func TestSingleEventClient(t *testing.T) {
 // new model has a slice) gets the totals as of now, not the smoother's totals of the
 // last read before the rebuild.
 func TestReadAfterRebuild(t *testing.T) {
-	k := mixed(t, int32(os.Getpid()))
-	late := k.evs[4]
-	k.evs = k.evs[:4]
-	for range 100 {
-		k.step()
-	}
+	k, late := mixedLate(t)
 	k.read(1) // the smoother's totals as of round 100
 	for range 200 {
 		k.step()

@@ -11,9 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bayesperf/bayesperf/internal/testutil"
 	"github.com/bayesperf/bayesperf/perfabi"
 	"golang.org/x/sys/unix"
 )
+
+// whyRoot is why this package's kernel tests need root.
+const whyRoot = "opens tracepoints and other tasks' events"
 
 // The test binary doubles as a target program: with BAYESPERF_PERF_HELPER=getppid:N it
 // makes N getppid calls and exits, so tracepoint counts are known exactly.
@@ -28,21 +32,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: opens tracepoints and other tasks' events")
-	}
-}
-
 func helperCmd(n int) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("BAYESPERF_PERF_HELPER=getppid:%d", n))
+	cmd := testutil.Reexec(fmt.Sprintf("BAYESPERF_PERF_HELPER=getppid:%d", n))
 	return cmd
 }
 
 func TestTracepointCountsExactly(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	const n = 12345
 	evs, err := ParseEvents("syscalls:sys_enter_getppid,{dummy,raw_syscalls:sys_enter,task-clock}")
 	if err != nil {
@@ -114,15 +110,32 @@ func TestTracepointCountsExactly(t *testing.T) {
 	}
 }
 
-// TestReadCollectorSetEnabled: an event switched off by the collector stops counting,
-// and counts again once switched on.
-func TestReadCollectorSetEnabled(t *testing.T) {
-	runtime.LockOSThread() // the event counts this thread only
-	defer runtime.UnlockOSThread()
+// threadTaskClock locks t to its OS thread for the rest of the test, so that an event
+// of this task counts it alone, and returns task-clock's description.
+func threadTaskClock(t *testing.T) []EventDesc {
+	t.Helper()
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
 	d, err := ParseEvents("task-clock")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return d
+}
+
+// spin keeps this thread on the CPU for some 20 million additions.
+func spin() {
+	x := 0
+	for i := range 20_000_000 {
+		x += i
+	}
+	_ = x
+}
+
+// TestReadCollectorSetEnabled: an event switched off by the collector stops counting,
+// and counts again once switched on.
+func TestReadCollectorSetEnabled(t *testing.T) {
+	d := threadTaskClock(t)
 	e, err := Open(d[0].Attr, ThisPid, AnyCPU, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -132,13 +145,6 @@ func TestReadCollectorSetEnabled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	spin := func() {
-		x := 0
-		for i := range 20_000_000 {
-			x += i
-		}
-		_ = x
-	}
 	if err := c.SetEnabled(0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -170,12 +176,7 @@ func TestReadCollectorSetEnabled(t *testing.T) {
 }
 
 func TestEnableDisableStopsCounting(t *testing.T) {
-	runtime.LockOSThread() // the event counts this thread only
-	defer runtime.UnlockOSThread()
-	d, err := ParseEvents("task-clock")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := threadTaskClock(t)
 	a := d[0].Attr
 	a.Flags |= perfabi.FlagDisabled
 	e, err := Open(a, ThisPid, AnyCPU, nil)
@@ -183,13 +184,6 @@ func TestEnableDisableStopsCounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	spin := func() {
-		x := 0
-		for i := range 20_000_000 {
-			x += i
-		}
-		_ = x
-	}
 	spin()
 	c0, _ := e.ReadCount()
 	if c0.Value != 0 || c0.Enabled != 0 {
@@ -313,7 +307,7 @@ func TestUnknownNamesSuggest(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "page-faults") {
 		t.Fatalf("error %v should suggest page-faults", err)
 	}
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	_, err = ParseEvents("sched:sched_swich")
 	if err == nil || !strings.Contains(err.Error(), "sched:sched_switch") {
 		t.Fatalf("error %v should suggest sched:sched_switch", err)
@@ -321,7 +315,7 @@ func TestUnknownNamesSuggest(t *testing.T) {
 }
 
 func TestTracepointGlob(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	evs, err := ParseEvents("{syscalls:sys_enter_get*id}")
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bayesperf/bayesperf/internal/testutil"
 	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
@@ -235,15 +236,7 @@ func TestServerMirrorsCounts(t *testing.T) {
 		t.Fatalf("refresh status %d", st.Status)
 	}
 	_, v, _ = m.Snapshot()
-	buf := make([]byte, 64)
-	n, err := unix.Read(fd, buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := shim.ParseRead(format, buf[:n])
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := readKernel(t, fd, format)
 	if v.Members[0] != k.Members[0] || v.Enabled != k.Enabled || v.Running != k.Running {
 		t.Errorf("after refresh of a disabled event: mirror %+v, kernel %+v", v, k)
 	}
@@ -268,12 +261,7 @@ func TestServerDeclinesNonPerfFd(t *testing.T) {
 	c := dial(t, path)
 	_, pfd := c.call(shim.MsgHello, shim.Hello{Pid: int32(os.Getpid())}, -1)
 	unix.Close(pfd)
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(p[0])
-	defer unix.Close(p[1])
+	p := testutil.Pipe(t)
 	rep, mfd := c.call(shim.MsgRegister, registerMsg(1, 0), p[0])
 	if rr := rep.(shim.RegisterReply); rr.Status != -int32(unix.EBADF) || mfd >= 0 {
 		t.Errorf("register of a pipe: %+v fd %d, want -EBADF and no mirror", rr, mfd)
@@ -369,4 +357,20 @@ func FuzzServeMessages(f *testing.F) {
 			unix.Munmap(c.page)
 		}
 	})
+}
+
+// readKernel reads the perf event fd with read(2), as a tool would without the shim,
+// and decodes the values in its read_format.
+func readKernel(t *testing.T, fd int, format uint64) shim.Values {
+	t.Helper()
+	buf := make([]byte, 64)
+	n, err := unix.Read(fd, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := shim.ParseRead(format, buf[:n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

@@ -69,15 +69,7 @@ func TestServerSurvivesStagePanic(t *testing.T) {
 		t.Fatalf("refresh after the panic: %+v", rep)
 	}
 	_, v, _ := m.Snapshot()
-	buf := make([]byte, 64)
-	n, err := unix.Read(fd, buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := shim.ParseRead(format, buf[:n])
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := readKernel(t, fd, format)
 	if len(v.Members) != 1 || v.Members[0].Value != k.Members[0].Value {
 		t.Errorf("after the stage panicked the mirror has %+v, the kernel %+v; want the kernel's value", v, k)
 	}

@@ -1,12 +1,11 @@
 package vpmu
 
 import (
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/testutil"
 )
 
 // TestKernelCountsExactly: a fixed amount of work counted by the kernel's own schedule,
@@ -14,13 +13,12 @@ import (
 // made, a group's members included, and software events, which the kernel never
 // multiplexes, run all the time they are enabled.
 func TestKernelCountsExactly(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	evs, err := perf.ParseEvents("syscalls:sys_enter_getppid,{task-clock,syscalls:sys_enter_write},page-faults")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BAYESPERF_VPMU_WORKLOAD=fixed-work:0")
+	cmd := testutil.Reexec("BAYESPERF_VPMU_WORKLOAD=fixed-work:0")
 	var k *Kernel
 	if err := perf.StartAttached(cmd, func(pid int) error {
 		k, err = OpenKernel(evs, pid, perf.AnyCPU)

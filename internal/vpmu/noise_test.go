@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/testutil"
 )
 
 // emulationNoise runs the mixed workload under one kernel view with truth and returns,
@@ -41,7 +42,7 @@ func emulationNoise(t *testing.T) (evs []perf.EventDesc, tot, diff []float64) {
 // kernel, so their views are derived from the always-on copies, and a view's count in a
 // slice it scheduled the event in is the truth of that slice, exactly.
 func TestEmulationNoise(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	evs, tot, diff := emulationNoise(t)
 	counted := 0
 	for i := range evs {
@@ -62,7 +63,7 @@ func TestEmulationNoise(t *testing.T) {
 // are switched and read right after their truth, so the median over events of the
 // difference must stay within 2% of the counts.
 func TestEmulationNoiseViewCopies(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	viewCopies = true
 	defer func() { viewCopies = false }()
 	evs, tot, diff := emulationNoise(t)

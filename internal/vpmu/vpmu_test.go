@@ -1,7 +1,6 @@
 package vpmu
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"os"
@@ -16,8 +15,12 @@ import (
 
 	"github.com/bayesperf/bayesperf/inference/schedule"
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/internal/testutil"
 	"github.com/bayesperf/bayesperf/internal/workload"
 )
+
+// whyRoot is why this package's kernel tests need root.
+const whyRoot = "attaches tracepoints to a child task"
 
 // The test binary doubles as the target: BAYESPERF_VPMU_WORKLOAD=name:ms runs a built-in
 // workload.
@@ -37,18 +40,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	if w := os.Getenv("BAYESPERF_VPMU_WORKLOAD"); w != "" {
-		name, ms := w, 300
-		for i := range w {
-			if w[i] == ':' {
-				name = w[:i]
-				ms, _ = strconv.Atoi(w[i+1:])
-			}
-		}
-		wl, err := workload.Lookup(name)
-		if err == nil {
-			err = wl.Run(context.Background(), time.Duration(ms)*time.Millisecond, 3)
-		}
-		if err != nil {
+		if err := workload.RunSpec(w, 300*time.Millisecond, 3); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -56,17 +48,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: attaches tracepoints to a child task")
-	}
-}
-
 func target(name string, ms int) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BAYESPERF_VPMU_WORKLOAD="+name+":"+strconv.Itoa(ms))
-	return cmd
+	return testutil.Reexec("BAYESPERF_VPMU_WORKLOAD=" + name + ":" + strconv.Itoa(ms))
 }
 
 const testEvents = "task-clock,page-faults,minor-faults,major-faults,context-switches,cpu-migrations," +
@@ -74,7 +57,7 @@ const testEvents = "task-clock,page-faults,minor-faults,major-faults,context-swi
 	"syscalls:sys_enter_mmap,syscalls:sys_enter_munmap,sched:sched_switch,sched:sched_wakeup"
 
 func TestVirtualMultiplexingHoldsBudgetAndTruth(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	const counters = 4
 	fixed := []int{0} // task-clock on a fixed counter
 	evs, ks := kernelEvents(t, testEvents, counters, fixed)
@@ -147,7 +130,7 @@ func isScheduled(s *schedule.Schedule, t, e int) bool {
 // run to run with the Go runtime's own work, so they get a tolerance of 5% + 20 events +
 // twice the difference between two native runs.
 func TestTruthMatchesNativePerfStat(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	if _, err := exec.LookPath("perf"); err != nil {
 		t.Skip("needs the perf binary (apt-get install linux-perf)")
 	}
@@ -157,8 +140,7 @@ func TestTruthMatchesNativePerfStat(t *testing.T) {
 		t.Fatal(err)
 	}
 	fixedWork := func() *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "BAYESPERF_VPMU_WORKLOAD=fixed-work:0")
+		cmd := testutil.Reexec("BAYESPERF_VPMU_WORKLOAD=fixed-work:0")
 		return cmd
 	}
 	// Native perf stat twice, CSV (value,unit,event,...): the two runs' difference
@@ -274,17 +256,10 @@ func TestVirtualTimes(t *testing.T) {
 // its stdin), with EnableOnExec, and a Runner steps them while the command runs. Nothing
 // before the exec may count, and a client sees multiplexed times.
 func TestEnableOnExecRunner(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, whyRoot)
 	evs, ks := kernelEvents(t, "syscalls:sys_enter_getppid,syscalls:sys_enter_write,page-faults,minor-faults", 2, nil)
-	cmd := exec.Command("sh", "-c", `read x; exec "$0" -test.run=^$`, os.Args[0])
-	cmd.Env = append(os.Environ(), "BAYESPERF_VPMU_WORKLOAD=fixed-work:0")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd := testutil.ReexecOnLine("BAYESPERF_VPMU_WORKLOAD=fixed-work:0")
+	in := testutil.StartWithStdin(t, cmd)
 	p, r := openRunner(t, Config{Events: evs, Views: []View{{"kernel", ks}}, Truth: true, Pid: cmd.Process.Pid,
 		CPU: perf.AnyCPU, Inherit: true, EnableOnExec: true})
 	time.Sleep(20 * time.Millisecond) // idle steps before the exec must not rotate or count

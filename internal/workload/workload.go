@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -46,6 +48,23 @@ func Lookup(name string) (Workload, error) {
 		return Workload{}, fmt.Errorf("find workload %q: unknown; known: %v", name, Names())
 	}
 	return w, nil
+}
+
+// RunSpec runs the workload that spec, "name:ms", names for ms milliseconds (for def
+// when spec has no ":ms") with seed: what a test binary that doubles as a target
+// process does in its TestMain.
+func RunSpec(spec string, def time.Duration, seed uint64) error {
+	name, ms, timed := strings.Cut(spec, ":")
+	total := def
+	if timed {
+		n, _ := strconv.Atoi(ms)
+		total = time.Duration(n) * time.Millisecond
+	}
+	w, err := Lookup(name)
+	if err != nil {
+		return err
+	}
+	return w.Run(context.Background(), total, seed)
 }
 
 // Run plans the workload from seed and executes its phases until total has passed or ctx

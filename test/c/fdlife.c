@@ -45,15 +45,6 @@ static int open_faults_on(pid_t pid)
 	return fd;
 }
 
-static void touch(int pages)
-{
-	long pg = sysconf(_SC_PAGESIZE);
-	char *p = mmap(NULL, pages * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	for (int i = 0; i < pages; i++)
-		p[i * pg] = 1;
-	munmap(p, pages * pg);
-}
-
 /* same reads fd through read() and the raw syscall; both must agree exactly. */
 static void same(const char *what, int fd)
 {
@@ -94,7 +85,7 @@ int main(void)
 
 	int fd = open_faults();
 	ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
-	touch(100);
+	touch_pages(100);
 	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
 	same("original", fd);
 
@@ -156,7 +147,7 @@ int main(void)
 		same("inherited fd in a child", d);
 		int f = open_faults_on(0);
 		ioctl(f, PERF_EVENT_IOC_ENABLE, 0);
-		touch(30);
+		touch_pages(30);
 		ioctl(f, PERF_EVENT_IOC_DISABLE, 0);
 		same("child's own event", f);
 		uint64_t v[3];

@@ -29,6 +29,7 @@
 #include "perf_helpers.h"
 
 #include "../../shim/preload/bayesperf_abi.h"
+#include "sidecar_helpers.h"
 
 static int sock;
 static uint32_t seq;
@@ -84,15 +85,11 @@ int main(int argc, char **argv)
 		perror("setrlimit");
 		return 2;
 	}
-	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	strncpy(a.sun_path, argv[1], sizeof a.sun_path - 1);
-	if (connect(sock, (struct sockaddr *)&a, sizeof a) < 0) {
+	sock = sidecar_dial(argv[1], 10);
+	if (sock < 0) {
 		printf("connect-failed:%s\n", strerrorname_np(errno));
 		return 0;
 	}
-	struct timeval tv = {.tv_sec = 10};
-	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	struct bp_hello hello = {getpid(), 0};
 	struct bp_hello_reply hr;
 	if (call(BP_MSG_HELLO, &hello, sizeof hello, -1, &hr, sizeof hr) < 0 || hr.status != 0) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../../shim/preload/bayesperf_abi.h"
+#include "sidecar_helpers.h"
 
 int main(int argc, char **argv)
 {
@@ -21,15 +22,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: hardening_peer SOCKET_PATH\n");
 		return 2;
 	}
-	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	strncpy(a.sun_path, argv[1], sizeof a.sun_path - 1);
-	if (connect(s, (struct sockaddr *)&a, sizeof a) < 0) {
+	int s = sidecar_dial(argv[1], 5);
+	if (s < 0) {
 		printf("connect-failed:%s\n", strerrorname_np(errno));
 		return 0;
 	}
-	struct timeval tv = {.tv_sec = 5};
-	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	struct {
 		struct bp_msg_hdr h;
 		struct bp_hello b;

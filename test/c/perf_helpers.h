@@ -1,4 +1,5 @@
-/* perf_helpers.h: the perf_event_open(2) call the C test programs share.
+/* perf_helpers.h: the perf_event_open(2) call the C test programs share, and the page
+ * faults they count.
  *
  * glibc has no wrapper, so tools (perf, PAPI) call syscall(SYS_perf_event_open, ...); so
  * does perf_open, because that is the path libbayesperf.so interposes: a program that
@@ -10,6 +11,7 @@
 #include <linux/perf_event.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -29,6 +31,17 @@ static inline void sw_attr(struct perf_event_attr *a, uint64_t config)
 static inline int perf_open(struct perf_event_attr *a, pid_t pid, int cpu, int group_fd, unsigned long flags)
 {
 	return (int)syscall(SYS_perf_event_open, a, pid, cpu, group_fd, flags);
+}
+
+/* touch_pages maps pages anonymous pages, writes a byte to each (one page fault each, for
+ * page-faults and minor-faults to count) and unmaps them. */
+static inline void touch_pages(int pages)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, pages * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	for (int i = 0; i < pages; i++)
+		p[i * pg] = 1;
+	munmap(p, pages * pg);
 }
 
 #endif

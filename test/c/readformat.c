@@ -71,15 +71,6 @@ static void touch(int pages)
 	}
 }
 
-static void touch_here(int pages)
-{
-	long pg = sysconf(_SC_PAGESIZE);
-	char *p = mmap(NULL, pages * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	for (int i = 0; i < pages; i++)
-		p[i * pg] = 1;
-	munmap(p, pages * pg);
-}
-
 /* compare reads fd through libc (the mirror) and through the raw syscall (the kernel). */
 static void compare(const char *what, int fd, uint64_t fmt, int nr)
 {
@@ -123,7 +114,7 @@ static void child_loop(int cmd_r, int ack_w)
 {
 	unsigned char c;
 	while (read(cmd_r, &c, 1) == 1) {
-		touch_here(c);
+		touch_pages(c);
 		if (write(ack_w, &c, 1) != 1)
 			break;
 	}

@@ -2,10 +2,8 @@ package pmu
 
 import (
 	"encoding/json"
-	"errors"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,16 +27,36 @@ func phased(t *testing.T, d string) []string {
 // run runs a command and returns its combined output and exit status.
 func run(t *testing.T, name string, args ...string) (string, int) {
 	t.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return string(out), 0
-	case errors.As(err, &ee):
-		return string(out), ee.ExitCode()
+	return runEnv(t, nil, name, args...)
+}
+
+// intervalReport is the part of bayesperf run's --report these tests read: per
+// interval, each event's value as the tool computed it and its truth.
+type intervalReport struct {
+	Clients []struct {
+		Intervals []struct {
+			Events []struct {
+				Event string   `json:"event"`
+				Tool  *float64 `json:"tool"`
+				Truth *uint64  `json:"truth"`
+			} `json:"events"`
+		} `json:"intervals"`
+	} `json:"clients"`
+}
+
+// readIntervals reads the --report file of a run of one client; log is the run's
+// output, shown if the file is not that.
+func readIntervals(t *testing.T, path, log string) intervalReport {
+	t.Helper()
+	var rep intervalReport
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(b, &rep)
 	}
-	t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	return "", 0
+	if err != nil || len(rep.Clients) != 1 {
+		t.Fatalf("--report: %v, %d clients\n%s", err, len(rep.Clients), log)
+	}
+	return rep
 }
 
 // TestPMUFacts checks what the other tests rely on: the kernel multiplexes more hardware
@@ -479,24 +497,7 @@ func TestPMUOwnScheduleIntervals(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &lin); err != nil {
 		t.Fatal(err)
 	}
-	var rep struct {
-		Clients []struct {
-			Intervals []struct {
-				Events []struct {
-					Event string   `json:"event"`
-					Tool  *float64 `json:"tool"`
-					Truth *uint64  `json:"truth"`
-				} `json:"events"`
-			} `json:"intervals"`
-		} `json:"clients"`
-	}
-	b, err := os.ReadFile(report)
-	if err == nil {
-		err = json.Unmarshal(b, &rep)
-	}
-	if err != nil || len(rep.Clients) != 1 {
-		t.Fatalf("--report: %v, %d clients", err, len(rep.Clients))
-	}
+	rep := readIntervals(t, report, "")
 	// Per event, in the tool's order (both files follow it): the sums of |printed -
 	// truth| and of the truth over the intervals, and the printed and true totals.
 	n := len(hwEvents)

@@ -1,7 +1,6 @@
 package pmu
 
 import (
-	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -115,24 +114,7 @@ func vendorRun(t *testing.T, env []string) vendorResult {
 	if rc != 0 {
 		t.Fatalf("bayesperf run exited %d:\n%s", rc, out)
 	}
-	var rep struct {
-		Clients []struct {
-			Intervals []struct {
-				Events []struct {
-					Event string   `json:"event"`
-					Tool  *float64 `json:"tool"`
-					Truth *uint64  `json:"truth"`
-				} `json:"events"`
-			} `json:"intervals"`
-		} `json:"clients"`
-	}
-	b, err := os.ReadFile(report)
-	if err == nil {
-		err = json.Unmarshal(b, &rep)
-	}
-	if err != nil || len(rep.Clients) != 1 {
-		t.Fatalf("--report: %v, %d clients\n%s", err, len(rep.Clients), out)
-	}
+	rep := readIntervals(t, report, out)
 	n := len(vendorEvents)
 	r := vendorResult{log: out}
 	absErr, truth := make([]float64, n), make([]float64, n)

@@ -143,14 +143,9 @@ func runCallgrind(out string, bbs int, derived, keepStdout bool, cmd []string) e
 			return err
 		}
 	}
-	var buf bytes.Buffer
-	if err := tr.WriteCSV(&buf); err != nil {
+	if err := writeTrace(out, tr, "parts", "; per-event sums equal callgrind's totals"); err != nil {
 		return err
 	}
-	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("write trace: %w", err)
-	}
-	fmt.Fprintf(os.Stderr, "tracegen: %s: %d parts x %d events, %d bytes; per-event sums equal callgrind's totals\n", out, tr.Slices(), len(tr.Events), buf.Len())
 	for _, q := range cgInequalities {
 		a, b := tr.EventIndex(q[0]), tr.EventIndex(q[1])
 		if a < 0 || b < 0 {

@@ -160,6 +160,16 @@ func run(out string, ms int, events []string, nsys int, keepStdout bool, cmd []s
 	if err != nil {
 		return err
 	}
+	if err := writeTrace(out, tr, "intervals", ""); err != nil {
+		return err
+	}
+	report(tr)
+	return nil
+}
+
+// writeTrace writes tr as CSV to the file out and says so on stderr: its rows (called
+// rows), events and size, then note.
+func writeTrace(out string, tr *replay.Trace, rows, note string) error {
 	var buf bytes.Buffer
 	if err := tr.WriteCSV(&buf); err != nil {
 		return err
@@ -167,8 +177,7 @@ func run(out string, ms int, events []string, nsys int, keepStdout bool, cmd []s
 	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write trace: %w", err)
 	}
-	fmt.Fprintf(os.Stderr, "tracegen: %s: %d intervals x %d events, %d bytes\n", out, tr.Slices(), len(tr.Events), buf.Len())
-	report(tr)
+	fmt.Fprintf(os.Stderr, "tracegen: %s: %d %s x %d events, %d bytes%s\n", out, tr.Slices(), rows, len(tr.Events), buf.Len(), note)
 	return nil
 }
 

@@ -2,31 +2,19 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/bayesperf/bayesperf/inference/replay"
+	"github.com/bayesperf/bayesperf/internal/testutil"
 )
-
-// requirePerfTracepoints skips only when the machine truly lacks what recording needs:
-// the perf binary, and root (tracepoints need it here).
-func requirePerfTracepoints(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("perf"); err != nil {
-		t.Skip("needs the perf binary (linux-perf): not found")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to count tracepoints")
-	}
-}
 
 // Recording a real program end to end gives a trace that reads back with every event and
 // exact whole-run identities. (The syscall census, -syscalls N, is left out: enabling
 // all 360 syscall tracepoints takes perf some 18 s of waiting on this kernel.)
 func TestRecordRealProgram(t *testing.T) {
-	requirePerfTracepoints(t)
+	testutil.RequirePerfTracepoints(t)
 	out := filepath.Join(t.TempDir(), "t.csv")
 	cmd := []string{"sh", "-c", "for i in 1 2 3; do ls -R /usr/include/linux > /dev/null; done"}
 	events := append(append([]string{}, defaultEvents...), "syscalls:sys_enter_openat", "syscalls:sys_enter_getdents64",
@@ -81,7 +69,7 @@ func requireSyscallTracepoints(t *testing.T) {
 // syscalls:sys_enter_* tracepoints add up to raw_syscalls:sys_enter over the whole run.
 // The program's syscalls do not vary between runs (no threads, no timing-dependent calls).
 func TestRecordAllSyscalls(t *testing.T) {
-	requirePerfTracepoints(t)
+	testutil.RequirePerfTracepoints(t)
 	requireSyscallTracepoints(t)
 	if testing.Short() {
 		t.Skip("-short: the syscall census makes perf enable every syscall tracepoint, up to ~20 s")

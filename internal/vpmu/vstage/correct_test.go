@@ -2,12 +2,12 @@ package vstage
 
 import (
 	"math"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
+	"github.com/bayesperf/bayesperf/internal/testutil"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -17,9 +17,7 @@ import (
 // time (running = enabled), and after the command has exited is the report's final total
 // of each event; the report has one interval per round and the truth of every event.
 func TestCorrectedClient(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: opens tracepoints on another process")
-	}
+	testutil.RequireRoot(t, "opens tracepoints on another process")
 	cmd, in, descs, evs := heldWorker(t, "page-faults,minor-faults,context-switches,raw_syscalls:sys_enter,syscalls:sys_enter_getppid,syscalls:sys_enter_mmap", false)
 	st := &Stage{Counters: 2, Infer: true, Truth: true, Intervals: true, Schedule: "kernel", Relations: relation.Builtins(), Logf: t.Logf}
 	defer st.Close()

@@ -15,6 +15,7 @@ import (
 	"github.com/bayesperf/bayesperf/bpf"
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
+	"github.com/bayesperf/bayesperf/internal/testutil"
 	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
@@ -50,9 +51,7 @@ func TestMain(m *testing.M) {
 // opens the copies with enable_on_exec on the shell and answers reads between its
 // snapshots through Peek.
 func TestPerfStatLikeClient(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: opens tracepoints on another process")
-	}
+	testutil.RequireRoot(t, "opens tracepoints on another process")
 	for _, coll := range []string{"read", "bpf"} {
 		t.Run(coll, func(t *testing.T) { testPerfStatLikeClient(t, coll) })
 	}
@@ -138,9 +137,7 @@ func testPerfStatLikeClient(t *testing.T, coll string) {
 // TestCollectorFallback: a client whose virtual PMU the snapshotting collector cannot
 // serve gets one with read(2), and the log and Collector say so.
 func TestCollectorFallback(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: opens events on another process")
-	}
+	testutil.RequireRoot(t, "opens events on another process")
 	cmd, in, _, evs := heldWorker(t, "task-clock,page-faults,context-switches", false)
 	defer func() {
 		in.Close()
@@ -179,11 +176,8 @@ func TestCollectorFallback(t *testing.T) {
 // both virtual counts with the group's times, and the group is scheduled as a unit (its
 // members ran exactly as long as each other).
 func TestGroupRead(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: opens events on another process")
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BAYESPERF_VSTAGE_WORK=1")
+	testutil.RequireRoot(t, "opens events on another process")
+	cmd := testutil.Reexec("BAYESPERF_VSTAGE_WORK=1")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -247,15 +241,8 @@ func heldWorker(t *testing.T, names string, withReadFormat bool) (*exec.Cmd, io.
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("sh", "-c", `read x; exec "$0" -test.run=^$`, os.Args[0])
-	cmd.Env = append(os.Environ(), "BAYESPERF_VSTAGE_WORK=1")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd := testutil.ReexecOnLine("BAYESPERF_VSTAGE_WORK=1")
+	in := testutil.StartWithStdin(t, cmd)
 	pid := int32(cmd.Process.Pid)
 	var evs []sidecar.Event
 	for i, d := range descs {
