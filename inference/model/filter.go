@@ -154,7 +154,7 @@ func (md *Model) gather(s inference.Slice, d float64) error {
 			// As evidence about the rate the walk carries to other slices, a count
 			// is a Poisson draw: a few counts in a short slice are a noisy rate, and
 			// taking them as exact carried a burst of one 30µs slice into its 4ms
-			// neighbours (live-memory trace: 0.88x against Linux; 1.43x with this).
+			// neighbours (docs/model.md).
 			// The slice's own count is still reported exactly (withCounts). Events
 			// counted in nearly every slice stay exact: relations tie others to them.
 			// The variance is that of the count the level expects (set in predict,
@@ -232,14 +232,10 @@ func (md *Model) predict(d float64) {
 		// The burst is sized by the step, but never below the noise of the reading
 		// that revealed it: a rate that sat at zero for long learns a walk with
 		// almost no step, and widening that step (at most 100-fold) left the first
-		// reading of a new phase unheard (live mixed seed 7: getppid read 154 after
-		// 700 slices of zeros, filtered to 0, the next 5 slices estimated at 2-9
-		// against 230-560; the live replays gained 1.57x -> 1.62x, 1.48x -> 1.54x
-		// without fixed counters). The burst widens the step out of its slice too
-		// (l.burst, added in the next slice): whether the rate stays up is for the
-		// next reading to say, so that a one-slice burst is not carried into the
-		// slices after it (munmap, 7 counts in a run, was estimated at 47) while a
-		// new phase still is (1.62x -> 1.65x, 1.54x -> 1.56x).
+		// reading of a new phase unheard. The burst widens the step out of its slice
+		// too (l.burst, added in the next slice): whether the rate stays up is for
+		// the next reading to say, so that a one-slice burst is not carried into the
+		// slices after it while a new phase still is (docs/model.md).
 		b := math.Max(l.scale[i]*l.scale[i], l.rnoise[i]) * (1/lam[i] - 1)
 		l.qb[i] = b + l.burst[i]
 		l.burst[i] = math.Max(b, l.first[i])
@@ -270,7 +266,7 @@ func (md *Model) readingNoise() {
 				// running for part of its slice, it misses the rest of it by about
 				// one step of the walk per missing share. Without this a burst of a
 				// 30µs slice, one of the level's expected count, set the rate of its
-				// 4ms neighbours (live-memory trace: 0.93x against Linux; 1.08x).
+				// 4ms neighbours (docs/model.md).
 				o.r += (md.dTyp/o.span - 1) * md.innovVar(o.h)
 			}
 		}

@@ -52,8 +52,8 @@ func (r *runLog) slice(t int) inference.Slice {
 // activity learner reads `lookahead` slices ahead of the filter, which centres its
 // forgetting window on the slice being filtered. The walks and the constant levels are
 // learned again as in the first pass, from the readings before each slice: centring
-// the constant levels as well was worse (real traces 2.05x -> 2.00x), since the
-// smoother already carries later readings back. The intervals keep the first pass's
+// the constant levels as well was worse (docs/model.md), since the smoother already
+// carries later readings back. The intervals keep the first pass's
 // calibration and count scatter (see below).
 //
 // Live values (Estimate before Finish) are the first pass's. A run whose history froze

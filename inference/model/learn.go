@@ -79,9 +79,8 @@ const (
 	maxGap    = 64 // readings farther apart say little about one slice's step
 	// levelWindow is the number of readings a level averages over. Programs move in
 	// phases of tens of slices (the live workloads: 10 to 60), and a level that
-	// averages over several phases pulls every gap towards a rate none of them had:
-	// 8 against 32, with Reversion 0.02, took the live replays from 1.54x to 1.60x
-	// (task-clock fixed) and 1.39x to 1.49x (none), the real traces unchanged.
+	// averages over several phases pulls every gap towards a rate none of them had
+	// (docs/model.md has the figures).
 	levelWindow = 8.0
 )
 

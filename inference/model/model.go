@@ -37,9 +37,8 @@ type Options struct {
 	// counted together in two consecutive slices (see learner.fitFactors). Off by
 	// default: activity levels (see activity) now carry what events share through the
 	// always-counted events, and on the kernel's round robin the learned correlations
-	// let one event's jump drag the others (the live-mixed trace replayed: 0.71x
-	// against Linux with them, 1.05x without); our own schedule, which never counts
-	// an event in two consecutive slices, learns none. Without it each walk is
+	// let one event's jump drag the others (docs/model.md); our own schedule, which
+	// never counts an event in two consecutive slices, learns none. Without it each walk is
 	// independent of the others' and relations alone couple events.
 	Correlated bool
 	// NoActivity disables activity levels (see activity): every rate then reverts to

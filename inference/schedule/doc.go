@@ -10,7 +10,7 @@
 // blankets intersect, the paper's condition) and through the fixed events, rather than
 // by sharing a counter. Every event is then read as often as the budget allows,
 // evenly spaced; with the model this measured better than carrying events over, and
-// co-counting related events worse (OverlapOptions has the figures). The order of the
+// co-counting related events worse (docs/model.md has the figures). The order of the
 // configurations within the cycle is left as built: reordering them moved the figures
 // no more than shifting the same schedule's phase against the reporting intervals does.
 //

@@ -20,22 +20,10 @@ type OverlapOptions struct {
 	// fixed events, counted in every slice, link them all.
 	//
 	// A carried group takes a counter from the events waiting their turn: with 4
-	// counters the cycle is a third longer. Measured with the model on the 4 live and 11
-	// real-program traces, error reduction averaged over every phase of the schedule
-	// against the reporting intervals (one phase alone moves a trace's figure by up to
-	// 0.4x). 4 counters, carry 1 -> none: without fixed counters (the drop-in path) live
-	// 1.27x -> 1.37x, real 1.40x -> 1.48x; with fixed counters live 1.34x -> 1.44x, real
-	// 1.77x -> 1.85x; carry 2: 1.30x, 1.39x, 1.37x, 1.72x. Over the events other than
-	// raw_syscalls:*, task-clock and Ir alone, without fixed counters: live 1.28x ->
-	// 1.39x, real 1.36x -> 1.43x. 2 counters, without fixed counters: live 1.13x ->
-	// 1.21x, real 1.21x -> 1.31x. With more counters the cycle grows less and carry 1
-	// catches up: 6 counters, without fixed counters, live 1.47x against 1.42x without
-	// carry, real 1.57x against 1.54x; 8 counters live 1.80x against 1.63x (1.96x
-	// against 1.77x with fixed counters), real 1.77x against 1.66x, mostly because its
-	// extra configuration puts raw_syscalls:sys_enter or sys_exit (equal by a relation)
-	// into every slice and so makes both exact: over the other events the two are level
-	// (all traces 1.77x against 1.76x; live 1.52x against 1.67x, real 1.65x against
-	// 1.58x). TestOverlapDefaultAccuracy checks the live traces at 4 counters.
+	// counters the cycle is a third longer. Measured with the model, no carry was
+	// better or level at 2, 4 and 6 counters and carry 1 ahead only at 8, mostly by
+	// making raw_syscalls:sys_enter exact (docs/model.md has the figures).
+	// TestOverlapDefaultAccuracy checks the live traces at 4 counters.
 	Carry int
 	// Related, when set, fills a configuration preferably with events inside the
 	// current configuration's Markov blanket (co-counting the members of a relation, so
@@ -44,9 +32,7 @@ type OverlapOptions struct {
 	// of events each configuration informs, and counts the two sides of an identity
 	// (page-faults and minor-faults, context-switches and sched:sched_switch) in
 	// different slices, so that together they are read twice per cycle. Measured as
-	// for Carry (4 counters, no carry), Related is lower or level everywhere: live 1.44x
-	// -> 1.38x with fixed counters, 1.37x -> 1.31x without; real 1.85x -> 1.82x with,
-	// 1.48x -> 1.48x without.
+	// for Carry, Related is lower or level everywhere (docs/model.md).
 	Related bool
 }
 

@@ -547,11 +547,8 @@ func (s *Stage) start(t *target) error {
 
 // totals updates the running totals after a slice with the newest slice's filtered
 // estimates: the base of a rebuilt model and, through lastEst, each event's latest
-// rate. What reads get are the smoother's totals (smooth): on the mixed workload on 4
-// virtual counters (perf stat -I 100), the filter's totals published at every round
-// gave 0.77x-0.90x the kernel's accuracy, fixed-lag smoothing passes every 32 slices
-// 0.69x, and the smoother's totals at each read, rounds keeping the last read's
-// values, 0.87x-1.24x. (A published total revised down later cannot be taken back:
+// rate. What reads get are the smoother's totals (smooth), the most accurate of the
+// ways tried (docs/model.md). (A published total revised down later cannot be taken back:
 // values never decrease, so a revision comes out of the following intervals.) The
 // smoother's final totals come at the end (finish).
 func (s *Stage) totals(t *target) {
