@@ -175,6 +175,16 @@ func Decode(rec []byte, f *Format) (Record, error) {
 		c.end = len(rec) - idSize
 		cm.ID = parseSampleID(rec[c.end:], f)
 	}
+	r := decodeBody(&c, h, cm, f)
+	if err := c.done(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// decodeBody decodes the fields of a record of a known type other than a sample, from
+// c, which spans the body without its sample_id trailer (cm's ID).
+func decodeBody(c *cursor, h Header, cm Common, f *Format) Record {
 	var r Record
 	switch h.Type {
 	case RecordMmap:
@@ -200,34 +210,10 @@ func Decode(rec []byte, f *Format) (Record, error) {
 	case RecordRead:
 		m := &Read{Common: cm}
 		m.Pid, m.Tid = c.u32("pid"), c.u32("tid")
-		decodeReadValues(&c, f.ReadFormat, &m.Values)
+		decodeReadValues(c, f.ReadFormat, &m.Values)
 		r = m
 	case RecordMmap2:
-		m := &Mmap2{Common: cm}
-		m.Pid, m.Tid = c.u32("pid"), c.u32("tid")
-		m.Addr, m.Len, m.Pgoff = c.u64("addr"), c.u64("len"), c.u64("pgoff")
-		if h.Misc&MiscMmapBuildID != 0 {
-			start := c.off
-			if c.need(24, "build_id") {
-				n := int(c.b[c.off])
-				if n > 20 {
-					c.fail("build_id_size", fmt.Errorf("build id of %d bytes, at most 20: %w", n, ErrCorrupt))
-				} else if !allZero(c.b[c.off+1:c.off+4]) || !allZero(c.b[c.off+4+n:c.off+24]) {
-					c.fail("build_id", fmt.Errorf("non-zero reserved or padding bytes: %w", ErrCorrupt))
-				} else {
-					if n > 0 {
-						m.BuildID = c.b[c.off+4 : c.off+4+n : c.off+4+n]
-					}
-					c.off = start + 24
-				}
-			}
-		} else {
-			m.Maj, m.Min = c.u32("maj"), c.u32("min")
-			m.Ino, m.InoGeneration = c.u64("ino"), c.u64("ino_generation")
-		}
-		m.Prot, m.Flags = c.u32("prot"), c.u32("flags")
-		m.Filename = c.str("filename")
-		r = m
+		r = decodeMmap2(c, h, cm)
 	case RecordAux:
 		r = &Aux{Common: cm, AuxOffset: c.u64("aux_offset"), AuxSize: c.u64("aux_size"), Flags: c.u64("flags")}
 	case RecordItraceStart:
@@ -243,16 +229,7 @@ func Decode(rec []byte, f *Format) (Record, error) {
 		m.NextPrevPid, m.NextPrevTid = c.u32("next_prev_pid"), c.u32("next_prev_tid")
 		r = m
 	case RecordNamespaces:
-		m := &Namespaces{Common: cm}
-		m.Pid, m.Tid = c.u32("pid"), c.u32("tid")
-		n := c.count(16, "nr_namespaces")
-		if n > 0 {
-			m.Namespaces = make([]NamespaceLink, n)
-			for i := range m.Namespaces {
-				m.Namespaces[i] = NamespaceLink{Dev: c.u64("link_info.dev"), Inode: c.u64("link_info.ino")}
-			}
-		}
-		r = m
+		r = decodeNamespaces(c, cm)
 	case RecordKsymbol:
 		m := &Ksymbol{Common: cm}
 		m.Addr, m.Len = c.u64("addr"), c.u32("len")
@@ -269,16 +246,7 @@ func Decode(rec []byte, f *Format) (Record, error) {
 		m.Path = c.str("path")
 		r = m
 	case RecordTextPoke:
-		m := &TextPoke{Common: cm, Addr: c.u64("addr")}
-		oldLen, newLen := c.u16("old_len"), c.u16("new_len")
-		m.Old = c.bytes(uint64(oldLen), "bytes(old)")
-		m.New = c.bytes(uint64(newLen), "bytes(new)")
-		// The kernel pads old+new bytes with zeros to a multiple of 8.
-		pad := align8(4+int(oldLen)+int(newLen)) - (4 + int(oldLen) + int(newLen))
-		if p := c.bytes(uint64(pad), "padding"); c.err == nil && !allZero(p) {
-			c.fail("padding", fmt.Errorf("non-zero padding: %w", ErrCorrupt))
-		}
-		r = m
+		r = decodeTextPoke(c, cm)
 	case RecordAuxOutputHWID:
 		r = &AuxOutputHWID{Common: cm, HWID: c.u64("hw_id")}
 	case RecordCallchainDeferred:
@@ -289,10 +257,62 @@ func Decode(rec []byte, f *Format) (Record, error) {
 		}
 		r = m
 	}
-	if err := c.done(); err != nil {
-		return nil, err
+	return r
+}
+
+func decodeMmap2(c *cursor, h Header, cm Common) *Mmap2 {
+	m := &Mmap2{Common: cm}
+	m.Pid, m.Tid = c.u32("pid"), c.u32("tid")
+	m.Addr, m.Len, m.Pgoff = c.u64("addr"), c.u64("len"), c.u64("pgoff")
+	if h.Misc&MiscMmapBuildID != 0 {
+		start := c.off
+		if c.need(24, "build_id") {
+			n := int(c.b[c.off])
+			if n > 20 {
+				c.fail("build_id_size", fmt.Errorf("build id of %d bytes, at most 20: %w", n, ErrCorrupt))
+			} else if !allZero(c.b[c.off+1:c.off+4]) || !allZero(c.b[c.off+4+n:c.off+24]) {
+				c.fail("build_id", fmt.Errorf("non-zero reserved or padding bytes: %w", ErrCorrupt))
+			} else {
+				if n > 0 {
+					m.BuildID = c.b[c.off+4 : c.off+4+n : c.off+4+n]
+				}
+				c.off = start + 24
+			}
+		}
+	} else {
+		m.Maj, m.Min = c.u32("maj"), c.u32("min")
+		m.Ino, m.InoGeneration = c.u64("ino"), c.u64("ino_generation")
 	}
-	return r, nil
+	m.Prot, m.Flags = c.u32("prot"), c.u32("flags")
+	m.Filename = c.str("filename")
+	return m
+}
+
+func decodeNamespaces(c *cursor, cm Common) *Namespaces {
+	m := &Namespaces{Common: cm}
+	m.Pid, m.Tid = c.u32("pid"), c.u32("tid")
+	n := c.count(16, "nr_namespaces")
+	if n > 0 {
+		m.Namespaces = make([]NamespaceLink, n)
+		for i := range m.Namespaces {
+			m.Namespaces[i] = NamespaceLink{Dev: c.u64("link_info.dev"), Inode: c.u64("link_info.ino")}
+		}
+	}
+	return m
+}
+
+// decodeTextPoke checks the padding too: the kernel pads old+new bytes with zeros to a
+// multiple of 8.
+func decodeTextPoke(c *cursor, cm Common) *TextPoke {
+	m := &TextPoke{Common: cm, Addr: c.u64("addr")}
+	oldLen, newLen := c.u16("old_len"), c.u16("new_len")
+	m.Old = c.bytes(uint64(oldLen), "bytes(old)")
+	m.New = c.bytes(uint64(newLen), "bytes(new)")
+	pad := align8(4+int(oldLen)+int(newLen)) - (4 + int(oldLen) + int(newLen))
+	if p := c.bytes(uint64(pad), "padding"); c.err == nil && !allZero(p) {
+		c.fail("padding", fmt.Errorf("non-zero padding: %w", ErrCorrupt))
+	}
+	return m
 }
 
 // DecodeRaw splits one record into header and body without interpreting the body.
