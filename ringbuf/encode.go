@@ -14,7 +14,8 @@ func (c *Common) common() *Common { return c }
 
 // Append encodes r per f after dst, header included, and returns the extended slice.
 // Non-SAMPLE records get the sample_id_all trailer when f.SampleIDAll is set. On error
-// dst is returned unchanged (in length).
+// dst is returned unchanged (in length). It is long because it is one case per record
+// type, each the mirror of Decode's, so that the two can be read side by side.
 func Append(dst []byte, r Record, f *Format) ([]byte, error) {
 	start := len(dst)
 	switch r := r.(type) {

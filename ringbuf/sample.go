@@ -23,7 +23,10 @@ func DecodeSample(rec []byte, f *Format, s *Sample) error {
 }
 
 // decodeSample decodes rec (exactly one SAMPLE record) into s. With fresh, empty slices
-// are nil (as in a zero Sample); otherwise s's slices are reused.
+// are nil (as in a zero Sample); otherwise s's slices are reused. It is long because it
+// reads one field per sample_type bit in the order the kernel writes them
+// (perf_output_sample), so that it can be checked against the ABI line by line; it is
+// also the hot path of a ring drain (docs/latency.md).
 func decodeSample(rec []byte, f *Format, s *Sample, fresh bool) error {
 	c := cursor{b: rec, off: HeaderSize, end: len(rec), typ: RecordSample}
 	st := f.SampleType
@@ -170,7 +173,8 @@ func nilEmpty[T any](s *[]T) {
 	}
 }
 
-// appendSample encodes s per f after dst (header included).
+// appendSample encodes s per f after dst (header included). Like decodeSample it is one
+// field per sample_type bit in the kernel's order, and long for that reason.
 func appendSample(dst []byte, s *Sample, f *Format) ([]byte, error) {
 	start := len(dst)
 	dst = appendHeader(dst, RecordSample, s.Misc)
