@@ -231,6 +231,15 @@ func (md *Model) freeze(w int) {
 			f.last[e] = -1
 		}
 	}
+	// Unmarked, every slice is a block of its own: its level error, per event, in one
+	// sweep over the window.
+	var each []float64
+	if !f.marked {
+		each = make([]float64, n*w)
+		for e := range n {
+			md.keptLevelErrorEach(e, h.lo, h.lo+w, each[e*w:(e+1)*w])
+		}
+	}
 	// Freeze smoothed values where the last smoothing pass (a live reader's Estimate)
 	// reached these slices: given a little less data than now, still far better than
 	// filtered ones. Elsewhere the filtered values stay: smoothing here would stall
@@ -260,7 +269,11 @@ func (md *Model) freeze(w int) {
 				}
 			}
 			for e := range n {
-				f.level[b*n+e] += md.keptLevelError(e, s, end)
+				if each != nil {
+					f.level[b*n+e] += each[e*w+i]
+				} else {
+					f.level[b*n+e] += md.keptLevelError(e, s, end)
+				}
 			}
 		}
 		m, p := h.mf[i*k:(i+1)*k], h.pf[i*kk:(i+1)*kk]
