@@ -519,7 +519,10 @@ func (s *Stage) start(t *target) error {
 	if hist <= 0 {
 		hist = 256
 	}
-	mc := pipeline.ModelConfig{Names: names, Relations: rels, Options: model.Options{History: hist}}
+	// Marked without marks: kstage asks only for totals from the start and for the
+	// newest slice, so frozen slices fold into one block and a run of any length
+	// takes bounded memory.
+	mc := pipeline.ModelConfig{Names: names, Relations: rels, Options: model.Options{History: hist, Marked: true}}
 	t.clock = make([]bool, len(attrs))
 	if t.key.pid >= 0 {
 		mc.Attrs = attrs // a task target's task-clock is its clock
