@@ -77,8 +77,10 @@ type track struct {
 	slices []inference.Slice
 	ivFrom int  // first slice of the current -I interval
 	sawMux bool // the kernel multiplexed some event (running < enabled in a slice)
-	// pin, for a CPU's track, runs its steps on that CPU (see pinned).
-	pin *pinned
+	// pin, for a CPU's track, runs its steps on that CPU (see pinned), and busy, read
+	// there, makes its slices last the time the CPU was busy (nil: wall time).
+	pin  *pinned
+	busy *perf.BusyMeter
 }
 
 // listenPeriod is how often --listen publishes without -I: Prometheus' scrape interval
@@ -354,6 +356,13 @@ func (s *statSession) stepTrack(tr *track, flush bool) error {
 				return fmt.Errorf("CPU %d: %w", tr.cpu, err)
 			}
 			return err
+		}
+		if tr.busy != nil {
+			// A CPU's rates are per unit of its busy time, as a task's are per unit of
+			// its running time: an idle stretch is no time at the target's pace.
+			if b, err := tr.busy.Busy(tr.steps[i].EnabledNs()); err == nil {
+				tr.steps[i].SetBusy(b)
+			}
 		}
 	}
 	return s.observe(tr, tr.steps)
