@@ -227,14 +227,20 @@ func (x *Exporter) Handler() http.Handler {
 // Serve serves /metrics on ln until Close. It returns at once; the server's error,
 // other than its closing, is reported to errf.
 func (x *Exporter) Serve(ln net.Listener, errf func(error)) {
+	x.srv = serve(ln, x.Handler(), errf)
+}
+
+// serve serves h at /metrics on ln, in the background.
+func serve(ln net.Listener, h http.Handler, errf func(error)) *http.Server {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", x.Handler())
-	x.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	mux.Handle("/metrics", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
-		if err := x.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && errf != nil {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && errf != nil {
 			errf(err)
 		}
 	}()
+	return srv
 }
 
 // Close stops the server started by Serve.

@@ -155,3 +155,36 @@ func TestCreatedAnnouncesReset(t *testing.T) {
 		}
 	}
 }
+
+// The sidecar's health: its counters as given, with _created; the stage's state as a
+// gauge labelled with its name.
+func TestSidecarHealth(t *testing.T) {
+	h := SidecarHealth{Clients: 2, Events: 9, MirrorReads: 1000, RecordsMirrored: 50, RecordsLost: 3, Stage: "vpmu", StageOff: true}
+	x := NewSidecar(func() SidecarHealth { return h })
+	srv := httptest.NewServer(x.Handler())
+	defer srv.Close()
+	req, _ := http.NewRequest("GET", srv.URL, nil)
+	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	body := string(b)
+	for _, want := range []string{
+		"bayesperf_sidecar_clients_total 2.0",
+		"bayesperf_sidecar_events_total 9.0",
+		"bayesperf_sidecar_mirror_reads_total 1000.0",
+		"bayesperf_sidecar_records_mirrored_total 50.0",
+		"bayesperf_sidecar_records_lost_total 3.0",
+		`bayesperf_sidecar_stage_switched_off{stage="vpmu"} 1.0`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("no line %q in\n%s", want, body)
+		}
+	}
+	if !strings.Contains(body, "bayesperf_sidecar_records_lost_created ") {
+		t.Errorf("no _created for the sidecar's counters:\n%s", body)
+	}
+}
