@@ -70,3 +70,17 @@ func TestBusyMeterSpinning(t *testing.T) {
 		t.Errorf("%s: busy %v of %v spent spinning on CPU %d", m.Source(), time.Duration(busy), time.Duration(wall), cpu)
 	}
 }
+
+// The cost of one reading, taken once per slice per CPU.
+func BenchmarkBusyMeter(b *testing.B) {
+	m, err := OpenBusyMeter(0)
+	if err != nil {
+		b.Skip(err)
+	}
+	defer m.Close()
+	for b.Loop() {
+		if _, err := m.Busy(4e6); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
