@@ -106,13 +106,17 @@ type attachRun struct {
 	stderr *strings.Builder // read only after the run ended
 }
 
-// startAttachListen starts attach on pid serving addr with --state state, streaming
-// --json -I 500 on stdout, and waits until addr serves /metrics. args are added.
+// startAttachListen starts attach on pid serving addr with --state state (none for
+// ""), streaming --json -I 500 on stdout, and waits until addr serves /metrics. args
+// are added.
 func startAttachListen(t *testing.T, pid, addr, state string, events []string, args ...string) *attachRun {
 	t.Helper()
 	a := &attachRun{stderr: &strings.Builder{}}
+	if state != "" {
+		args = append(args, "--state", state)
+	}
 	a.cmd = exec.Command(statBin(t), append([]string{"attach", "-p", pid, "--json", "-I", "500",
-		"--virtual-counters", "2", "-e", strings.Join(events, ","), "--listen", addr, "--state", state, "-o", "/dev/stdout"}, args...)...)
+		"--virtual-counters", "2", "-e", strings.Join(events, ","), "--listen", addr, "-o", "/dev/stdout"}, args...)...)
 	out, err := a.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +189,9 @@ var promCounters = []string{
 // address and state file. Every scraped value equals the --json stream of its run
 // (the second run's totals continue the first's), every counter is monotonic across
 // the restart under one _created, and Prometheus' own resets() is 0 and increase()
-// equals the streams' sum.
+// equals the streams' sum. Then a third attach without --state: its counters start
+// from 0 under a later _created, a reset announced as such, and no sample is lower
+// than an earlier one with the same _created.
 func TestPrometheusScrapesAttach(t *testing.T) {
 	prom, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -268,6 +274,19 @@ scrape_configs:
 	if !strings.Contains(run2.stderr.String(), "counters resumed") {
 		t.Errorf("restarted attach did not resume the state file:\n%s", run2.stderr)
 	}
+	// The third, without --state, once Prometheus saw the second end.
+	poll(t, "Prometheus seeing the second attach gone", 15*time.Second, func() bool {
+		return len(promQuery(t, base, "up == 0")) == 1
+	})
+	resetAt := time.Now()
+	run3 := startAttachListen(t, pid, target, "", events, "--duration", "3")
+	if err := waitTimeout(run3.cmd, 30*time.Second); err != nil {
+		t.Fatalf("third attach: %v\n%s", err, run3.stderr)
+	}
+	lines3, bad3 := run3.sr.wait()
+	if len(bad3) > 0 {
+		t.Fatalf("non-JSON lines on the third stream: %q", bad3)
+	}
 
 	// The streams, per event and interval. The counters hold the first run's
 	// intervals up to the saved one (a kill between the stream's write and the
@@ -283,8 +302,10 @@ scrape_configs:
 		carry[e] = s1[e][n1-1].total
 	}
 	s2 := streamIntervals(lines2, carry)
+	s3 := streamIntervals(lines3, nil)
+	unix := func(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 	// ivAt finds the stream interval of a scrape at time ts whose intervals_total was
-	// n: the run (0 or 1), its stream and the interval k in it.
+	// n: the run (0, 1 or 2), its stream and the interval k in it.
 	type ivRef struct {
 		stream map[string][]streamIv
 		run, k int
@@ -300,9 +321,11 @@ scrape_configs:
 		switch {
 		case !ok:
 			return ivRef{}, fmt.Errorf("no bayesperf_intervals_total in the scrape")
-		case ts < float64(killAt.UnixNano())/1e9:
+		case ts < unix(killAt):
 			return ivRef{s1, 0, n}, nil
-		case ts > float64(restartAt.UnixNano())/1e9:
+		case ts > unix(resetAt):
+			return ivRef{s3, 2, n}, nil
+		case ts > unix(restartAt):
 			return ivRef{s2, 1, n - n1}, nil
 		}
 		return ivRef{}, fmt.Errorf("a scrape succeeded while attach was down")
@@ -323,7 +346,7 @@ scrape_configs:
 	near := func(a, b float64, n int, scale float64) bool {
 		return math.Abs(a-b) <= 1e-9*math.Abs(b)+float64(n+1)*1e-6*scale
 	}
-	checked := map[string][2]int{}
+	checked := map[string][3]int{}
 	for _, fam := range []struct {
 		name string
 		get  func(streamIv) float64
@@ -370,8 +393,8 @@ scrape_configs:
 	if len(st) != 4*len(events) {
 		t.Errorf("%d bayesperf_event_status series, want %d (4 statuses x %d events)", len(st), 4*len(events), len(events))
 	}
-	status := [2]map[string][]string{{}, {}}
-	for r, lines := range [][]streamLine{lines1, lines2} {
+	status := [3]map[string][]string{{}, {}, {}}
+	for r, lines := range [][]streamLine{lines1, lines2, lines3} {
 		for _, l := range lines {
 			status[r][l.Event] = append(status[r][l.Event], l.Status)
 		}
@@ -388,83 +411,138 @@ scrape_configs:
 			}
 		}
 	}
-	for run := range 2 {
+	for run := range 3 {
 		if n := checked["bayesperf_event_count_total"][run]; n < 3*len(events) {
 			t.Errorf("run %d: only %d scrapes of the counters matched against the stream, want at least %d", run+1, n, 3*len(events))
 		}
 	}
 
-	// No counter decreases across the restart, and all have one _created: the first
-	// run's start, so Prometheus sees no reset, and resets() says so.
-	var created []float64
+	// No counter decreases under one _created. Until the third run all have one: the
+	// first run's start, so Prometheus sees no reset across the killed one's restart;
+	// the third's is later, and only there may a counter go down.
 	for _, fam := range promCounters {
 		total := promQuery(t, base, fam+"[2m]")
 		if len(total) == 0 {
 			t.Errorf("no series %s", fam)
 		}
+		cname := strings.TrimSuffix(fam, "_total") + "_created"
+		cr := promQuery(t, base, cname+"[2m]")
+		if len(cr) != len(total) {
+			t.Errorf("%d series of %s for %d of %s", len(cr), cname, len(total), fam)
+		}
+		createdAt := map[string]map[float64]float64{} // series (its event) -> time -> _created
+		for _, s := range cr {
+			m := map[float64]float64{}
+			for _, x := range s.samples {
+				m[x.t] = x.v
+			}
+			createdAt[s.labels["event"]] = m
+		}
 		for _, s := range total {
-			for i := 1; i < len(s.samples); i++ {
-				if s.samples[i].v < s.samples[i-1].v {
-					t.Errorf("%s%v decreased at %.3f: %v after %v", fam, s.labels, s.samples[i].t, s.samples[i].v, s.samples[i-1].v)
+			cs := createdAt[s.labels["event"]]
+			for i, x := range s.samples {
+				c, ok := cs[x.t]
+				switch {
+				case !ok:
+					t.Errorf("%s%v at %.3f: no %s in the same scrape", fam, s.labels, x.t, cname)
+				case x.t < unix(resetAt) && !(c < unix(killAt)):
+					t.Errorf("%s%v at %.3f: _created %.3f, not the first run's start (before its kill at %.3f): the restart did not resume", fam, s.labels, x.t, c, unix(killAt))
+				case x.t > unix(resetAt) && !(c > unix(resetAt)):
+					t.Errorf("%s%v at %.3f: _created %.3f, not the third run's start (after %.3f)", fam, s.labels, x.t, c, unix(resetAt))
+				}
+				if i == 0 {
+					continue
+				}
+				prev := s.samples[i-1]
+				pc := cs[prev.t]
+				switch {
+				case c < pc:
+					t.Errorf("%s%v: _created went back at %.3f, %.3f after %.3f", fam, s.labels, x.t, c, pc)
+				case c == pc && x.v < prev.v:
+					t.Errorf("%s%v decreased at %.3f under one _created: %v after %v", fam, s.labels, x.t, x.v, prev.v)
 				}
 			}
 		}
-		cr := promQuery(t, base, strings.TrimSuffix(fam, "_total")+"_created[2m]")
-		if len(cr) != len(total) {
-			t.Errorf("%d series of %s_created for %d of %s", len(cr), strings.TrimSuffix(fam, "_total"), len(total), fam)
-		}
-		for _, s := range cr {
-			for _, x := range s.samples {
-				created = append(created, x.v)
-			}
-		}
 	}
-	if slices.Sort(created); len(created) == 0 || created[0] != created[len(created)-1] {
-		t.Errorf("_created values %v .. %v: want one, the first run's start", created[0], created[len(created)-1])
-	} else if c := created[0]; c > float64(killAt.UnixNano())/1e9 {
-		t.Errorf("_created %.3f after the first run was killed: the restart did not resume", c)
+	// Over the window of the first two runs, evaluated at its last sample with a range
+	// reaching exactly back to its first (so that Prometheus extrapolates nothing):
+	// resets() is 0 and increase() is what the streams counted. Over the window of all
+	// three, resets() is 1 where the third run's first total is below the second's
+	// last (Prometheus before 2.50 reads no _created: a reset it sees only as a
+	// decrease), and increase() then counts the streams' sum again.
+	scale := func(ev string) float64 {
+		if ev == "task-clock" {
+			return 1e6
+		}
+		return 1
 	}
-	// Over the whole window, evaluated at its last sample with a range reaching exactly
-	// back to its first (so that Prometheus extrapolates nothing): resets() is 0 and
-	// increase() is what the streams counted.
+	promAt := func(f, sel string, at float64) (float64, bool) {
+		got := promQueryAt(t, base, f+"("+sel+")", fmt.Sprintf("%.3f", at))
+		if len(got) != 1 {
+			t.Errorf("%s(%s) at %.3f: %d series", f, sel, at, len(got))
+			return 0, false
+		}
+		return got[0].samples[0].v, true
+	}
+	window := func(ev string, from, to promSample) string {
+		return fmt.Sprintf("bayesperf_event_count_total{event=%q}[%dms]", ev, int64(math.Round((to.t-from.t)*1000)))
+	}
+	resetsSeen := 0
 	for _, s := range promQuery(t, base, "bayesperf_event_count_total[2m]") {
 		ev := s.labels["event"]
-		first, last := s.samples[0], s.samples[len(s.samples)-1]
-		if !(first.t < float64(killAt.UnixNano())/1e9 && last.t > float64(restartAt.UnixNano())/1e9) {
+		var before, after []promSample
+		for _, x := range s.samples {
+			if x.t < unix(resetAt) {
+				before = append(before, x)
+			} else {
+				after = append(after, x)
+			}
+		}
+		if len(before) == 0 || len(after) == 0 {
+			t.Errorf("%s: %d samples before the third run, %d in it", ev, len(before), len(after))
+			continue
+		}
+		first, last, first3, last3 := before[0], before[len(before)-1], after[0], after[len(after)-1]
+		if !(first.t < unix(killAt) && last.t > unix(restartAt)) {
 			t.Errorf("%s: samples %.3f..%.3f do not span the restart", ev, first.t, last.t)
 			continue
 		}
 		r0, err0 := ivAt(first.t)
 		r1, err1 := ivAt(last.t)
-		if err0 != nil || err1 != nil || r0.k < 1 || r0.k > len(r0.stream[ev]) || r1.k < 1 || r1.k > len(r1.stream[ev]) {
+		r3, err3 := ivAt(last3.t)
+		if err0 != nil || err1 != nil || err3 != nil || r0.k < 1 || r0.k > len(r0.stream[ev]) || r1.k < 1 || r1.k > len(r1.stream[ev]) || r3.k < 1 || r3.k > len(r3.stream[ev]) {
 			continue // reported above
 		}
 		want := r1.stream[ev][r1.k-1].total - r0.stream[ev][r0.k-1].total
-		at := fmt.Sprintf("%.3f", last.t)
-		w := fmt.Sprintf("[%dms]", int64(math.Round((last.t-first.t)*1000)))
-		sel := fmt.Sprintf("bayesperf_event_count_total{event=%q}%s", ev, w)
-		for _, f := range []string{"resets", "increase"} {
-			got := promQueryAt(t, base, f+"("+sel+")", at)
-			if len(got) != 1 {
-				t.Errorf("%s(%s) at %s: %d series", f, sel, at, len(got))
-				continue
-			}
-			v := got[0].samples[0].v
-			scale := 1.0
-			if ev == "task-clock" {
-				scale = 1e6
-			}
-			switch {
-			case f == "resets" && v != 0:
-				t.Errorf("resets(%s) = %v across the restart, want 0", sel, v)
-			case f == "increase" && !near(v, want, nAt[last.t], scale):
+		sel := window(ev, first, last)
+		if v, ok := promAt("resets", sel, last.t); ok && v != 0 {
+			t.Errorf("resets(%s) = %v across the restart, want 0", sel, v)
+		}
+		if v, ok := promAt("increase", sel, last.t); ok {
+			if !near(v, want, nAt[last.t], scale(ev)) {
 				t.Errorf("increase(%s) = %v, the streams counted %v (interval %d of run 1 to %d of run 2)", sel, v, want, r0.k, r1.k)
 			}
-			if f == "increase" {
-				t.Logf("%s: increase over %s across the restart %.6g, streams %.6g", ev, w, v, want)
+			t.Logf("%s: increase over %s across the restart %.6g, streams %.6g", ev, sel, v, want)
+		}
+		sel = window(ev, first, last3)
+		wantResets := 0.0
+		if first3.v < last.v {
+			wantResets = 1
+			resetsSeen++
+		}
+		if v, ok := promAt("resets", sel, last3.t); ok && v != wantResets {
+			t.Errorf("resets(%s) = %v with the third run's reset announced (%v then %v), want %v", sel, v, last.v, first3.v, wantResets)
+		}
+		if wantResets == 1 {
+			want += r3.stream[ev][r3.k-1].total
+			if v, ok := promAt("increase", sel, last3.t); ok && !near(v, want, nAt[last3.t], scale(ev)) {
+				t.Errorf("increase(%s) = %v across the reset, the streams counted %v", sel, v, want)
 			}
 		}
 	}
-	t.Logf("%d + %d intervals streamed, %d saved at the kill; Prometheus samples matched against the streams (run 1, run 2): %v",
-		len(s1["page-faults"]), len(s2["page-faults"]), n1, checked)
+	if resetsSeen == 0 {
+		t.Errorf("no counter went down at the third run's start: its reset was not seen")
+	}
+	t.Logf("%d + %d + %d intervals streamed, %d saved at the kill; Prometheus samples matched against the streams (runs 1, 2, 3): %v; %d of %d totals reset at the third run",
+		len(s1["page-faults"]), len(s2["page-faults"]), len(s3["page-faults"]), n1, checked, resetsSeen, len(events))
 }
