@@ -1,9 +1,9 @@
 package test
 
 // A real Prometheus (Debian's prometheus package, installed by make deps) scrapes
-// `bayesperf attach --listen` of a running workload; its HTTP API must show the
-// documented series and labels, with the values of bayesperf's own --json stream of the
-// same run.
+// `bayesperf attach --listen` of a running workload, killed and restarted while
+// Prometheus scrapes it; its HTTP API must show the documented series and labels, with
+// the values of bayesperf's own --json stream of the same runs, and no counter reset.
 
 import (
 	"encoding/json"
@@ -28,14 +28,28 @@ type promSample struct {
 	v float64
 }
 
-// promQuery runs an instant query on Prometheus at base and returns, per series, its
-// labels and samples (a range selector gives every raw sample).
-func promQuery(t *testing.T, base, q string) []struct {
+// promSeries is one series of a query's answer.
+type promSeries struct {
 	labels  map[string]string
 	samples []promSample
-} {
+}
+
+// promQuery runs an instant query on Prometheus at base and returns, per series, its
+// labels and samples (a range selector gives every raw sample).
+func promQuery(t *testing.T, base, q string) []promSeries {
 	t.Helper()
-	resp, err := http.Get(base + "/api/v1/query?" + url.Values{"query": {q}}.Encode())
+	return promQueryAt(t, base, q, "")
+}
+
+// promQueryAt is promQuery evaluated at time at (Unix seconds, as Prometheus' API
+// takes it), or now for "".
+func promQueryAt(t *testing.T, base, q, at string) []promSeries {
+	t.Helper()
+	v := url.Values{"query": {q}}
+	if at != "" {
+		v.Set("time", at)
+	}
+	resp, err := http.Get(base + "/api/v1/query?" + v.Encode())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,10 +69,7 @@ func promQuery(t *testing.T, base, q string) []struct {
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Status != "success" {
 		t.Fatalf("query %q: %v %s", q, err, r.Error)
 	}
-	var out []struct {
-		labels  map[string]string
-		samples []promSample
-	}
+	var out []promSeries
 	for _, s := range r.Data.Result {
 		vals := s.Values
 		if r.Data.ResultType == "vector" {
@@ -72,10 +83,7 @@ func promQuery(t *testing.T, base, q string) []struct {
 			}
 			ss = append(ss, promSample{v[0].(float64), f})
 		}
-		out = append(out, struct {
-			labels  map[string]string
-			samples []promSample
-		}{s.Metric, ss})
+		out = append(out, promSeries{s.Metric, ss})
 	}
 	return out
 }
@@ -91,37 +99,112 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// attachRun is one `bayesperf attach --listen` of the test, with its --json stream.
+type attachRun struct {
+	cmd    *exec.Cmd
+	sr     *streamReader
+	stderr *strings.Builder // read only after the run ended
+}
+
+// startAttachListen starts attach on pid serving addr with --state state (none for
+// ""), streaming --json -I 500 on stdout, and waits until addr serves /metrics. args
+// are added.
+func startAttachListen(t *testing.T, pid, addr, state string, events []string, args ...string) *attachRun {
+	t.Helper()
+	a := &attachRun{stderr: &strings.Builder{}}
+	if state != "" {
+		args = append(args, "--state", state)
+	}
+	a.cmd = exec.Command(statBin(t), append([]string{"attach", "-p", pid, "--json", "-I", "500",
+		"--virtual-counters", "2", "-e", strings.Join(events, ","), "--listen", addr, "-o", "/dev/stdout"}, args...)...)
+	out, err := a.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.cmd.Stderr = a.stderr
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.cmd.Process.Kill() })
+	a.sr = readStream(out)
+	poll(t, "attach serving http://"+addr+"/metrics", 15*time.Second, func() bool {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return a
+}
+
+// poll calls cond every 100 ms until it holds, failing t after d.
+func poll(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+	}
+}
+
+// streamIv is one event's interval on the --json stream, in the kernel's unit, with
+// the running total the endpoint's counter holds after it.
+type streamIv struct{ value, lo, hi, linux, total float64 }
+
+// streamIntervals are the stream's intervals per event ([k-1] for interval k), totals
+// starting from base[event].
+func streamIntervals(lines []streamLine, base map[string]float64) map[string][]streamIv {
+	stream := map[string][]streamIv{}
+	for _, l := range lines {
+		scale := 1.0
+		if l.Unit == "msec" {
+			scale = 1e6
+		}
+		x := streamIv{total: base[l.Event]}
+		if s := stream[l.Event]; len(s) > 0 {
+			x.total = s[len(s)-1].total
+		}
+		if v, err := strconv.ParseFloat(l.CounterValue, 64); err == nil {
+			x.value = v * scale
+			x.lo, x.hi, x.linux = *l.Lo*scale, *l.Hi*scale, *l.Linux*scale
+			if x.value > 0 {
+				x.total += x.value
+			}
+		}
+		stream[l.Event] = append(stream[l.Event], x)
+	}
+	return stream
+}
+
+// The counter families of the endpoint: a restart must reset none of them.
+var promCounters = []string{
+	"bayesperf_event_count_total", "bayesperf_event_raw_count_total",
+	"bayesperf_event_enabled_seconds_total", "bayesperf_event_running_seconds_total",
+	"bayesperf_slices_total", "bayesperf_model_numerical_failures_total", "bayesperf_intervals_total",
+}
+
+// Prometheus scrapes attach --listen --state every 250 ms; attach is killed (SIGKILL)
+// while it scrapes, Prometheus sees the target down, and attach restarts on the same
+// address and state file. Every scraped value equals the --json stream of its run
+// (the second run's totals continue the first's), every counter is monotonic across
+// the restart under one _created, and Prometheus' own resets() is 0 and increase()
+// equals the streams' sum. Then a third attach without --state: its counters start
+// from 0 under a later _created, a reset announced as such, and no sample is lower
+// than an earlier one with the same _created.
 func TestPrometheusScrapesAttach(t *testing.T) {
 	prom, err := exec.LookPath("prometheus")
 	if err != nil {
 		t.Skip("needs Prometheus' server: Debian's prometheus package, which make deps installs")
 	}
-	wl := startWorkload(t, "mixed", 40*time.Second)
+	wl := startWorkload(t, "mixed", 60*time.Second)
 	pid := strconv.Itoa(wl.Process.Pid)
 	events := []string{"task-clock", "page-faults", "minor-faults", "major-faults", "context-switches"}
-	at := exec.Command(statBin(t), "attach", "-p", pid, "--json", "-I", "500", "--duration", "8",
-		"--virtual-counters", "2", "-e", strings.Join(events, ","), "--listen", "127.0.0.1:0", "-o", "/dev/stdout")
-	out, err := at.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	errp, err := at.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := at.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer at.Process.Kill()
-	sr := readStream(out)
-	note, err := firstLine(errp, "serving OpenMetrics on http://", 10*time.Second)
-	if err != nil {
-		t.Fatalf("no 'serving' note from attach --listen 127.0.0.1:0: %v", err)
-	}
-	target := strings.TrimSuffix(note[strings.Index(note, "http://")+len("http://"):], "/metrics")
+	target := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.json")
 
 	// Prometheus, scraping every 250 ms, with its data in a temporary directory.
-	dir := t.TempDir()
 	cfg := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`global:
   scrape_interval: 250ms
@@ -148,50 +231,108 @@ scrape_configs:
 			t.Logf("prometheus log:\n%s", plog.String())
 		}
 	}()
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if resp, err := http.Get(base + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
+	poll(t, "prometheus ready", 15*time.Second, func() bool {
+		resp, err := http.Get(base + "/-/ready")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus not ready after 15 s")
-		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+
+	// The first attach, until Prometheus has scraped 6 of its intervals (it starts
+	// scraping up to 5 s after its start); then SIGKILL, the harshest end, at any point
+	// of attach's loop.
+	run1 := startAttachListen(t, pid, target, state, events)
+	poll(t, "Prometheus scraping 6 intervals of the first attach", 30*time.Second, func() bool {
+		r := promQuery(t, base, "count_over_time(bayesperf_event_count_total{event=\"page-faults\"}[1m])")
+		return len(r) == 1 && r[0].samples[0].v >= 6
+	})
+	killAt := time.Now()
+	run1.cmd.Process.Kill()
+	run1.cmd.Wait()
+	lines1, bad := run1.sr.wait()
+	var saved struct {
+		Intervals int `json:"intervals"`
 	}
-	if err := waitTimeout(at, 30*time.Second); err != nil {
-		t.Fatalf("attach: %v", err)
+	if b, err := os.ReadFile(state); err != nil || json.Unmarshal(b, &saved) != nil {
+		t.Fatalf("state file after the kill: %v\n%s", err, b)
 	}
-	lines, bad := sr.wait()
-	if len(bad) > 0 {
-		t.Fatalf("non-JSON lines on the stream: %q", bad)
+	// Prometheus sees the target down before it comes back.
+	poll(t, "Prometheus seeing the killed attach down", 15*time.Second, func() bool {
+		return len(promQuery(t, base, "min_over_time(up[10s]) == 0")) == 1
+	})
+	restartAt := time.Now()
+	run2 := startAttachListen(t, pid, target, state, events, "--duration", "4")
+	if err := waitTimeout(run2.cmd, 30*time.Second); err != nil {
+		t.Fatalf("restarted attach: %v\n%s", err, run2.stderr)
+	}
+	lines2, bad2 := run2.sr.wait()
+	if bad = append(bad, bad2...); len(bad) > 0 {
+		t.Fatalf("non-JSON lines on the streams: %q", bad)
+	}
+	if !strings.Contains(run2.stderr.String(), "counters resumed") {
+		t.Errorf("restarted attach did not resume the state file:\n%s", run2.stderr)
+	}
+	// The third, without --state, once Prometheus saw the second end.
+	poll(t, "Prometheus seeing the second attach gone", 15*time.Second, func() bool {
+		return len(promQuery(t, base, "up == 0")) == 1
+	})
+	resetAt := time.Now()
+	run3 := startAttachListen(t, pid, target, "", events, "--duration", "3")
+	if err := waitTimeout(run3.cmd, 30*time.Second); err != nil {
+		t.Fatalf("third attach: %v\n%s", err, run3.stderr)
+	}
+	lines3, bad3 := run3.sr.wait()
+	if len(bad3) > 0 {
+		t.Fatalf("non-JSON lines on the third stream: %q", bad3)
 	}
 
-	// The JSON stream, per event and interval k (1-based), in the kernel's unit.
-	type iv struct{ value, lo, hi, linux, total float64 }
-	stream := map[string][]iv{} // [k-1]
-	for _, l := range lines {
-		scale := 1.0
-		if l.Unit == "msec" {
-			scale = 1e6
+	// The streams, per event and interval. The counters hold the first run's
+	// intervals up to the saved one (a kill between the stream's write and the
+	// publication loses that interval, as it loses the time attach was down), then the
+	// second run's, on top.
+	s1 := streamIntervals(lines1, nil)
+	n1 := saved.Intervals
+	if n1 < 1 || n1 > len(s1["page-faults"]) {
+		t.Fatalf("state file saved %d intervals: the first run streamed %d", n1, len(s1["page-faults"]))
+	}
+	carry := map[string]float64{}
+	for _, e := range events {
+		carry[e] = s1[e][n1-1].total
+	}
+	s2 := streamIntervals(lines2, carry)
+	s3 := streamIntervals(lines3, nil)
+	unix := func(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+	// ivAt finds the stream interval of a scrape at time ts whose intervals_total was
+	// n: the run (0, 1 or 2), its stream and the interval k in it.
+	type ivRef struct {
+		stream map[string][]streamIv
+		run, k int
+	}
+	nAt := map[float64]int{}
+	for _, s := range promQuery(t, base, "bayesperf_intervals_total[2m]") {
+		for _, x := range s.samples {
+			nAt[x.t] = int(x.v)
 		}
-		prev := 0.0
-		if s := stream[l.Event]; len(s) > 0 {
-			prev = s[len(s)-1].total
+	}
+	ivAt := func(ts float64) (ivRef, error) {
+		n, ok := nAt[ts]
+		switch {
+		case !ok:
+			return ivRef{}, fmt.Errorf("no bayesperf_intervals_total in the scrape")
+		case ts < unix(killAt):
+			return ivRef{s1, 0, n}, nil
+		case ts > unix(resetAt):
+			return ivRef{s3, 2, n}, nil
+		case ts > unix(restartAt):
+			return ivRef{s2, 1, n - n1}, nil
 		}
-		x := iv{total: prev}
-		if v, err := strconv.ParseFloat(l.CounterValue, 64); err == nil {
-			x.value = v * scale
-			x.lo, x.hi, x.linux = *l.Lo*scale, *l.Hi*scale, *l.Linux*scale
-			if x.value > 0 {
-				x.total += x.value
-			}
-		}
-		stream[l.Event] = append(stream[l.Event], x)
+		return ivRef{}, fmt.Errorf("a scrape succeeded while attach was down")
 	}
 
 	// The labels: exactly event, pid and Prometheus' own job and instance.
-	for _, s := range promQuery(t, base, "bayesperf_event_count_total[1m]") {
+	for _, s := range promQuery(t, base, "bayesperf_event_count_total[2m]") {
 		keys := make([]string, 0, len(s.labels))
 		for k := range s.labels {
 			keys = append(keys, k)
@@ -201,51 +342,44 @@ scrape_configs:
 			t.Errorf("series labels %v: want event, pid=%s, instance=%s, job", s.labels, pid, target)
 		}
 	}
-	// Each scrape saw interval k (bayesperf_intervals_total of the same scrape): every
-	// series of that scrape must hold the stream's interval k.
-	kAt := map[float64]int{}
-	for _, s := range promQuery(t, base, "bayesperf_intervals_total[1m]") {
-		for _, x := range s.samples {
-			kAt[x.t] = int(x.v)
-		}
+	// Every series of a scrape holds the stream's interval of that scrape.
+	near := func(a, b float64, n int, scale float64) bool {
+		return math.Abs(a-b) <= 1e-9*math.Abs(b)+float64(n+1)*1e-6*scale
 	}
-	near := func(a, b float64, k int, scale float64) bool {
-		return math.Abs(a-b) <= 1e-9*math.Abs(b)+float64(k+1)*1e-6*scale
-	}
-	checked := map[string]int{}
+	checked := map[string][3]int{}
 	for _, fam := range []struct {
 		name string
-		get  func(iv) float64
+		get  func(streamIv) float64
 	}{
-		{"bayesperf_event_count_total", func(x iv) float64 { return x.total }},
-		{"bayesperf_event_interval_value", func(x iv) float64 { return x.value }},
-		{"bayesperf_event_interval_lower", func(x iv) float64 { return x.lo }},
-		{"bayesperf_event_interval_upper", func(x iv) float64 { return x.hi }},
-		{"bayesperf_event_kernel_scaled", func(x iv) float64 { return x.linux }},
+		{"bayesperf_event_count_total", func(x streamIv) float64 { return x.total }},
+		{"bayesperf_event_interval_value", func(x streamIv) float64 { return x.value }},
+		{"bayesperf_event_interval_lower", func(x streamIv) float64 { return x.lo }},
+		{"bayesperf_event_interval_upper", func(x streamIv) float64 { return x.hi }},
+		{"bayesperf_event_kernel_scaled", func(x streamIv) float64 { return x.linux }},
 	} {
 		seen := map[string]bool{}
-		for _, s := range promQuery(t, base, fam.name+"[1m]") {
+		for _, s := range promQuery(t, base, fam.name+"[2m]") {
 			ev := s.labels["event"]
 			seen[ev] = true
 			scale := 1.0
 			if ev == "task-clock" {
 				scale = 1e6
 			}
-			last := math.Inf(-1)
 			for _, x := range s.samples {
-				k, ok := kAt[x.t]
-				if !ok || k < 1 || k > len(stream[ev]) {
-					t.Errorf("%s{event=%q} at %.3f: interval %d, not in the stream (%d intervals)", fam.name, ev, x.t, k, len(stream[ev]))
+				r, err := ivAt(x.t)
+				if err == nil && (r.k < 1 || r.k > len(r.stream[ev])) {
+					err = fmt.Errorf("interval %d of run %d, not in its stream (%d intervals)", r.k, r.run+1, len(r.stream[ev]))
+				}
+				if err != nil {
+					t.Errorf("%s{event=%q} at %.3f: %v", fam.name, ev, x.t, err)
 					continue
 				}
-				if want := fam.get(stream[ev][k-1]); !near(x.v, want, k, scale) {
-					t.Errorf("%s{event=%q} after interval %d = %v, the --json stream gives %v", fam.name, ev, k, x.v, want)
+				if want := fam.get(r.stream[ev][r.k-1]); !near(x.v, want, nAt[x.t], scale) {
+					t.Errorf("%s{event=%q} after interval %d of run %d = %v, the --json stream gives %v", fam.name, ev, r.k, r.run+1, x.v, want)
 				}
-				if fam.name == "bayesperf_event_count_total" && x.v < last {
-					t.Errorf("%s{event=%q} decreased: %v after %v", fam.name, ev, x.v, last)
-				}
-				last = x.v
-				checked[fam.name]++
+				c := checked[fam.name]
+				c[r.run]++
+				checked[fam.name] = c
 			}
 		}
 		for _, e := range events {
@@ -255,28 +389,160 @@ scrape_configs:
 		}
 	}
 	// The status state set: one series per event and status, the stream's status at 1.
-	st := promQuery(t, base, "bayesperf_event_status[1m]")
+	st := promQuery(t, base, "bayesperf_event_status[2m]")
 	if len(st) != 4*len(events) {
 		t.Errorf("%d bayesperf_event_status series, want %d (4 statuses x %d events)", len(st), 4*len(events), len(events))
 	}
-	var jsonStatus = map[string][]string{}
-	for _, l := range lines {
-		jsonStatus[l.Event] = append(jsonStatus[l.Event], l.Status)
+	status := [3]map[string][]string{{}, {}, {}}
+	for r, lines := range [][]streamLine{lines1, lines2, lines3} {
+		for _, l := range lines {
+			status[r][l.Event] = append(status[r][l.Event], l.Status)
+		}
 	}
 	for _, s := range st {
-		ev, status := s.labels["event"], s.labels["status"]
+		ev, stname := s.labels["event"], s.labels["status"]
 		for _, x := range s.samples {
-			k := kAt[x.t]
-			if k < 1 || k > len(jsonStatus[ev]) {
-				continue
+			r, err := ivAt(x.t)
+			if err != nil || r.k < 1 || r.k > len(status[r.run][ev]) {
+				continue // reported above
 			}
-			if want := jsonStatus[ev][k-1] == status; want != (x.v == 1) {
-				t.Errorf("bayesperf_event_status{event=%q,status=%q} after interval %d = %v, stream says %q", ev, status, k, x.v, jsonStatus[ev][k-1])
+			if want := status[r.run][ev][r.k-1] == stname; want != (x.v == 1) {
+				t.Errorf("bayesperf_event_status{event=%q,status=%q} after interval %d of run %d = %v, stream says %q", ev, stname, r.k, r.run+1, x.v, status[r.run][ev][r.k-1])
 			}
 		}
 	}
-	if checked["bayesperf_event_count_total"] < 5*len(events) {
-		t.Errorf("only %d scrapes of the counters matched against the stream, want at least %d", checked["bayesperf_event_count_total"], 5*len(events))
+	for run := range 3 {
+		if n := checked["bayesperf_event_count_total"][run]; n < 3*len(events) {
+			t.Errorf("run %d: only %d scrapes of the counters matched against the stream, want at least %d", run+1, n, 3*len(events))
+		}
 	}
-	t.Logf("%d intervals streamed; Prometheus samples matched against the stream: %v", len(stream["page-faults"]), checked)
+
+	// No counter decreases under one _created. Until the third run all have one: the
+	// first run's start, so Prometheus sees no reset across the killed one's restart;
+	// the third's is later, and only there may a counter go down.
+	for _, fam := range promCounters {
+		total := promQuery(t, base, fam+"[2m]")
+		if len(total) == 0 {
+			t.Errorf("no series %s", fam)
+		}
+		cname := strings.TrimSuffix(fam, "_total") + "_created"
+		cr := promQuery(t, base, cname+"[2m]")
+		if len(cr) != len(total) {
+			t.Errorf("%d series of %s for %d of %s", len(cr), cname, len(total), fam)
+		}
+		createdAt := map[string]map[float64]float64{} // series (its event) -> time -> _created
+		for _, s := range cr {
+			m := map[float64]float64{}
+			for _, x := range s.samples {
+				m[x.t] = x.v
+			}
+			createdAt[s.labels["event"]] = m
+		}
+		for _, s := range total {
+			cs := createdAt[s.labels["event"]]
+			for i, x := range s.samples {
+				c, ok := cs[x.t]
+				switch {
+				case !ok:
+					t.Errorf("%s%v at %.3f: no %s in the same scrape", fam, s.labels, x.t, cname)
+				case x.t < unix(resetAt) && !(c < unix(killAt)):
+					t.Errorf("%s%v at %.3f: _created %.3f, not the first run's start (before its kill at %.3f): the restart did not resume", fam, s.labels, x.t, c, unix(killAt))
+				case x.t > unix(resetAt) && !(c > unix(resetAt)):
+					t.Errorf("%s%v at %.3f: _created %.3f, not the third run's start (after %.3f)", fam, s.labels, x.t, c, unix(resetAt))
+				}
+				if i == 0 {
+					continue
+				}
+				prev := s.samples[i-1]
+				pc := cs[prev.t]
+				switch {
+				case c < pc:
+					t.Errorf("%s%v: _created went back at %.3f, %.3f after %.3f", fam, s.labels, x.t, c, pc)
+				case c == pc && x.v < prev.v:
+					t.Errorf("%s%v decreased at %.3f under one _created: %v after %v", fam, s.labels, x.t, x.v, prev.v)
+				}
+			}
+		}
+	}
+	// Over the window of the first two runs, evaluated at its last sample with a range
+	// reaching exactly back to its first (so that Prometheus extrapolates nothing):
+	// resets() is 0 and increase() is what the streams counted. Over the window of all
+	// three, resets() is 1 where the third run's first total is below the second's
+	// last (Prometheus before 2.50 reads no _created: a reset it sees only as a
+	// decrease), and increase() then counts the streams' sum again.
+	scale := func(ev string) float64 {
+		if ev == "task-clock" {
+			return 1e6
+		}
+		return 1
+	}
+	promAt := func(f, sel string, at float64) (float64, bool) {
+		got := promQueryAt(t, base, f+"("+sel+")", fmt.Sprintf("%.3f", at))
+		if len(got) != 1 {
+			t.Errorf("%s(%s) at %.3f: %d series", f, sel, at, len(got))
+			return 0, false
+		}
+		return got[0].samples[0].v, true
+	}
+	window := func(ev string, from, to promSample) string {
+		return fmt.Sprintf("bayesperf_event_count_total{event=%q}[%dms]", ev, int64(math.Round((to.t-from.t)*1000)))
+	}
+	resetsSeen := 0
+	for _, s := range promQuery(t, base, "bayesperf_event_count_total[2m]") {
+		ev := s.labels["event"]
+		var before, after []promSample
+		for _, x := range s.samples {
+			if x.t < unix(resetAt) {
+				before = append(before, x)
+			} else {
+				after = append(after, x)
+			}
+		}
+		if len(before) == 0 || len(after) == 0 {
+			t.Errorf("%s: %d samples before the third run, %d in it", ev, len(before), len(after))
+			continue
+		}
+		first, last, first3, last3 := before[0], before[len(before)-1], after[0], after[len(after)-1]
+		if !(first.t < unix(killAt) && last.t > unix(restartAt)) {
+			t.Errorf("%s: samples %.3f..%.3f do not span the restart", ev, first.t, last.t)
+			continue
+		}
+		r0, err0 := ivAt(first.t)
+		r1, err1 := ivAt(last.t)
+		r3, err3 := ivAt(last3.t)
+		if err0 != nil || err1 != nil || err3 != nil || r0.k < 1 || r0.k > len(r0.stream[ev]) || r1.k < 1 || r1.k > len(r1.stream[ev]) || r3.k < 1 || r3.k > len(r3.stream[ev]) {
+			continue // reported above
+		}
+		want := r1.stream[ev][r1.k-1].total - r0.stream[ev][r0.k-1].total
+		sel := window(ev, first, last)
+		if v, ok := promAt("resets", sel, last.t); ok && v != 0 {
+			t.Errorf("resets(%s) = %v across the restart, want 0", sel, v)
+		}
+		if v, ok := promAt("increase", sel, last.t); ok {
+			if !near(v, want, nAt[last.t], scale(ev)) {
+				t.Errorf("increase(%s) = %v, the streams counted %v (interval %d of run 1 to %d of run 2)", sel, v, want, r0.k, r1.k)
+			}
+			t.Logf("%s: increase over %s across the restart %.6g, streams %.6g", ev, sel, v, want)
+		}
+		sel = window(ev, first, last3)
+		wantResets := 0.0
+		if first3.v < last.v {
+			wantResets = 1
+			resetsSeen++
+		}
+		if v, ok := promAt("resets", sel, last3.t); ok && v != wantResets {
+			t.Errorf("resets(%s) = %v with the third run's reset announced (%v then %v), want %v", sel, v, last.v, first3.v, wantResets)
+		}
+		if wantResets == 1 {
+			want += r3.stream[ev][r3.k-1].total
+			if v, ok := promAt("increase", sel, last3.t); ok && !near(v, want, nAt[last3.t], scale(ev)) {
+				t.Errorf("increase(%s) = %v across the reset, the streams counted %v", sel, v, want)
+			}
+		}
+	}
+	if resetsSeen == 0 {
+		t.Errorf("no counter went down at the third run's start: its reset was not seen")
+	}
+	t.Logf("%d + %d + %d intervals streamed, %d saved at the kill; Prometheus samples matched against the streams (runs 1, 2, 3): %v; %d of %d totals reset at the third run",
+		len(s1["page-faults"]), len(s2["page-faults"]), len(s3["page-faults"]), n1, checked, resetsSeen, len(events))
 }

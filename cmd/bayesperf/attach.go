@@ -29,7 +29,7 @@ SYNOPSIS
                      [--summary] [--virtual-counters N] [--fixed-counters EVENTS]
                      [--schedule kernel|bayesperf] [--relations FILE]
                      [--pmu-events DIR] [--mux-interval D] [-o FILE]
-                     [--listen ADDR]
+                     [--listen ADDR [--state FILE]]
 
 DESCRIPTION
     Counts EVENTS for process PID (every thread it has when attach starts, and
@@ -57,16 +57,19 @@ OPTIONS
         Stop after S seconds (2.5) or a Go duration (2500ms); 0 (default)
         runs until SIGINT, SIGTERM or the exit of PID.
     -e, -I, -x, --json, --summary, --virtual-counters, --fixed-counters,
-    --schedule, --relations, --pmu-events, --mux-interval, -o, --listen
+    --schedule, --relations, --pmu-events, --mux-interval, -o, --listen,
+    --state
         As for bayesperf stat. --json -I MS streams one JSON line per event
         and interval to a controller; --listen serves /metrics for Prometheus
-        (docs/consumers.md).
+        (docs/consumers.md), and --state FILE keeps its counters across a
+        restart of attach.
 
 EXAMPLES
     bayesperf attach -p 1234 -e task-clock,page-faults,context-switches
     bayesperf attach -p 1234 -I 1000 --duration 10 --virtual-counters 2 \
         -e 'page-faults,minor-faults,major-faults,sched:sched_switch'
     bayesperf attach -p 1234 --json -I 100 --listen 127.0.0.1:9464 -o /dev/stdout
+    bayesperf attach -a --listen 127.0.0.1:9464 --state /var/lib/bayesperf/state.json
     bayesperf attach -a -A --json -I 250 --virtual-counters 4 -e 'syscalls:sys_enter_*'
 
 EXIT STATUS

@@ -73,13 +73,21 @@ type pinned struct {
 
 // pinTo starts tr's pinned stepper; if the thread cannot be bound (an affinity mask
 // that excludes the CPU), the steps run there anyway, as read(2) from anywhere works.
+// The thread also reads the CPU's busy time (perf.BusyMeter), exact only on the CPU:
+// without it (no cpuidle states, no schedstat, or an unbound thread) the CPU's slices
+// last their wall time, idle time included.
 func (s *statSession) pinTo(tr *track) *pinned {
 	p := &pinned{req: make(chan bool), done: make(chan error)}
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
 		var set unix.CPUSet
 		set.Set(tr.cpu)
-		_ = unix.SchedSetaffinity(0, &set)
+		if unix.SchedSetaffinity(0, &set) == nil {
+			if m, err := perf.OpenBusyMeter(tr.cpu); err == nil {
+				tr.busy = m
+				defer m.Close()
+			}
+		}
 		for flush := range p.req {
 			p.done <- s.stepTrack(tr, flush)
 		}

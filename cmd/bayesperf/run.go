@@ -33,7 +33,7 @@ SYNOPSIS
                   [--virtual-counters N [--fixed-counters EVENTS]
                    [--schedule kernel|bayesperf] [--collector auto|read|bpf]
                    [--report FILE.json]]
-                  [--truth FILE.csv]
+                  [--truth FILE.csv] [--listen ADDR]
                   -- CMD [ARGS...]
 
 DESCRIPTION
@@ -82,6 +82,13 @@ OPTIONS
                     for hardware events, so it takes counters), and
                     "collector": "bpf" or "read" (see --collector).
     --pidfile FILE  Write the sidecar's pid to FILE once it is ready.
+    --listen ADDR   The sidecar serves its own health at http://ADDR/metrics
+                    in the OpenMetrics text format, for Prometheus: tool
+                    processes and events registered, reads from mirrors and
+                    from the kernel, ring records mirrored and lost, and
+                    whether the correction stage was switched off
+                    (docs/consumers.md). With port 0 the kernel picks one
+                    and the sidecar prints it on stderr.
     -v              Log the sidecar's and the shim's decisions on stderr.
     --shim PATH     libbayesperf.so to preload (default: next to this binary,
                     or $BAYESPERF_SHIM).
@@ -240,6 +247,7 @@ func runMain(args []string) int {
 	inferFrom := fs.String("infer-from", "", "")
 	collector := fs.String("collector", "auto", "")
 	truthFile := fs.String("truth", "", "")
+	listen := fs.String("listen", "", "")
 	if code, stop := parseCmdLine("run", runHelp, fs, args); stop {
 		return code
 	}
@@ -293,6 +301,9 @@ func runMain(args []string) int {
 	sock := filepath.Join(dir, "sock")
 
 	extra := []string{"--correct", correct, "--infer-from", from}
+	if *listen != "" {
+		extra = append(extra, "--listen", *listen)
+	}
 	if *truthFile != "" {
 		abs, err := filepath.Abs(*truthFile)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"os/user"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/bayesperf/bayesperf/bpf"
+	"github.com/bayesperf/bayesperf/internal/openmetrics"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
 	"github.com/bayesperf/bayesperf/internal/truth"
 	"github.com/bayesperf/bayesperf/internal/vpmu/vstage"
@@ -30,7 +32,7 @@ const sidecarHelp = `usage: bayesperf sidecar --socket PATH [--stats FILE] [--pe
                           [--schedule kernel|bayesperf] [--collector auto|read|bpf]
                           [--report FILE]]
                          [--correct auto|none|bayesperf] [--infer-from slices|values]
-                         [--truth FILE.csv] [--allow-uid USERS] [-v]
+                         [--truth FILE.csv] [--allow-uid USERS] [--listen ADDR] [-v]
 
 Serves libbayesperf.so clients on the Unix socket PATH, whose directory must be
 mode 0700. Prints "ready" on stdout once listening. Stops on SIGTERM or SIGINT,
@@ -97,6 +99,7 @@ func sidecarMain(args []string) int {
 	allowUIDs := fs.String("allow-uid", "", "")
 	inferFrom := fs.String("infer-from", "", "")
 	truthFile := fs.String("truth", "", "")
+	listen := fs.String("listen", "", "")
 	if code, stop := parseCmdLine("sidecar", sidecarHelp, fs, args); stop {
 		return code
 	}
@@ -214,6 +217,13 @@ func sidecarMain(args []string) int {
 			cancel()
 		}()
 	}
+	if *listen != "" {
+		om, err := serveSidecarHealth(*listen, srv)
+		if err != nil {
+			return fail(err)
+		}
+		defer om.Close()
+	}
 	fmt.Println("ready")
 	os.Stdout.Close()
 	err = srv.Serve(ctx)
@@ -290,4 +300,25 @@ func parseUIDs(list string) ([]int, error) {
 		uids = append(uids, n)
 	}
 	return uids, nil
+}
+
+// serveSidecarHealth serves srv's health at http://addr/metrics (--listen), saying on
+// stderr the port the kernel picked for ADDR:0.
+func serveSidecarHealth(addr string, srv *sidecar.Server) (*openmetrics.Sidecar, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, usageErr("--listen %s: %v; give a free HOST:PORT (port 0 picks one)", addr, err)
+	}
+	om := openmetrics.NewSidecar(func() openmetrics.SidecarHealth {
+		st := srv.Stats()
+		return openmetrics.SidecarHealth{Clients: st.Clients, Events: st.Events, Declined: st.Declined,
+			MirrorReads: st.MirrorReads, PassthroughReads: st.PassthroughReads, SelfReads: st.SelfReads,
+			SyncRefreshes: st.SyncRefreshes, Publishes: st.Publishes, Rings: st.Rings,
+			RecordsMirrored: st.RecordsMirrored, RecordsLost: st.RecordsLost, Stage: st.Stage, StageOff: st.StagePanicked}
+	})
+	om.Serve(ln, func(err error) { fmt.Fprintf(os.Stderr, "bayesperf sidecar: --listen: %v\n", err) })
+	if strings.HasSuffix(addr, ":0") {
+		fmt.Fprintf(os.Stderr, "bayesperf sidecar: serving OpenMetrics on http://%s/metrics\n", ln.Addr())
+	}
+	return om, nil
 }

@@ -28,7 +28,7 @@ SYNOPSIS
                    [--virtual-counters N] [--fixed-counters EVENTS]
                    [--schedule kernel|bayesperf] [--relations FILE]
                    [--pmu-events DIR] [--mux-interval D] [-o FILE]
-                   [--listen ADDR] [-a | -C LIST] [-A] -- CMD [ARGS...]
+                   [--listen ADDR [--state FILE]] [-a | -C LIST] [-A] -- CMD [ARGS...]
     bayesperf stat -a | -C LIST [-A] [flags]
 
 DESCRIPTION
@@ -136,6 +136,17 @@ OPTIONS
         -I. With -a the series are the CPUs' sums (pid="-1"); with -A one per
         event and CPU, labelled cpu. ADDR is HOST:PORT; with port 0 the kernel picks one and it is
         printed on stderr. The endpoint stops when the measurement ends.
+        Every counter has its OpenMetrics _created sample, the time its
+        total started from 0: a restarted bayesperf has a later one, which
+        announces the reset.
+    --state FILE
+        With --listen: keep the counters in FILE, written at each
+        publication before a scrape can see it, and resume them from FILE at
+        start when it was written for the same target (the same process,
+        events and CPUs). A bayesperf killed and restarted with the same FILE
+        then continues every counter, under the same _created, from at least
+        the last value scraped: Prometheus sees no reset. What the target did
+        while nothing counted it is in no total.
 
 EXAMPLES
     bayesperf stat -e task-clock,page-faults,minor-faults,major-faults -- make
@@ -166,6 +177,7 @@ type statFlags struct {
 	mux           time.Duration
 	output        string
 	listen        string
+	state         string // --state
 	allCPUs       bool   // -a
 	cpuList       string // -C
 	perCPU        bool   // -A
@@ -189,6 +201,7 @@ func (f *statFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.mux, "mux-interval", 0, "")
 	fs.StringVar(&f.output, "o", "", "")
 	fs.StringVar(&f.listen, "listen", "", "")
+	fs.StringVar(&f.state, "state", "", "")
 	fs.BoolVar(&f.allCPUs, "a", false, "")
 	fs.BoolVar(&f.allCPUs, "all-cpus", false, "")
 	fs.StringVar(&f.cpuList, "C", "", "")

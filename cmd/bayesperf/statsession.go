@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -57,6 +59,7 @@ type statSession struct {
 
 	ln         net.Listener          // --listen, bound by newStatSession
 	listenAddr string                // --listen as given
+	statePath  string                // --state: the counters kept across restarts
 	exp        *openmetrics.Exporter // serves ln once the target is known
 	warn       func(string)
 }
@@ -74,8 +77,10 @@ type track struct {
 	slices []inference.Slice
 	ivFrom int  // first slice of the current -I interval
 	sawMux bool // the kernel multiplexed some event (running < enabled in a slice)
-	// pin, for a CPU's track, runs its steps on that CPU (see pinned).
-	pin *pinned
+	// pin, for a CPU's track, runs its steps on that CPU (see pinned), and busy, read
+	// there, makes its slices last the time the CPU was busy (nil: wall time).
+	pin  *pinned
+	busy *perf.BusyMeter
 }
 
 // listenPeriod is how often --listen publishes without -I: Prometheus' scrape interval
@@ -102,6 +107,14 @@ func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
 	}
 	if len(f.fixed) > 0 && f.vcounters == 0 {
 		return nil, usageErr("--fixed-counters needs --virtual-counters")
+	}
+	if f.state != "" {
+		if f.listen == "" {
+			return nil, usageErr("--state %s needs --listen: it keeps the endpoint's counters across restarts", f.state)
+		}
+		if fi, err := os.Stat(filepath.Dir(f.state)); err != nil || !fi.IsDir() {
+			return nil, usageErr("--state %s: no directory %s; give a file in a directory you can write", f.state, filepath.Dir(f.state))
+		}
 	}
 	cpus, err := f.targetCPUs()
 	if err != nil {
@@ -201,6 +214,7 @@ func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
 			s.period = listenPeriod
 		}
 		s.listenAddr = f.listen
+		s.statePath = f.state
 		if s.ln, err = net.Listen("tcp", f.listen); err != nil {
 			if s.closer != nil {
 				s.closer.Close()
@@ -213,7 +227,8 @@ func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
 }
 
 // serve starts the --listen endpoint for target pid, if asked for. A port the kernel
-// picked (ADDR:0) is said on stderr, the only way to learn it.
+// picked (ADDR:0) is said on stderr, the only way to learn it. With --state the
+// counters resume from the file when it was written for the same target.
 func (s *statSession) serve(pid int) {
 	if s.ln == nil {
 		return
@@ -223,10 +238,37 @@ func (s *statSession) serve(pid int) {
 	} else {
 		s.exp = openmetrics.New(pid, s.names)
 	}
+	if s.statePath != "" {
+		resumed, err := s.exp.Resume(s.statePath, s.targetIdentity(pid))
+		switch {
+		case err != nil:
+			s.warn(fmt.Sprintf("--state %s: %v; the counters start from 0 and are not kept", s.statePath, err))
+		case resumed:
+			s.warn(fmt.Sprintf("--state %s: counters resumed (created %s)", s.statePath, s.exp.Created().UTC().Format(time.RFC3339Nano)))
+		}
+	}
 	s.exp.Serve(s.ln, func(err error) { s.warn(fmt.Sprintf("--listen: %v", err)) })
 	if _, port, _ := net.SplitHostPort(s.ln.Addr().String()); port != "" && strings.HasSuffix(s.listenAddr, ":0") {
 		s.warn("serving OpenMetrics on http://" + s.ln.Addr().String() + "/metrics")
 	}
+}
+
+// targetIdentity names the target of the --state file: a process by its start time
+// since this boot (a pid reused by another process is another target), a system-wide
+// run by its CPUs.
+func (s *statSession) targetIdentity(pid int) string {
+	if pid == -1 {
+		return fmt.Sprintf("cpus %v", s.cpus)
+	}
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	start := ""
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 {
+		if f := strings.Fields(string(b[i+1:])); len(f) > 19 {
+			start = f[19] // starttime, field 22 of proc(5)
+		}
+	}
+	return fmt.Sprintf("boot %s start %s", strings.TrimSpace(string(boot)), start)
 }
 
 // publish hands one interval's lines, ending at end, to the --listen endpoint.
@@ -239,7 +281,9 @@ func (s *statSession) publish(end time.Time, cs []statfmt.Counter) {
 		h.Slices += len(tr.slices)
 		h.NumericalFailures += tr.feed.Skipped
 	}
-	s.exp.Publish(end, cs, h)
+	if err := s.exp.Publish(end, cs, h); err != nil {
+		s.warn("--state: " + err.Error())
+	}
 }
 
 // vpmuConfig is the virtual PMU for the session on task pid (inherited by its
@@ -312,6 +356,13 @@ func (s *statSession) stepTrack(tr *track, flush bool) error {
 				return fmt.Errorf("CPU %d: %w", tr.cpu, err)
 			}
 			return err
+		}
+		if tr.busy != nil {
+			// A CPU's rates are per unit of its busy time, as a task's are per unit of
+			// its running time: an idle stretch is no time at the target's pace.
+			if b, err := tr.busy.Busy(tr.steps[i].EnabledNs()); err == nil {
+				tr.steps[i].SetBusy(b)
+			}
 		}
 	}
 	return s.observe(tr, tr.steps)

@@ -2,9 +2,12 @@ package openmetrics
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"math"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -45,11 +48,21 @@ type Exporter struct {
 	// label (the pid, or with NewCPUs the CPU).
 	events, targets []string
 
+	// created is when the totals started from 0: every counter's _created (the
+	// OpenMetrics created timestamp). A restarted process has a later one, which is how
+	// the scraper tells its reset from a decrease.
+	created time.Time
+
 	mu        sync.Mutex
 	ev        []series
 	intervals int
 	lastEnd   time.Time
 	health    Health
+	// base is the health resumed from a state file (Resume), added to what Publish is
+	// given; statePath the file every Publish writes, "" for none, and identity the
+	// target's name in it.
+	base                Health
+	statePath, identity string
 
 	srv *http.Server
 }
@@ -57,7 +70,7 @@ type Exporter struct {
 // New returns an exporter for the events of process pid, in the given order (the -e
 // list); nothing is published yet, so a scrape shows the health metrics only.
 func New(pid int, events []string) *Exporter {
-	x := &Exporter{pid: strconv.Itoa(pid), events: append([]string(nil), events...)}
+	x := &Exporter{pid: strconv.Itoa(pid), events: append([]string(nil), events...), created: time.Now()}
 	for range events {
 		x.targets = append(x.targets, x.pid)
 	}
@@ -70,7 +83,7 @@ func New(pid int, events []string) *Exporter {
 // the order event by event, every CPU of cpus for each. The health metrics are the
 // run's, labelled pid="-1" (perf's pid of a system-wide event).
 func NewCPUs(cpus []int, events []string) *Exporter {
-	x := &Exporter{pid: "-1"}
+	x := &Exporter{pid: "-1", created: time.Now()}
 	for _, e := range events {
 		for _, c := range cpus {
 			x.events = append(x.events, e)
@@ -106,8 +119,12 @@ func (x *Exporter) describe(target string) {
 }
 
 // Publish records one interval ending at end: cs holds the series in New's (or
-// NewCPUs') order (extra or missing entries are ignored).
-func (x *Exporter) Publish(end time.Time, cs []statfmt.Counter, h Health) {
+// NewCPUs') order (extra or missing entries are ignored), h the health since this
+// process started. After Resume it writes the state file first; when that fails it
+// removes the file and writes no more (a later restart starts from 0 with a new
+// _created, a reset announced as such, rather than from values older than the scrapes
+// saw), publishes all the same and returns the error.
+func (x *Exporter) Publish(end time.Time, cs []statfmt.Counter, h Health) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for i := range x.ev {
@@ -131,7 +148,19 @@ func (x *Exporter) Publish(end time.Time, cs []statfmt.Counter, h Health) {
 	}
 	x.intervals++
 	x.lastEnd = end
-	x.health = h
+	x.health = Health{Slices: x.base.Slices + h.Slices, NumericalFailures: x.base.NumericalFailures + h.NumericalFailures}
+	if x.statePath == "" {
+		return nil
+	}
+	if err := x.save(); err != nil {
+		path := x.statePath
+		x.statePath = ""
+		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = errors.Join(err, rerr)
+		}
+		return fmt.Errorf("state file %s: %w; counters will start from 0 at the next start", path, err)
+	}
+	return nil
 }
 
 // Describe sends every metric's description (prometheus.Collector).
@@ -146,6 +175,10 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	m := func(key string, t prometheus.ValueType, v float64, labels ...string) {
+		if t == prometheus.CounterValue {
+			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(x.descs[key], t, v, x.created, labels...)
+			return
+		}
 		ch <- prometheus.MustNewConstMetric(x.descs[key], t, v, labels...)
 	}
 	for i, s := range x.ev {
@@ -177,25 +210,37 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// Created is when the exporter's totals started from 0, every counter's _created.
+func (x *Exporter) Created() time.Time { return x.created }
+
 // Handler is the /metrics handler: OpenMetrics when the scraper accepts it (Prometheus
-// does), else Prometheus' text format.
+// does), else Prometheus' text format. In OpenMetrics every counter has its _created
+// sample, so that a restart (new totals from 0, a later _created) is announced as a
+// reset; the Process-Start-Time-Unix header says the same for consumers that read it.
 func (x *Exporter) Handler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(x) // the descriptions are fixed and distinct: cannot fail
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorHandling: promhttp.ContinueOnError})
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorHandling: promhttp.ContinueOnError,
+		EnableOpenMetricsTextCreatedSamples: true, ProcessStartTime: x.created})
 }
 
 // Serve serves /metrics on ln until Close. It returns at once; the server's error,
 // other than its closing, is reported to errf.
 func (x *Exporter) Serve(ln net.Listener, errf func(error)) {
+	x.srv = serve(ln, x.Handler(), errf)
+}
+
+// serve serves h at /metrics on ln, in the background.
+func serve(ln net.Listener, h http.Handler, errf func(error)) *http.Server {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", x.Handler())
-	x.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	mux.Handle("/metrics", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
-		if err := x.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && errf != nil {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && errf != nil {
 			errf(err)
 		}
 	}()
+	return srv
 }
 
 // Close stops the server started by Serve.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,79 @@ func TestPerCPUSeries(t *testing.T) {
 	}
 	if strings.Contains(body, `event="page-faults",pid=`) {
 		t.Errorf("per-CPU series labelled pid:\n%s", body)
+	}
+}
+
+// Every counter carries its _created sample, the exporter's start: a restarted
+// exporter (totals from 0 again) announces its reset with a later one, and the gauges
+// have none.
+func TestCreatedAnnouncesReset(t *testing.T) {
+	c := []statfmt.Counter{{Event: "page-faults", Counted: true, Value: 100, Lo: 90, Hi: 110, Linux: 120, Status: "inferred", Count: 50, Enabled: 2e9, Running: 1e9}}
+	first := New(42, []string{"page-faults"})
+	first.Publish(time.Now(), c, Health{Slices: 3})
+	time.Sleep(10 * time.Millisecond)
+	second := New(42, []string{"page-faults"})
+	if !second.Created().After(first.Created()) {
+		t.Fatalf("restarted exporter created at %v, not after the first's %v", second.Created(), first.Created())
+	}
+	_, body := scrape(t, first)
+	created := float64(first.Created().UnixNano()) / 1e9
+	for _, name := range []string{
+		`bayesperf_event_count_created{event="page-faults",pid="42"}`,
+		`bayesperf_event_raw_count_created{event="page-faults",pid="42"}`,
+		`bayesperf_event_enabled_seconds_created{event="page-faults",pid="42"}`,
+		`bayesperf_event_running_seconds_created{event="page-faults",pid="42"}`,
+		`bayesperf_slices_created{pid="42"}`,
+		`bayesperf_model_numerical_failures_created{pid="42"}`,
+		`bayesperf_intervals_created{pid="42"}`,
+	} {
+		i := strings.Index(body, name+" ")
+		if i < 0 {
+			t.Errorf("no %s in\n%s", name, body)
+			continue
+		}
+		line := body[i : i+strings.IndexByte(body[i:], '\n')]
+		v, err := strconv.ParseFloat(line[len(name)+1:], 64)
+		if err != nil || math.Abs(v-created) > 1e-6 {
+			t.Errorf("%q: want the exporter's start %.6f", line, created)
+		}
+	}
+	for _, gauge := range []string{"bayesperf_event_interval_value_created", "bayesperf_event_status_created", "bayesperf_last_interval_end_timestamp_seconds_created"} {
+		if strings.Contains(body, gauge) {
+			t.Errorf("gauge with a _created sample %s:\n%s", gauge, body)
+		}
+	}
+}
+
+// The sidecar's health: its counters as given, with _created; the stage's state as a
+// gauge labelled with its name.
+func TestSidecarHealth(t *testing.T) {
+	h := SidecarHealth{Clients: 2, Events: 9, MirrorReads: 1000, RecordsMirrored: 50, RecordsLost: 3, Stage: "vpmu", StageOff: true}
+	x := NewSidecar(func() SidecarHealth { return h })
+	srv := httptest.NewServer(x.Handler())
+	defer srv.Close()
+	req, _ := http.NewRequest("GET", srv.URL, nil)
+	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	body := string(b)
+	for _, want := range []string{
+		"bayesperf_sidecar_clients_total 2.0",
+		"bayesperf_sidecar_events_total 9.0",
+		"bayesperf_sidecar_mirror_reads_total 1000.0",
+		"bayesperf_sidecar_records_mirrored_total 50.0",
+		"bayesperf_sidecar_records_lost_total 3.0",
+		`bayesperf_sidecar_stage_switched_off{stage="vpmu"} 1.0`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("no line %q in\n%s", want, body)
+		}
+	}
+	if !strings.Contains(body, "bayesperf_sidecar_records_lost_created ") {
+		t.Errorf("no _created for the sidecar's counters:\n%s", body)
 	}
 }
