@@ -16,10 +16,6 @@ import (
 	"github.com/bayesperf/bayesperf/internal/statfmt"
 )
 
-func init() {
-	register(command{name: "attach", summary: "count events of a running process until SIGINT, perf stat -p style, corrected", run: runAttach})
-}
-
 const attachHelp = `NAME
     bayesperf attach - count events of a running process, perf stat -p style
 

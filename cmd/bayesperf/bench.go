@@ -12,10 +12,6 @@ import (
 	"github.com/bayesperf/bayesperf/internal/bench"
 )
 
-func init() {
-	register(command{name: "bench", summary: "measure what reading a counter through bayesperf costs (bench read)", run: benchMain})
-}
-
 const benchHelp = `NAME
     bayesperf bench read - ns per counter read: kernel, shim mirror, floor, rdpmc
     (bayesperf bench cpus --help: CPU time of system-wide counting per core)

@@ -18,10 +18,6 @@ import (
 	"github.com/bayesperf/bayesperf/internal/vpmu"
 )
 
-func init() {
-	register(command{name: "eval", summary: "score every estimator against exact truth, live under the virtual PMU or on a trace", run: runEval})
-}
-
 type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }

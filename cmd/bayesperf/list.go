@@ -11,10 +11,6 @@ import (
 	"github.com/bayesperf/bayesperf/internal/perf"
 )
 
-func init() {
-	register(command{name: "list", summary: "list the events this machine offers, or the relations known between events", run: runList})
-}
-
 const listHelp = `NAME
     bayesperf list - the events this machine offers and the relations between them
 

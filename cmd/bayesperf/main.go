@@ -2,8 +2,8 @@
 // values, with an honest uncertainty, when the kernel multiplexes more events than the
 // CPU has counters.
 //
-// Each subcommand lives in its own file and registers itself in init with register, so
-// that this file stays a dispatcher and subcommands can be added without touching it.
+// Each subcommand lives in its own file; the list below (subcommands) names them all in
+// one place, and this file is otherwise a dispatcher.
 package main
 
 import (
@@ -20,6 +20,26 @@ type command struct {
 	name    string
 	summary string // one line for the top-level help
 	run     func(args []string) int
+}
+
+// subcommands lists every subcommand; init registers them.
+var subcommands = []command{
+	{name: "attach", summary: "count events of a running process until SIGINT, perf stat -p style, corrected", run: runAttach},
+	{name: "bench", summary: "measure what reading a counter through bayesperf costs (bench read)", run: benchMain},
+	{name: "eval", summary: "score every estimator against exact truth, live under the virtual PMU or on a trace", run: runEval},
+	{name: "list", summary: "list the events this machine offers, or the relations known between events", run: runList},
+	{name: "run", summary: "run an unmodified perf-based tool with corrected counter values (drop-in)", run: runMain},
+	{name: "sidecar", summary: "serve libbayesperf.so clients on a socket (bayesperf run starts it for you)", run: sidecarMain},
+	{name: "stat", summary: "run a command and print its counters as perf stat does, corrected, with 95% intervals", run: runStat},
+	{name: "train", summary: "fit the learned estimators (mlp, bigru) on traces and write a model file", run: runTrain},
+	{name: "workload", summary: "run a built-in workload with phase behaviour (for demos and eval)", run: runWorkload},
+	{name: "version", summary: "print the version of bayesperf", run: runVersion},
+}
+
+func init() {
+	for _, c := range subcommands {
+		register(c)
+	}
 }
 
 var commands = map[string]command{}

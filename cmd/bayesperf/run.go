@@ -20,10 +20,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	register(command{name: "run", summary: "run an unmodified perf-based tool with corrected counter values (drop-in)", run: runMain})
-}
-
 const runHelp = `NAME
     bayesperf run - run an unmodified perf-based tool through bayesperf
 

@@ -23,10 +23,6 @@ import (
 	"github.com/bayesperf/bayesperf/internal/vpmu/vstage"
 )
 
-func init() {
-	register(command{name: "sidecar", summary: "serve libbayesperf.so clients on a socket (bayesperf run starts it for you)", run: sidecarMain})
-}
-
 const sidecarHelp = `usage: bayesperf sidecar --socket PATH [--stats FILE] [--period D] [--stale D]
                          [--virtual-counters N [--fixed-counters EVENTS]
                           [--schedule kernel|bayesperf] [--collector auto|read|bpf]

@@ -16,10 +16,6 @@ import (
 	"github.com/bayesperf/bayesperf/internal/statfmt"
 )
 
-func init() {
-	register(command{name: "stat", summary: "run a command and print its counters as perf stat does, corrected, with 95% intervals", run: runStat})
-}
-
 const statHelp = `NAME
     bayesperf stat - count events of a command, perf stat style, with uncertainty
 

@@ -12,10 +12,6 @@ import (
 	"github.com/bayesperf/bayesperf/internal/eval"
 )
 
-func init() {
-	register(command{name: "train", summary: "fit the learned estimators (mlp, bigru) on traces and write a model file", run: runTrain})
-}
-
 const trainUsage = `usage:
   bayesperf train --corpus DIR [--half tune|valid|all] -o MODEL.json [--seed N] [--epochs N]
   bayesperf train --trace FILE.csv [--trace FILE.csv...] --counters N [--fixed EVENTS]

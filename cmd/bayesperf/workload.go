@@ -11,10 +11,6 @@ import (
 	"github.com/bayesperf/bayesperf/internal/workload"
 )
 
-func init() {
-	register(command{name: "workload", summary: "run a built-in workload with phase behaviour (for demos and eval)", run: runWorkload})
-}
-
 func runWorkload(args []string) int {
 	fs := flag.NewFlagSet("workload", flag.ContinueOnError)
 	dur := fs.Duration("duration", 3*time.Second, "how long to run")
