@@ -240,7 +240,6 @@ func (md *Model) levelError(e, from, to int) float64 {
 // keptLevelError is levelError over kept slices [from, to) (from >= the history's lo).
 func (md *Model) keptLevelError(e, from, to int) float64 {
 	h := &md.hist
-	l := &md.lrn
 	const reach = 256 // farther than this, a counted slice no longer matters
 	n := md.n
 	to = min(to, h.t)
@@ -273,17 +272,7 @@ func (md *Model) keptLevelError(e, from, to int) float64 {
 			last = t
 			continue
 		}
-		g := min(t-last, next[t-from]-t)
-		d := h.d[t-h.lo]
-		lv := 0.0
-		for _, a := range md.rows[e] {
-			if l.levelN[a.i] == 0 {
-				continue
-			}
-			w := 1 - math.Pow(l.a[a.i], float64(g))
-			lv += a.c * a.c * w * w * l.levelVar(a.i, d)
-		}
-		sum += d * math.Sqrt(lv)
+		sum += md.sliceLevelError(e, min(t-last, next[t-from]-t), h.d[t-h.lo])
 	}
 	return sum
 }
@@ -294,7 +283,6 @@ func (md *Model) keptLevelError(e, from, to int) float64 {
 // most of Observe's cost at 35 events.
 func (md *Model) keptLevelErrorEach(e, from, to int, out []float64) {
 	h := &md.hist
-	l := &md.lrn
 	const reach = 256 // as in keptLevelError
 	n := md.n
 	to = min(to, h.t)
@@ -338,18 +326,23 @@ func (md *Model) keptLevelErrorEach(e, from, to int, out []float64) {
 				last = base
 			}
 		}
-		g := min(t-last, int(out[t-from])-t)
-		d := h.d[t-h.lo]
-		lv := 0.0
-		for _, a := range md.rows[e] {
-			if l.levelN[a.i] == 0 {
-				continue
-			}
-			w := 1 - math.Pow(l.a[a.i], float64(g))
-			lv += a.c * a.c * w * w * l.levelVar(a.i, d)
-		}
-		out[t-from] = d * math.Sqrt(lv)
+		out[t-from] = md.sliceLevelError(e, min(t-last, int(out[t-from])-t), h.d[t-h.lo])
 	}
+}
+
+// sliceLevelError is the level error of event e in one uncounted slice of duration d,
+// g slices from the nearest count: the level's weight there is 1 − a^g.
+func (md *Model) sliceLevelError(e, g int, d float64) float64 {
+	l := &md.lrn
+	lv := 0.0
+	for _, a := range md.rows[e] {
+		if l.levelN[a.i] == 0 {
+			continue
+		}
+		w := 1 - math.Pow(l.a[a.i], float64(g))
+		lv += a.c * a.c * w * w * l.levelVar(a.i, d)
+	}
+	return d * math.Sqrt(lv)
 }
 
 // informed reports whether anything observed bears on event e: one of its state
