@@ -377,17 +377,7 @@ func (md *Model) updateDense(h []entry, y, r float64) {
 	for j := range k {
 		md.m[j] += ph[j] * f
 	}
-	inv := 1 / s
-	for i := range k {
-		pi := ph[i] * inv
-		if pi == 0 {
-			continue
-		}
-		row := md.P[i*k : i*k+k]
-		for j := range k {
-			row[j] -= pi * ph[j]
-		}
-	}
+	md.downdate(ph, 1/s)
 	if len(h) == 1 {
 		// The measured component's variance, computed without cancellation: a diffuse
 		// prior met by an exact count would otherwise lose every digit.
@@ -514,16 +504,7 @@ func (md *Model) truncate(g []entry, k0, at float64) {
 	for j := range k {
 		md.m[j] += ph[j] * shift
 	}
-	for i := range k {
-		pi := ph[i] * shrink
-		if pi == 0 {
-			continue
-		}
-		row := md.P[i*k : i*k+k]
-		for j := range k {
-			row[j] -= pi * ph[j]
-		}
-	}
+	md.downdate(ph, shrink)
 	for i := range k {
 		if md.P[i*k+i] < 0 {
 			md.P[i*k+i] = 0
@@ -590,4 +571,20 @@ func (md *Model) withClocks(s inference.Slice) inference.Slice {
 	}
 	s.Readings = md.cbuf
 	return s
+}
+
+// downdate subtracts c·ph·phᵀ from the covariance: the rank-one change of a scalar
+// update, ph being P·h.
+func (md *Model) downdate(ph []float64, c float64) {
+	k := md.k
+	for i := range k {
+		pi := ph[i] * c
+		if pi == 0 {
+			continue
+		}
+		row := md.P[i*k : i*k+k]
+		for j := range k {
+			row[j] -= pi * ph[j]
+		}
+	}
 }
