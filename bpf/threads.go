@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"time"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // addThread opens the events of thread tid, gives it a slot and publishes the slot in the
@@ -112,17 +112,17 @@ func (c *Collector) retireFinished() {
 func (c *Collector) addSlot(tid, cpu, idx int) error {
 	s := &slot{tid: tid, cpu: cpu, last: make([]perf.Count, c.nr), live: true}
 	for i, a := range c.kevents {
-		a.Size = uint32(unsafe.Sizeof(a))
-		a.Bits &^= unix.PerfBitInherit | unix.PerfBitDisabled
+		a.Size = perfabi.AttrSize
+		a.Flags &^= perfabi.FlagInherit | perfabi.FlagDisabled
 		on := c.opts.SwitchAtSnapshots || c.enabled[i]
 		switch {
 		case !on:
-			a.Bits |= unix.PerfBitDisabled
+			a.Flags |= perfabi.FlagDisabled
 		case c.onExec:
-			a.Bits |= unix.PerfBitDisabled | unix.PerfBitEnableOnExec
+			a.Flags |= perfabi.FlagDisabled | perfabi.FlagEnableOnExec
 		}
-		a.Read_format = unix.PERF_FORMAT_TOTAL_TIME_ENABLED | unix.PERF_FORMAT_TOTAL_TIME_RUNNING
-		fd, err := unix.PerfEventOpen(&a, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		a.ReadFormat = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning
+		fd, err := perfabi.Open(&a, tid, cpu, -1)
 		if err != nil {
 			closeAll(s.fds)
 			if errors.Is(err, unix.ESRCH) {
