@@ -129,7 +129,7 @@ type Collector struct {
 
 	togMu     sync.Mutex   // serialises SetEnabled calls
 	fdMu      sync.RWMutex // read-held while fds are used without mu; write-held to close them
-	mu        sync.Mutex   // guards everything below; the consumer holds it while applying a record
+	mu        sync.Mutex   // guards everything below; the consumer holds it while applying a record, but for opening a thread's events (unlocked)
 	closed    bool
 	slots     []*slot
 	byTid     map[int]int  // live threads' slots
