@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -15,8 +14,8 @@ import (
 )
 
 // benchEvents returns n counting events: the software counters, then syscall tracepoints.
-func benchEvents(b *testing.B, n int) []unix.PerfEventAttr {
-	var attrs []unix.PerfEventAttr
+func benchEvents(b *testing.B, n int) []perfabi.Attr {
+	var attrs []perfabi.Attr
 	for _, sw := range []uint64{unix.PERF_COUNT_SW_TASK_CLOCK, unix.PERF_COUNT_SW_PAGE_FAULTS,
 		unix.PERF_COUNT_SW_PAGE_FAULTS_MIN, unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ,
 		unix.PERF_COUNT_SW_CONTEXT_SWITCHES, unix.PERF_COUNT_SW_CPU_MIGRATIONS, unix.PERF_COUNT_SW_CPU_CLOCK} {
@@ -41,19 +40,6 @@ func benchEvents(b *testing.B, n int) []unix.PerfEventAttr {
 		b.Fatalf("found %d events, want %d (requires tracefs with syscall tracepoints)", len(attrs), n)
 	}
 	return attrs[:n]
-}
-
-// toPerfAttr converts through the kernel byte layout both types mirror.
-func toPerfAttr(b *testing.B, u unix.PerfEventAttr) perf.Attr {
-	raw := unsafe.Slice((*byte)(unsafe.Pointer(&u)), unsafe.Sizeof(u))
-	buf := make([]byte, perfabi.AttrSize)
-	copy(buf, raw)
-	a, err := perfabi.DecodeAttr(buf)
-	if err != nil {
-		b.Fatal(err)
-	}
-	a.Size = perfabi.AttrSize
-	return a
 }
 
 func processCPU() time.Duration {
@@ -130,8 +116,7 @@ func benchSliceCost(b *testing.B, n int) {
 			}
 		}()
 		var leader *perf.Event
-		for i, u := range attrs {
-			a := toPerfAttr(b, u)
+		for i, a := range attrs {
 			a.ReadFormat = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning
 			if group && i == 0 {
 				a.ReadFormat |= perfabi.FormatGroup

@@ -7,7 +7,6 @@ import (
 	"os"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // Options says what to collect.
@@ -30,7 +30,7 @@ type Options struct {
 	// opens them itself for each thread or CPU, with inherit cleared (the kernel cannot read
 	// inherited events from BPF) and read_format set to (value, enabled, running). An event
 	// with the disabled bit starts disabled; see SetEnabled.
-	Events []unix.PerfEventAttr
+	Events []perfabi.Attr
 	// Descendants (with Threads) follows only the thread Pid and the tasks it creates
 	// after NewCollector (and theirs), as an event opened on Pid with inherit counts, not
 	// the other threads of Pid's process already present. For a target that has one
@@ -112,11 +112,11 @@ type slot struct {
 // Collector snapshots events through BPF. It implements perf.Collector.
 type Collector struct {
 	opts      Options
-	sweepWait time.Duration        // block's wait before the next sweep (guarded by mu)
-	nr        int                  // events opened per thread (or CPU): len(kevents)
-	kevents   []unix.PerfEventAttr // the events opened per thread
-	kidx      []int                // with SwitchAtSnapshots: opts.Events[i] is kevents[kidx[i]]
-	onExec    bool                 // start is opening the first threads: EnableOnExec applies
+	sweepWait time.Duration  // block's wait before the next sweep (guarded by mu)
+	nr        int            // events opened per thread (or CPU): len(kevents)
+	kevents   []perfabi.Attr // the events opened per thread
+	kidx      []int          // with SwitchAtSnapshots: opts.Events[i] is kevents[kidx[i]]
+	onExec    bool           // start is opening the first threads: EnableOnExec applies
 	slice     time.Duration
 	coll      *ebpf.Collection
 	array     *ebpf.Map // the PERF_EVENT_ARRAY, owned here
@@ -129,7 +129,7 @@ type Collector struct {
 
 	togMu     sync.Mutex   // serialises SetEnabled calls
 	fdMu      sync.RWMutex // read-held while fds are used without mu; write-held to close them
-	mu        sync.Mutex   // guards everything below; the consumer holds it while applying a record
+	mu        sync.Mutex   // guards everything below; the consumer holds it while applying a record, but for opening a thread's events (unlocked)
 	closed    bool
 	slots     []*slot
 	byTid     map[int]int  // live threads' slots
@@ -230,7 +230,7 @@ func NewCollector(opts Options) (*Collector, error) {
 	c.rawPrev = make([]perf.Count, len(opts.Events))
 	c.gated = make([]perf.Count, len(opts.Events))
 	for i, a := range opts.Events {
-		c.enabled[i] = a.Bits&unix.PerfBitDisabled == 0
+		c.enabled[i] = a.Flags&perfabi.FlagDisabled == 0
 	}
 	if err := c.load(nslots, systemWide); err != nil {
 		c.release()
@@ -250,15 +250,16 @@ func NewCollector(opts Options) (*Collector, error) {
 // time, so events that differ only in their disabled bit (a virtual PMU's truth copy and
 // its views' copies of one event) are one kernel event, read once per snapshot: a third
 // of the reads per tick and per context switch for eval's two views.
-func kernelEvents(opts Options) ([]unix.PerfEventAttr, []int) {
+func kernelEvents(opts Options) ([]perfabi.Attr, []int) {
 	if !opts.SwitchAtSnapshots {
 		return opts.Events, nil
 	}
-	var out []unix.PerfEventAttr
+	var out []perfabi.Attr
 	idx := make([]int, len(opts.Events))
-	seen := map[unix.PerfEventAttr]int{}
+	seen := map[perfabi.Attr]int{}
 	for i, a := range opts.Events {
-		a.Bits &^= unix.PerfBitDisabled
+		a.Flags &^= perfabi.FlagDisabled
+		a.Size = perfabi.AttrSize // addSlot opens every event with this size
 		k, ok := seen[a]
 		if !ok {
 			k = len(out)
@@ -445,14 +446,14 @@ func Probe() error {
 	if err := c.load(1, true); err != nil {
 		return err
 	}
-	attr := unix.PerfEventAttr{
-		Type:   unix.PERF_TYPE_SOFTWARE,
-		Config: unix.PERF_COUNT_SW_CPU_CLOCK,
-		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
-		Sample: uint64(time.Millisecond),
-		Bits:   unix.PerfBitDisabled,
+	attr := perfabi.Attr{
+		Type:         unix.PERF_TYPE_SOFTWARE,
+		Config:       unix.PERF_COUNT_SW_CPU_CLOCK,
+		Size:         perfabi.AttrSize,
+		SamplePeriod: uint64(time.Millisecond),
+		Flags:        perfabi.FlagDisabled,
 	}
-	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	fd, err := perfabi.Open(&attr, -1, 0, -1)
 	if err != nil {
 		return classify("open slice timer", err)
 	}

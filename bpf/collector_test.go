@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // Indices of the events of workEvents.
@@ -30,8 +31,8 @@ const (
 	evSysEnter
 )
 
-func workEvents(t testing.TB) []unix.PerfEventAttr {
-	return []unix.PerfEventAttr{
+func workEvents(t testing.TB) []perfabi.Attr {
+	return []perfabi.Attr{
 		softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK),
 		softwareAttr(unix.PERF_COUNT_SW_PAGE_FAULTS),
 		softwareAttr(unix.PERF_COUNT_SW_PAGE_FAULTS_MIN),
@@ -346,7 +347,7 @@ func containsAll(set, want []int) bool {
 // exceed a later read().
 func TestSystemWide(t *testing.T) {
 	const slice = 2 * time.Millisecond
-	c := newCollector(t, Options{Pid: -1, Events: []unix.PerfEventAttr{
+	c := newCollector(t, Options{Pid: -1, Events: []perfabi.Attr{
 		softwareAttr(unix.PERF_COUNT_SW_CPU_CLOCK),
 		softwareAttr(unix.PERF_COUNT_SW_CONTEXT_SWITCHES),
 	}, Slice: slice})
@@ -457,13 +458,13 @@ func TestBadOptions(t *testing.T) {
 	ev := workEvents(t)[:1]
 	for name, o := range map[string]Options{
 		"no events":    {Pid: os.Getpid()},
-		"too many":     {Pid: os.Getpid(), Events: make([]unix.PerfEventAttr, maxEvents+1)},
+		"too many":     {Pid: os.Getpid(), Events: make([]perfabi.Attr, maxEvents+1)},
 		"pid zero":     {Events: ev},
 		"short slice":  {Pid: os.Getpid(), Events: ev, Slice: time.Microsecond},
 		"ring size":    {Pid: os.Getpid(), Events: ev, RingBytes: 12345},
 		"no such pid":  {Pid: 1 << 30, Events: ev},
 		"bad pid":      {Pid: -2, Events: ev},
-		"unknown type": {Pid: os.Getpid(), Events: []unix.PerfEventAttr{{Type: 1 << 20}}},
+		"unknown type": {Pid: os.Getpid(), Events: []perfabi.Attr{{Type: 1 << 20}}},
 	} {
 		c, err := NewCollector(o)
 		if err == nil {
@@ -482,10 +483,10 @@ func TestBadOptions(t *testing.T) {
 func TestSetEnabled(t *testing.T) {
 	on := softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK)
 	off := on
-	off.Bits |= unix.PerfBitDisabled
+	off.Flags |= perfabi.FlagDisabled
 	never := off
 	cmd, in, _ := startHelper(t, "work")
-	c := newCollector(t, Options{Pid: cmd.Process.Pid, Threads: true, Events: []unix.PerfEventAttr{on, off, never}, Slice: 5 * time.Millisecond})
+	c := newCollector(t, Options{Pid: cmd.Process.Pid, Threads: true, Events: []perfabi.Attr{on, off, never}, Slice: 5 * time.Millisecond})
 	in.Write([]byte{'g'})
 	first, err := c.Next()
 	if err != nil {
@@ -578,9 +579,9 @@ func TestSwitchAtSnapshots(t *testing.T) {
 	tc := softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK)
 	pf := softwareAttr(unix.PERF_COUNT_SW_PAGE_FAULTS)
 	tcOff, pfOff := tc, pf
-	tcOff.Bits |= unix.PerfBitDisabled
-	pfOff.Bits |= unix.PerfBitDisabled
-	evs := []unix.PerfEventAttr{tc, pf, tcOff, pfOff, tcOff}
+	tcOff.Flags |= perfabi.FlagDisabled
+	pfOff.Flags |= perfabi.FlagDisabled
+	evs := []perfabi.Attr{tc, pf, tcOff, pfOff, tcOff}
 	cmd, in, _ := startHelper(t, "work")
 	c := newCollector(t, Options{Pid: cmd.Process.Pid, Events: evs, Slice: 5 * time.Millisecond, SwitchAtSnapshots: true})
 	if c.nr != 2 {
@@ -651,7 +652,7 @@ func TestSwitchAtSnapshots(t *testing.T) {
 // counted nothing, for anyone on the machine, while a collector ran (here: 0 switches and
 // 0 exits, against 491 context switches, and nothing system-wide on CPU 0).
 func TestTracepointsStillCount(t *testing.T) {
-	evs := []unix.PerfEventAttr{
+	evs := []perfabi.Attr{
 		softwareAttr(unix.PERF_COUNT_SW_CONTEXT_SWITCHES),
 		tracepointAttr(t, "sched", "sched_switch"),
 		tracepointAttr(t, "sched", "sched_process_exit"),
@@ -660,7 +661,7 @@ func TestTracepointsStillCount(t *testing.T) {
 	c := newCollector(t, Options{Pid: cmd.Process.Pid, Events: evs, Slice: 5 * time.Millisecond})
 	// Someone else's event on the same tracepoint: a system-wide count on CPU 0.
 	other := tracepointAttr(t, "sched", "sched_switch")
-	ofd, err := unix.PerfEventOpen(&other, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	ofd, err := perfabi.Open(&other, -1, 0, -1)
 	if err != nil {
 		t.Fatalf("open system-wide sched:sched_switch on cpu 0: %v", err)
 	}
@@ -685,7 +686,7 @@ func TestTracepointsStillCount(t *testing.T) {
 	if _, err := unix.Read(ofd, buf[:]); err != nil {
 		t.Fatal(err)
 	}
-	if n := le64(buf[:]); n == 0 {
+	if n := perfabi.ByteOrder.Uint64(buf[:]); n == 0 {
 		t.Errorf("system-wide sched:sched_switch on cpu 0 counted nothing while the collector ran")
 	}
 	t.Logf("context-switches %d, sched_switch %d, sched_process_exit %d", cs, sw, exits)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/testutil"
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // startExecShell starts a shell that waits for a line on stdin and then execs the "work"
@@ -39,7 +40,7 @@ func startExecShell(t *testing.T) (*exec.Cmd, io.WriteCloser) {
 func TestEnableOnExec(t *testing.T) {
 	execve := tracepointAttr(t, "syscalls", "sys_enter_execve")
 	getppid := tracepointAttr(t, "syscalls", "sys_enter_getppid")
-	evs := []unix.PerfEventAttr{softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK), execve, getppid}
+	evs := []perfabi.Attr{softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK), execve, getppid}
 	for _, onExec := range []bool{true, false} {
 		t.Run(fmt.Sprintf("EnableOnExec=%v", onExec), func(t *testing.T) {
 			cmd, in := startExecShell(t)
@@ -90,8 +91,8 @@ func TestPeek(t *testing.T) {
 	tc := softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK)
 	gp := tracepointAttr(t, "syscalls", "sys_enter_getppid")
 	tcOff := tc
-	tcOff.Bits |= unix.PerfBitDisabled
-	evs := []unix.PerfEventAttr{tc, gp, tcOff}
+	tcOff.Flags |= perfabi.FlagDisabled
+	evs := []perfabi.Attr{tc, gp, tcOff}
 	cmd, in, _ := startHelper(t, "work")
 	c := newCollector(t, Options{Pid: cmd.Process.Pid, Events: evs, Slice: 5 * time.Millisecond, SwitchAtSnapshots: true})
 	in.Write([]byte{'g'})
@@ -163,7 +164,7 @@ func TestDescendants(t *testing.T) {
 			}
 			getppid := tracepointAttr(t, "syscalls", "sys_enter_getppid")
 			c := newCollector(t, Options{Pid: cmd.Process.Pid, Threads: true, Descendants: desc, HoldProcesses: true,
-				Events: []unix.PerfEventAttr{getppid}, Slice: 5 * time.Millisecond})
+				Events: []perfabi.Attr{getppid}, Slice: 5 * time.Millisecond})
 			initial := c.Threads()
 			if desc && (len(initial) != 1 || initial[0] != cmd.Process.Pid) {
 				t.Errorf("initial threads %v, want the target thread %d alone", initial, cmd.Process.Pid)

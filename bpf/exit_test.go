@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // TestExitWaitHoldsNoLock: once the target has exited, the final snapshot waits for its
@@ -24,7 +25,7 @@ import (
 // Stats.MaxSliceLag) and is a quarter of the wait it must not include (exitWait).
 func TestExitWaitHoldsNoLock(t *testing.T) {
 	cmd, in, _ := startHelper(t, "sleep")
-	c := newCollector(t, Options{Pid: cmd.Process.Pid, Events: []unix.PerfEventAttr{softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK)},
+	c := newCollector(t, Options{Pid: cmd.Process.Pid, Events: []perfabi.Attr{softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK)},
 		Slice: 4 * time.Millisecond})
 	release := make(chan struct{})
 	c.finished = func(tid int) bool {

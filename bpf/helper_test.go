@@ -14,12 +14,12 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/testutil"
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // Requirements of this package's tests: root (or CAP_BPF+CAP_PERFMON), software perf
@@ -242,7 +242,7 @@ func helperForker() {
 
 // helperUnavailable runs as an unprivileged user and reports what NewCollector said.
 func helperUnavailable() int {
-	_, err := NewCollector(Options{Pid: os.Getpid(), Events: []unix.PerfEventAttr{softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK)}})
+	_, err := NewCollector(Options{Pid: os.Getpid(), Events: []perfabi.Attr{softwareAttr(unix.PERF_COUNT_SW_TASK_CLOCK)}})
 	var ue *UnavailableError
 	if errors.As(err, &ue) && errors.Is(err, ErrUnavailable) {
 		if perr := Probe(); !errors.Is(perr, ErrUnavailable) {
@@ -300,11 +300,11 @@ func newCollector(t testing.TB, o Options) *Collector {
 	return c
 }
 
-func softwareAttr(config uint64) unix.PerfEventAttr {
-	return unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: config, Size: uint32(unsafe.Sizeof(unix.PerfEventAttr{}))}
+func softwareAttr(config uint64) perfabi.Attr {
+	return perfabi.Attr{Type: unix.PERF_TYPE_SOFTWARE, Config: config, Size: perfabi.AttrSize}
 }
 
-func tracepointAttr(t testing.TB, group, name string) unix.PerfEventAttr {
+func tracepointAttr(t testing.TB, group, name string) perfabi.Attr {
 	t.Helper()
 	for _, root := range tracefsRoots {
 		b, err := os.ReadFile(filepath.Join(root, "events", group, name, "id"))
@@ -315,10 +315,10 @@ func tracepointAttr(t testing.TB, group, name string) unix.PerfEventAttr {
 		if err != nil {
 			t.Fatalf("parse tracepoint id of %s:%s: %v", group, name, err)
 		}
-		return unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id, Size: uint32(unsafe.Sizeof(unix.PerfEventAttr{}))}
+		return perfabi.Attr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id, Size: perfabi.AttrSize}
 	}
 	t.Fatalf("tracepoint %s:%s not found in tracefs (requires tracefs mounted, as root)", group, name)
-	return unix.PerfEventAttr{}
+	return perfabi.Attr{}
 }
 
 // collectAll calls Next until io.EOF, failing the test after timeout.

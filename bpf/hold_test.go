@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // shellLoopChildren is how many short commands the shell loop of TestHoldsNewProcesses
@@ -35,15 +36,15 @@ const (
 // inherited copies from the fork on).
 func TestHoldsNewProcesses(t *testing.T) {
 	cmd, in := startShellLoop(t, shellLoopChildren)
-	attrs := []unix.PerfEventAttr{
+	attrs := []perfabi.Attr{
 		tracepointAttr(t, "syscalls", "sys_enter_execve"),
 		softwareAttr(unix.PERF_COUNT_SW_PAGE_FAULTS),
 		softwareAttr(unix.PERF_COUNT_SW_CONTEXT_SWITCHES),
 	}
 	var inherited []int
 	for _, a := range attrs {
-		a.Bits |= unix.PerfBitInherit
-		fd, err := unix.PerfEventOpen(&a, cmd.Process.Pid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		a.Flags |= perfabi.FlagInherit
+		fd, err := perfabi.Open(&a, cmd.Process.Pid, -1, -1)
 		if err != nil {
 			t.Fatalf("open inherited event (type %d config %d): %v", a.Type, a.Config, err)
 		}
@@ -111,7 +112,7 @@ func TestHoldsNewProcesses(t *testing.T) {
 func TestContinuesHeldProcesses(t *testing.T) {
 	cmd, in := startShellLoop(t, 1)
 	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, HoldProcesses: true,
-		Events: []unix.PerfEventAttr{softwareAttr(unix.PERF_COUNT_SW_PAGE_FAULTS)}})
+		Events: []perfabi.Attr{softwareAttr(unix.PERF_COUNT_SW_PAGE_FAULTS)}})
 	if err != nil {
 		t.Fatalf("NewCollector (requires root): %v", err)
 	}
@@ -173,7 +174,7 @@ func taskState(pid int) byte {
 func TestExitsCountInTheirSlices(t *testing.T) {
 	const children = 60
 	cmd, in := startShellLoop(t, children)
-	attrs := []unix.PerfEventAttr{
+	attrs := []perfabi.Attr{
 		tracepointAttr(t, "syscalls", "sys_enter_execve"),
 		tracepointAttr(t, "sched", "sched_process_exit"),
 	}

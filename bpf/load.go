@@ -12,6 +12,8 @@ import (
 	cringbuf "github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
+
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // load creates the maps and loads the programs.
@@ -193,14 +195,14 @@ func (c *Collector) start(cpus []int, systemWide bool) error {
 	}
 	prog := c.coll.Programs[snapshotProgOnTick].FD()
 	for _, cpu := range cpus {
-		attr := unix.PerfEventAttr{
-			Type:   unix.PERF_TYPE_SOFTWARE,
-			Config: unix.PERF_COUNT_SW_CPU_CLOCK,
-			Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
-			Sample: uint64(c.slice.Nanoseconds()),
-			Bits:   unix.PerfBitDisabled,
+		attr := perfabi.Attr{
+			Type:         unix.PERF_TYPE_SOFTWARE,
+			Config:       unix.PERF_COUNT_SW_CPU_CLOCK,
+			Size:         perfabi.AttrSize,
+			SamplePeriod: uint64(c.slice.Nanoseconds()),
+			Flags:        perfabi.FlagDisabled,
 		}
-		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		fd, err := perfabi.Open(&attr, -1, cpu, -1)
 		if err != nil {
 			return classify(fmt.Sprintf("open slice timer on cpu %d", cpu), err)
 		}

@@ -2,9 +2,6 @@ package bpf
 
 import (
 	"fmt"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
 )
@@ -51,12 +48,8 @@ func Snapshots(req perf.SnapshotRequest) (perf.Collector, error) {
 	if why := unsupported(req.Attrs); why != "" {
 		return nil, fmt.Errorf("bpf collector: %s", why)
 	}
-	ua := make([]unix.PerfEventAttr, len(req.Attrs))
-	for i, a := range req.Attrs {
-		ua[i] = toUnix(a)
-	}
 	return NewCollector(Options{Pid: req.Pid, Threads: req.Inherit, Descendants: req.Inherit, HoldProcesses: req.Inherit,
-		SwitchAtSnapshots: true, EnableOnExec: req.EnableOnExec, Events: ua, Slice: req.Slice})
+		SwitchAtSnapshots: true, EnableOnExec: req.EnableOnExec, Events: req.Attrs, Slice: req.Slice})
 }
 
 // unsupported says why Snapshots cannot serve these events, or "" if it can. With
@@ -72,14 +65,4 @@ func unsupported(attrs []perf.Attr) string {
 		}
 	}
 	return ""
-}
-
-// toUnix converts an attr to x/sys's type through the kernel byte layout both mirror.
-func toUnix(a perf.Attr) unix.PerfEventAttr {
-	var u unix.PerfEventAttr
-	b := a.Encode()
-	dst := unsafe.Slice((*byte)(unsafe.Pointer(&u)), unsafe.Sizeof(u))
-	copy(dst, b)
-	u.Size = uint32(min(len(b), len(dst)))
-	return u
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // Next blocks until the target has run through a slice tick and returns the cumulative
@@ -481,6 +482,9 @@ func (s *slot) readEvent(i int) (perf.Count, error) {
 	return s.last[i], nil
 }
 
+// countLayout is where read(2) puts the triple of the events the collector opens.
+var countLayout = perfabi.LayoutRead(perfabi.FormatTotalTimeEnabled|perfabi.FormatTotalTimeRunning, 1)
+
 // readCount reads one event opened with read_format (value, enabled, running).
 func readCount(fd int) (perf.Count, error) {
 	var buf [24]byte
@@ -488,10 +492,11 @@ func readCount(fd int) (perf.Count, error) {
 	if err != nil {
 		return perf.Count{}, err
 	}
-	if n != len(buf) {
-		return perf.Count{}, fmt.Errorf("got %d bytes, want %d", n, len(buf))
+	if n != countLayout.Size {
+		return perf.Count{}, fmt.Errorf("got %d bytes, want %d", n, countLayout.Size)
 	}
-	return perf.Count{Value: le64(buf[0:]), Enabled: le64(buf[8:]), Running: le64(buf[16:])}, nil
+	bo, l := perfabi.ByteOrder, countLayout
+	return perf.Count{Value: bo.Uint64(buf[l.Values:]), Enabled: bo.Uint64(buf[l.Enabled:]), Running: bo.Uint64(buf[l.Running:])}, nil
 }
 
 // ReadNow reads every event with read(2), bypassing BPF, and returns the sums. It is the
@@ -527,11 +532,6 @@ func (c *Collector) ReadNow() (perf.Snapshot, error) {
 		}
 	}
 	return s, nil
-}
-
-func le64(b []byte) uint64 {
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
 func monotonicNow() int64 {

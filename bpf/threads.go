@@ -5,21 +5,25 @@ import (
 	"fmt"
 	"slices"
 	"time"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
+	"github.com/bayesperf/bayesperf/perfabi"
 )
 
 // addThread opens the events of thread tid, gives it a slot and publishes the slot in the
-// threads map with flags (BPF_EXIST for a thread on_fork marked pending).
+// threads map with flags (BPF_EXIST for a thread on_fork marked pending). Called with c.mu
+// held, which it releases while it opens the events and while it waits for a slot (see
+// unlocked).
 func (c *Collector) addThread(tid int, flags uint64) error {
 	if !c.opts.Threads && c.nfollowed >= 1 {
 		return errNoSlot
 	}
+	c.alive++ // while it waits for a slot, as in addSlot
 	idx, err := c.freeSlot()
+	c.alive--
 	if err != nil {
 		return err
 	}
@@ -60,8 +64,20 @@ func (c *Collector) freeSlot() (int, error) {
 		if len(c.exited) == 0 || time.Now().After(deadline) {
 			return 0, errNoSlot
 		}
-		time.Sleep(100 * time.Microsecond)
+		c.unlocked(func() { time.Sleep(100 * time.Microsecond) })
 	}
+}
+
+// unlocked runs f without c.mu, which the caller holds, so that a sleep or system calls
+// in f do not hold up Next, Peek, Wait and SetEnabled (a tool's read waits for Peek).
+// Only the consumer goroutine, or start before it exists, follows threads, so no other
+// follows one meanwhile; whoever re-takes c.mu finds the collector possibly changed
+// (slots retired, events switched, the collector closed) and must not rely on what it
+// saw before. Close releases the slots only after the consumer has returned.
+func (c *Collector) unlocked(f func()) {
+	c.mu.Unlock()
+	defer c.mu.Lock()
+	f()
 }
 
 // exit marks slot idx's thread as exited.
@@ -90,7 +106,7 @@ func (c *Collector) retireFinished() {
 	kept := c.exited[:0]
 	for _, idx := range c.exited {
 		s := c.slots[idx]
-		if !perf.TaskFinished(s.tid) || c.readSlot(s) != nil {
+		if !c.finished(s.tid) || c.readSlot(s) != nil {
 			kept = append(kept, idx)
 			continue
 		}
@@ -108,38 +124,38 @@ func (c *Collector) retireFinished() {
 }
 
 // addSlot opens the events for (tid, cpu), stores them at slot idx of the event array and
-// appends the slot.
+// appends the slot. Called with c.mu held; the events are opened without it (unlocked).
+// Slot idx must be free and stay so: taken from c.free, or the next never used one.
 func (c *Collector) addSlot(tid, cpu, idx int) error {
 	s := &slot{tid: tid, cpu: cpu, last: make([]perf.Count, c.nr), live: true}
-	for i, a := range c.kevents {
-		a.Size = uint32(unsafe.Sizeof(a))
-		a.Bits &^= unix.PerfBitInherit | unix.PerfBitDisabled
-		on := c.opts.SwitchAtSnapshots || c.enabled[i]
-		switch {
-		case !on:
-			a.Bits |= unix.PerfBitDisabled
-		case c.onExec:
-			a.Bits |= unix.PerfBitDisabled | unix.PerfBitEnableOnExec
+	on := make([]bool, c.nr) // the state each event is opened in
+	for i := range on {
+		on[i] = c.opts.SwitchAtSnapshots || c.enabled[i]
+	}
+	onExec := c.onExec
+	// Counted alive from now: whoever takes c.mu meanwhile (Next's sweep) must not take
+	// the target for gone while its new thread is being followed.
+	c.alive++
+	var err error
+	c.unlocked(func() { s.fds, err = c.openSlot(tid, cpu, idx, on, onExec) })
+	if err != nil {
+		c.alive--
+		return err
+	}
+	// A SetEnabled that came meanwhile did not see this slot: apply its state here.
+	for i, fd := range s.fds {
+		want := c.opts.SwitchAtSnapshots || c.enabled[i]
+		if want == on[i] || onExec {
+			continue
 		}
-		a.Read_format = unix.PERF_FORMAT_TOTAL_TIME_ENABLED | unix.PERF_FORMAT_TOTAL_TIME_RUNNING
-		fd, err := unix.PerfEventOpen(&a, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
-		if err != nil {
-			closeAll(s.fds)
-			if errors.Is(err, unix.ESRCH) {
-				return fmt.Errorf("open event %d for thread %d: %w", i, tid, err)
-			}
-			op := fmt.Sprintf("open event %d (type %d config %#x) for tid %d cpu %d", i, a.Type, a.Config, tid, cpu)
-			// Only a refusal is about privilege; an event this machine lacks (ENOENT,
-			// EOPNOTSUPP) would fail the read() collector just the same.
-			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-				return &UnavailableError{Op: op, Err: err}
-			}
-			return fmt.Errorf("%s: %w", op, err)
+		req := uint(unix.PERF_EVENT_IOC_DISABLE)
+		if want {
+			req = unix.PERF_EVENT_IOC_ENABLE
 		}
-		s.fds = append(s.fds, fd)
-		if err := c.array.Update(uint32(idx*c.nr+i), uint32(fd), ebpf.UpdateAny); err != nil {
+		if err := unix.IoctlSetInt(fd, req, 0); err != nil {
 			closeAll(s.fds)
-			return classify("store event in perf event array", err)
+			c.alive--
+			return fmt.Errorf("set event %d enabled=%v for tid %d: %w", i, want, tid, err)
 		}
 	}
 	// s.last starts at zero, which is what the events held when opened: no read needed,
@@ -162,8 +178,45 @@ func (c *Collector) addSlot(tid, cpu, idx int) error {
 		}
 		c.recent = append(c.recent, tid)
 	}
-	c.alive++
 	return nil
+}
+
+// openSlot opens the events for (tid, cpu), each enabled as on says (with onExec, at the
+// target's next exec), and stores them at slot idx of the event array. It touches no
+// state c.mu guards.
+func (c *Collector) openSlot(tid, cpu, idx int, on []bool, onExec bool) ([]int, error) {
+	var fds []int
+	for i, a := range c.kevents {
+		a.Size = perfabi.AttrSize
+		a.Flags &^= perfabi.FlagInherit | perfabi.FlagDisabled
+		switch {
+		case !on[i]:
+			a.Flags |= perfabi.FlagDisabled
+		case onExec:
+			a.Flags |= perfabi.FlagDisabled | perfabi.FlagEnableOnExec
+		}
+		a.ReadFormat = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning
+		fd, err := perfabi.Open(&a, tid, cpu, -1)
+		if err != nil {
+			closeAll(fds)
+			if errors.Is(err, unix.ESRCH) {
+				return nil, fmt.Errorf("open event %d for thread %d: %w", i, tid, err)
+			}
+			op := fmt.Sprintf("open event %d (type %d config %#x) for tid %d cpu %d", i, a.Type, a.Config, tid, cpu)
+			// Only a refusal is about privilege; an event this machine lacks (ENOENT,
+			// EOPNOTSUPP) would fail the read() collector just the same.
+			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+				return nil, &UnavailableError{Op: op, Err: err}
+			}
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		fds = append(fds, fd)
+		if err := c.array.Update(uint32(idx*c.nr+i), uint32(fd), ebpf.UpdateAny); err != nil {
+			closeAll(fds)
+			return nil, classify("store event in perf event array", err)
+		}
+	}
+	return fds, nil
 }
 
 func closeAll(fds []int) {

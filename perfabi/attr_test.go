@@ -37,6 +37,13 @@ func TestFlagsAreXSys(t *testing.T) {
 		{FlagFreq, unix.PerfBitFreq}, {FlagEnableOnExec, unix.PerfBitEnableOnExec},
 		{FlagWatermark, unix.PerfBitWatermark}, {FlagSampleIDAll, unix.PerfBitSampleIDAll},
 		{FlagWriteBackward, unix.PerfBitWriteBackward},
+		{FlagInheritStat, unix.PerfBitInheritStat}, {FlagMmap, unix.PerfBitMmap},
+		{FlagMmap2, unix.PerfBitMmap2}, {FlagMmapData, unix.PerfBitMmapData},
+		{FlagComm, unix.PerfBitComm}, {FlagCommExec, unix.PerfBitCommExec},
+		{FlagTask, unix.PerfBitTask}, {FlagContextSwitch, unix.PerfBitContextSwitch},
+		{FlagExcludeUser, unix.PerfBitExcludeUser}, {FlagExcludeKern, unix.PerfBitExcludeKernel},
+		{FlagExcludeHV, unix.PerfBitExcludeHv}, {FlagExcludeCallchainKernel, unix.PerfBitExcludeCallchainKernel},
+		{FlagPinned, unix.PerfBitPinned}, {flagFDCloexec, unix.PERF_FLAG_FD_CLOEXEC},
 		{FormatGroup, unix.PERF_FORMAT_GROUP}, {FormatLost, unix.PERF_FORMAT_LOST},
 	} {
 		if c.ours != c.xsys {

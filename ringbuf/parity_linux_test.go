@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/bayesperf/bayesperf/internal/testutil"
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
@@ -45,24 +46,24 @@ type kring struct {
 	buildIDs int // MMAP2 records in the build-id form
 }
 
-func openEvent(t *testing.T, attr *unix.PerfEventAttr, pid, cpu, group int) int {
+func openEvent(t *testing.T, attr *perfabi.Attr, pid, cpu, group int) int {
 	t.Helper()
-	attr.Size = uint32(unsafe.Sizeof(*attr))
-	fd, err := unix.PerfEventOpen(attr, pid, cpu, group, unix.PERF_FLAG_FD_CLOEXEC)
+	attr.Size = perfabi.AttrSize
+	fd, err := perfabi.Open(attr, pid, cpu, group)
 	if err != nil {
 		t.Fatalf("perf_event_open type %d config %d pid %d cpu %d: %v", attr.Type, attr.Config, pid, cpu, err)
 	}
 	return fd
 }
 
-func formatOf(a *unix.PerfEventAttr) Format {
+func formatOf(a *perfabi.Attr) Format {
 	return Format{
-		SampleType:    SampleType(a.Sample_type),
-		ReadFormat:    ReadFormat(a.Read_format),
-		SampleIDAll:   a.Bits&unix.PerfBitSampleIDAll != 0,
-		RegsUser:      a.Sample_regs_user,
-		RegsIntr:      a.Sample_regs_intr,
-		BranchHWIndex: a.Branch_sample_type&unix.PERF_SAMPLE_BRANCH_HW_INDEX != 0,
+		SampleType:    SampleType(a.SampleType),
+		ReadFormat:    ReadFormat(a.ReadFormat),
+		SampleIDAll:   a.Flags&perfabi.FlagSampleIDAll != 0,
+		RegsUser:      a.SampleRegsUser,
+		RegsIntr:      a.SampleRegsIntr,
+		BranchHWIndex: a.BranchSampleType&unix.PERF_SAMPLE_BRANCH_HW_INDEX != 0,
 	}
 }
 
@@ -259,14 +260,14 @@ func need(t *testing.T, name string, seen map[RecordType]int, types ...RecordTyp
 // pageFaultSampler locks t to its OS thread for the rest of the test and returns the
 // attr of a software event that samples every page fault with sample type st; the
 // caller sets the rest.
-func pageFaultSampler(t *testing.T, st SampleType) unix.PerfEventAttr {
+func pageFaultSampler(t *testing.T, st SampleType) perfabi.Attr {
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)
-	return unix.PerfEventAttr{
-		Type:        unix.PERF_TYPE_SOFTWARE,
-		Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
-		Sample:      1,
-		Sample_type: uint64(st),
+	return perfabi.Attr{
+		Type:         unix.PERF_TYPE_SOFTWARE,
+		Config:       unix.PERF_COUNT_SW_PAGE_FAULTS,
+		SamplePeriod: 1,
+		SampleType:   uint64(st),
 	}
 }
 
@@ -277,11 +278,11 @@ func TestKernelParityPerThread(t *testing.T) {
 	testutil.RequireRoot(t, whyRoot)
 	attr := pageFaultSampler(t, SampleIdentifier|SampleIP|SampleTID|SampleTime|SampleAddr|SampleID|
 		SampleStreamID|SampleCPU|SamplePeriod|SampleRead|SampleCallchain|SampleDataPageSize|SampleCodePageSize)
-	attr.Read_format = uint64(FormatTotalTimeEnabled | FormatTotalTimeRunning | FormatID | FormatLost)
-	attr.Bits = unix.PerfBitDisabled | unix.PerfBitInherit | unix.PerfBitInheritStat | unix.PerfBitMmap | unix.PerfBitMmap2 |
-		unix.PerfBitMmapData | unix.PerfBitComm | unix.PerfBitCommExec | unix.PerfBitTask |
-		unix.PerfBitContextSwitch | unix.PerfBitSampleIDAll | bitNamespaces | unix.PerfBitExcludeKernel |
-		unix.PerfBitExcludeCallchainKernel
+	attr.ReadFormat = uint64(FormatTotalTimeEnabled | FormatTotalTimeRunning | FormatID | FormatLost)
+	attr.Flags = perfabi.FlagDisabled | perfabi.FlagInherit | perfabi.FlagInheritStat | perfabi.FlagMmap | perfabi.FlagMmap2 |
+		perfabi.FlagMmapData | perfabi.FlagComm | perfabi.FlagCommExec | perfabi.FlagTask |
+		perfabi.FlagContextSwitch | perfabi.FlagSampleIDAll | bitNamespaces | perfabi.FlagExcludeKern |
+		perfabi.FlagExcludeCallchainKernel
 	// An inherited per-task event cannot be mmapped with cpu == -1: one event and ring per
 	// CPU, as perf record does.
 	var rings []*kring
@@ -315,22 +316,22 @@ func TestKernelParitySystemWide(t *testing.T) {
 	tp := tracepointID(t, "sched/sched_switch")
 	var rings []*kring
 	for cpu := range runtime.NumCPU() {
-		lead := unix.PerfEventAttr{
-			Type:   unix.PERF_TYPE_SOFTWARE,
-			Config: unix.PERF_COUNT_SW_CPU_CLOCK,
-			Sample: 1000000, // 1 ms of cpu-clock
-			Sample_type: uint64(SampleIdentifier | SampleIP | SampleTID | SampleTime | SampleID | SampleCPU |
+		lead := perfabi.Attr{
+			Type:         unix.PERF_TYPE_SOFTWARE,
+			Config:       unix.PERF_COUNT_SW_CPU_CLOCK,
+			SamplePeriod: 1000000, // 1 ms of cpu-clock
+			SampleType: uint64(SampleIdentifier | SampleIP | SampleTID | SampleTime | SampleID | SampleCPU |
 				SamplePeriod | SampleRead | SampleCallchain),
-			Read_format: uint64(FormatGroup | FormatID | FormatTotalTimeEnabled | FormatTotalTimeRunning),
-			Bits: unix.PerfBitDisabled | unix.PerfBitSampleIDAll | unix.PerfBitContextSwitch | unix.PerfBitComm |
-				unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitTask | bitKsymbol | bitBPFEvent | bitCgroup | bitBuildID,
+			ReadFormat: uint64(FormatGroup | FormatID | FormatTotalTimeEnabled | FormatTotalTimeRunning),
+			Flags: perfabi.FlagDisabled | perfabi.FlagSampleIDAll | perfabi.FlagContextSwitch | perfabi.FlagComm |
+				perfabi.FlagMmap | perfabi.FlagMmap2 | perfabi.FlagTask | bitKsymbol | bitBPFEvent | bitCgroup | bitBuildID,
 		}
-		member := unix.PerfEventAttr{
-			Type:        unix.PERF_TYPE_SOFTWARE,
-			Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
-			Read_format: lead.Read_format,
-			Sample_type: lead.Sample_type,
-			Bits:        unix.PerfBitSampleIDAll,
+		member := perfabi.Attr{
+			Type:       unix.PERF_TYPE_SOFTWARE,
+			Config:     unix.PERF_COUNT_SW_PAGE_FAULTS,
+			ReadFormat: lead.ReadFormat,
+			SampleType: lead.SampleType,
+			Flags:      perfabi.FlagSampleIDAll,
 		}
 		k := &kring{name: fmt.Sprintf("cpu-clock group cpu%d", cpu), f: formatOf(&lead)}
 		k.fds = []int{openEvent(t, &lead, -1, cpu, -1)}
@@ -338,12 +339,12 @@ func TestKernelParitySystemWide(t *testing.T) {
 		mapRing(t, k, 512)
 		rings = append(rings, k)
 
-		sw := unix.PerfEventAttr{
-			Type:        unix.PERF_TYPE_TRACEPOINT,
-			Config:      tp,
-			Sample:      1,
-			Sample_type: uint64(SampleIP | SampleTID | SampleTime | SampleCPU | SamplePeriod | SampleRaw | SampleIdentifier),
-			Bits:        unix.PerfBitDisabled | unix.PerfBitSampleIDAll,
+		sw := perfabi.Attr{
+			Type:         unix.PERF_TYPE_TRACEPOINT,
+			Config:       tp,
+			SamplePeriod: 1,
+			SampleType:   uint64(SampleIP | SampleTID | SampleTime | SampleCPU | SamplePeriod | SampleRaw | SampleIdentifier),
+			Flags:        perfabi.FlagDisabled | perfabi.FlagSampleIDAll,
 		}
 		kt := &kring{name: fmt.Sprintf("sched_switch cpu%d", cpu), f: formatOf(&sw)}
 		kt.fds = []int{openEvent(t, &sw, -1, cpu, -1)}
@@ -456,8 +457,8 @@ func countRaw(t *testing.T, k *kring) int {
 func TestKernelParityBackward(t *testing.T) {
 	testutil.RequireRoot(t, whyRoot)
 	attr := pageFaultSampler(t, SampleIP|SampleTID|SampleTime|SampleAddr|SampleCPU|SamplePeriod|SampleID)
-	attr.Bits = unix.PerfBitDisabled | unix.PerfBitWriteBackward | unix.PerfBitSampleIDAll | unix.PerfBitContextSwitch |
-		unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitMmapData
+	attr.Flags = perfabi.FlagDisabled | perfabi.FlagWriteBackward | perfabi.FlagSampleIDAll | perfabi.FlagContextSwitch |
+		perfabi.FlagMmap | perfabi.FlagMmap2 | perfabi.FlagMmapData
 	k := &kring{name: "page-faults backward", f: formatOf(&attr), backward: true}
 	k.fds = []int{openEvent(t, &attr, 0, -1, -1)}
 	mapRing(t, k, 128)
@@ -488,11 +489,11 @@ func TestKernelParityWakeups(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			attr := pageFaultSampler(t, SampleIP|SampleTID|SampleTime|SampleAddr)
-			attr.Bits = unix.PerfBitDisabled
-			attr.Wakeup = tc.opts.WakeupEvents
+			attr.Flags = perfabi.FlagDisabled
+			attr.WakeupEvents = tc.opts.WakeupEvents
 			if tc.opts.Watermark {
-				attr.Bits |= unix.PerfBitWatermark
-				attr.Wakeup = tc.opts.WakeupWatermark
+				attr.Flags |= perfabi.FlagWatermark
+				attr.WakeupEvents = tc.opts.WakeupWatermark
 			}
 			const pages = 2 // a 8 KiB ring makes the default (half-ring) watermark reachable
 			k := &kring{name: tc.name, f: formatOf(&attr)}
@@ -598,7 +599,7 @@ func TestKernelParityLost(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			attr := pageFaultSampler(t, tc.st)
-			attr.Bits = unix.PerfBitDisabled | unix.PerfBitSampleIDAll | unix.PerfBitExcludeKernel
+			attr.Flags = perfabi.FlagDisabled | perfabi.FlagSampleIDAll | perfabi.FlagExcludeKern
 			k := &kring{name: tc.name, f: formatOf(&attr)}
 			k.fds = []int{openEvent(t, &attr, 0, -1, -1)}
 			mapRing(t, k, 1)
@@ -673,7 +674,7 @@ func TestKernelParityLost(t *testing.T) {
 func TestKernelParityWrap(t *testing.T) {
 	testutil.RequireRoot(t, whyRoot)
 	attr := pageFaultSampler(t, SampleIP|SampleTID|SampleTime|SampleAddr|SampleCallchain)
-	attr.Bits = unix.PerfBitDisabled | unix.PerfBitSampleIDAll | unix.PerfBitExcludeKernel
+	attr.Flags = perfabi.FlagDisabled | perfabi.FlagSampleIDAll | perfabi.FlagExcludeKern
 	k := &kring{name: "page-faults wrapping", f: formatOf(&attr)}
 	k.fds = []int{openEvent(t, &attr, 0, -1, -1)}
 	mapRing(t, k, 1)

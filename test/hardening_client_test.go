@@ -15,10 +15,10 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -131,9 +131,9 @@ func (c *protoClient) hello() (int, error) {
 
 // register hands fd over as handle with attr and returns the reply status and the
 // mirror page's fd (-1 when declined).
-func (c *protoClient) register(handle uint32, attr *unix.PerfEventAttr, pid int, fds ...int) (int32, int, error) {
-	m := shim.Register{Handle: handle, Pid: int32(pid), CPU: -1, GroupFd: -1, AttrSize: uint32(unsafe.Sizeof(*attr))}
-	copy(m.Attr[:], unsafe.Slice((*byte)(unsafe.Pointer(attr)), unsafe.Sizeof(*attr)))
+func (c *protoClient) register(handle uint32, attr *perfabi.Attr, pid int, fds ...int) (int32, int, error) {
+	m := shim.Register{Handle: handle, Pid: int32(pid), CPU: -1, GroupFd: -1, AttrSize: perfabi.AttrSize}
+	copy(m.Attr[:], attr.Encode())
 	r, fd, err := callFor[shim.RegisterReply](c, shim.MsgRegister, m, fds...)
 	return r.Status, fd, err
 }
@@ -169,12 +169,12 @@ func (c *protoClient) closed() bool {
 }
 
 // perfAttr is a software event attr of the kernel's current size.
-func perfAttr(config uint64, readFormat uint64) *unix.PerfEventAttr {
-	return &unix.PerfEventAttr{
-		Type:        unix.PERF_TYPE_SOFTWARE,
-		Config:      config,
-		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
-		Read_format: readFormat,
+func perfAttr(config uint64, readFormat uint64) *perfabi.Attr {
+	return &perfabi.Attr{
+		Type:       unix.PERF_TYPE_SOFTWARE,
+		Config:     config,
+		Size:       perfabi.AttrSize,
+		ReadFormat: readFormat,
 	}
 }
 

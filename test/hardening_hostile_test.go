@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -116,12 +117,12 @@ func TestHardeningHostileClients(t *testing.T) {
 	// Lies that are errors, not protocol breaks: the connection stays.
 	c = greetedClient(t, sock)
 	attr := perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0)
-	pf, err := unix.PerfEventOpen(attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	pf, err := perfabi.Open(attr, 0, -1, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bad := *attr
-	bad.Read_format = 1 << 40
+	bad.ReadFormat = 1 << 40
 	if st, _, err := c.register(1, &bad, 0, pf); err != nil || st != -int32(unix.EINVAL) {
 		t.Errorf("register with unknown read_format bits: status %d %v, want -EINVAL", st, err)
 	}
@@ -131,9 +132,9 @@ func TestHardeningHostileClients(t *testing.T) {
 	runtime.LockOSThread() // the sampling event counts this thread's page faults
 	defer runtime.UnlockOSThread()
 	sa := perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0)
-	sa.Sample = 1
-	sa.Sample_type = unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_ADDR
-	sfd, err := unix.PerfEventOpen(sa, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	sa.SamplePeriod = 1
+	sa.SampleType = unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_ADDR
+	sfd, err := perfabi.Open(sa, 0, -1, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,9 +355,9 @@ func TestHardeningAttrLies(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	c := greetedClient(t, sock)
 	real := perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, unix.PERF_FORMAT_ID)
-	real.Sample = 1
-	real.Sample_type = unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_ADDR | unix.PERF_SAMPLE_READ
-	real.Bits = unix.PerfBitSampleIDAll
+	real.SamplePeriod = 1
+	real.SampleType = unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_ADDR | unix.PERF_SAMPLE_READ
+	real.Flags = perfabi.FlagSampleIDAll
 	const all = unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_ADDR |
 		unix.PERF_SAMPLE_READ | unix.PERF_SAMPLE_CALLCHAIN | unix.PERF_SAMPLE_ID | unix.PERF_SAMPLE_CPU |
 		unix.PERF_SAMPLE_PERIOD | unix.PERF_SAMPLE_STREAM_ID | unix.PERF_SAMPLE_RAW | unix.PERF_SAMPLE_BRANCH_STACK |
@@ -364,21 +365,21 @@ func TestHardeningAttrLies(t *testing.T) {
 		unix.PERF_SAMPLE_IDENTIFIER | unix.PERF_SAMPLE_TRANSACTION | unix.PERF_SAMPLE_REGS_INTR
 	lies := []struct {
 		name string
-		edit func(a *unix.PerfEventAttr)
+		edit func(a *perfabi.Attr)
 		prot int
 	}{
-		{"every sample_type bit", func(a *unix.PerfEventAttr) { a.Sample_type = all }, unix.PROT_READ | unix.PROT_WRITE},
-		{"no sample_type", func(a *unix.PerfEventAttr) { a.Sample_type = 0 }, unix.PROT_READ | unix.PROT_WRITE},
-		{"group read_format", func(a *unix.PerfEventAttr) { a.Read_format = unix.PERF_FORMAT_GROUP | 0xf }, unix.PROT_READ | unix.PROT_WRITE},
-		{"no sample_id_all", func(a *unix.PerfEventAttr) { a.Bits = 0 }, unix.PROT_READ | unix.PROT_WRITE},
-		{"write_backward", func(a *unix.PerfEventAttr) { a.Bits |= unix.PerfBitWriteBackward }, unix.PROT_READ},
-		{"watermark 0", func(a *unix.PerfEventAttr) { a.Bits |= unix.PerfBitWatermark; a.Wakeup = 0 }, unix.PROT_READ | unix.PROT_WRITE},
-		{"watermark 4 GiB", func(a *unix.PerfEventAttr) { a.Bits |= unix.PerfBitWatermark; a.Wakeup = 1<<32 - 1 }, unix.PROT_READ | unix.PROT_WRITE},
+		{"every sample_type bit", func(a *perfabi.Attr) { a.SampleType = all }, unix.PROT_READ | unix.PROT_WRITE},
+		{"no sample_type", func(a *perfabi.Attr) { a.SampleType = 0 }, unix.PROT_READ | unix.PROT_WRITE},
+		{"group read_format", func(a *perfabi.Attr) { a.ReadFormat = unix.PERF_FORMAT_GROUP | 0xf }, unix.PROT_READ | unix.PROT_WRITE},
+		{"no sample_id_all", func(a *perfabi.Attr) { a.Flags = 0 }, unix.PROT_READ | unix.PROT_WRITE},
+		{"write_backward", func(a *perfabi.Attr) { a.Flags |= perfabi.FlagWriteBackward }, unix.PROT_READ},
+		{"watermark 0", func(a *perfabi.Attr) { a.Flags |= perfabi.FlagWatermark; a.WakeupEvents = 0 }, unix.PROT_READ | unix.PROT_WRITE},
+		{"watermark 4 GiB", func(a *perfabi.Attr) { a.Flags |= perfabi.FlagWatermark; a.WakeupEvents = 1<<32 - 1 }, unix.PROT_READ | unix.PROT_WRITE},
 	}
 	pg := os.Getpagesize()
 	var summary []string
 	for i, lie := range lies {
-		fd, err := unix.PerfEventOpen(real, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		fd, err := perfabi.Open(real, 0, -1, -1)
 		if err != nil {
 			t.Fatalf("perf_event_open: %v", err)
 		}

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bayesperf/bayesperf/internal/testutil"
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -205,7 +206,7 @@ func TestHardeningSealedMemfds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Close(page)
-	pf, err := unix.PerfEventOpen(perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0), 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	pf, err := perfabi.Open(perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0), 0, -1, -1)
 	if err != nil {
 		t.Fatalf("perf_event_open page-faults: %v", err)
 	}
@@ -216,9 +217,9 @@ func TestHardeningSealedMemfds(t *testing.T) {
 	}
 	defer unix.Close(mirror)
 	sa := perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0)
-	sa.Sample = 1
-	sa.Sample_type = unix.PERF_SAMPLE_TID
-	sf, err := unix.PerfEventOpen(sa, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	sa.SamplePeriod = 1
+	sa.SampleType = unix.PERF_SAMPLE_TID
+	sf, err := perfabi.Open(sa, 0, -1, -1)
 	if err != nil {
 		t.Fatalf("perf_event_open sampling page-faults: %v", err)
 	}
@@ -303,7 +304,7 @@ func TestHardeningBadFds(t *testing.T) {
 			t.Errorf("register with fds %v: status %d fd %d %v, want -EBADF and no fd", fds, st, fd, err)
 		}
 	}
-	pf, err := unix.PerfEventOpen(attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	pf, err := perfabi.Open(attr, 0, -1, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,8 +351,8 @@ func TestHardeningHandlesPerClient(t *testing.T) {
 	runtime.LockOSThread() // the event counts this thread
 	defer runtime.UnlockOSThread()
 	attr := perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0)
-	attr.Bits = unix.PerfBitDisabled // its count stays 0 until a enables it
-	pf, err := unix.PerfEventOpen(attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	attr.Flags = perfabi.FlagDisabled // its count stays 0 until a enables it
+	pf, err := perfabi.Open(attr, 0, -1, -1)
 	if err != nil {
 		t.Fatal(err)
 	}

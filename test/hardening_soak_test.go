@@ -53,6 +53,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bayesperf/bayesperf/perfabi"
 	"golang.org/x/sys/unix"
 )
 
@@ -190,7 +191,7 @@ func runSoakRecord(dir string, d time.Duration, nativeRecord bool) (res recordRe
 
 	// The independent count: the test's own page-fault counter on the faulter, not
 	// through the shim (this process has none), opened while the faulter waits.
-	witness, err := unix.PerfEventOpen(perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0), pid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	witness, err := perfabi.Open(perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0), pid, -1, -1)
 	if err != nil {
 		return fail("perf_event_open page-faults on the faulter: %v", err)
 	}

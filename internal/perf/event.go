@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -42,14 +41,11 @@ func Open(attr Attr, pid, cpu int, leader *Event) (*Event, error) {
 	if leader != nil {
 		gfd = leader.fd
 	}
-	buf := attr.Encode()
-	fd, _, errno := unix.Syscall6(unix.SYS_PERF_EVENT_OPEN, uintptr(unsafe.Pointer(&buf[0])),
-		uintptr(pid), uintptr(cpu), uintptr(gfd), uintptr(unix.PERF_FLAG_FD_CLOEXEC), 0)
-	runtime.KeepAlive(buf)
-	if errno != 0 {
-		return nil, fmt.Errorf("perf_event_open type=%d config=%#x pid=%d cpu=%d: %w", attr.Type, attr.Config, pid, cpu, explainOpenErr(attr, pid, errno))
+	fd, err := perfabi.Open(&attr, pid, cpu, gfd)
+	if err != nil {
+		return nil, fmt.Errorf("perf_event_open type=%d config=%#x pid=%d cpu=%d: %w", attr.Type, attr.Config, pid, cpu, explainOpenErr(attr, pid, err))
 	}
-	e := &Event{fd: int(fd), Attr: attr, leader: leader}
+	e := &Event{fd: fd, Attr: attr, leader: leader}
 	if leader != nil {
 		leader.members = append(leader.members, e)
 	}
@@ -61,7 +57,11 @@ var ErrNotSupported = errors.New("event not supported by this kernel or machine"
 
 // explainOpenErr says why perf_event_open refused attr for pid and what to do about it.
 // The errno stays wrapped for errors.Is.
-func explainOpenErr(attr Attr, pid int, errno unix.Errno) error {
+func explainOpenErr(attr Attr, pid int, err error) error {
+	var errno unix.Errno
+	if !errors.As(err, &errno) {
+		return err
+	}
 	switch errno {
 	case unix.ENOENT, unix.EOPNOTSUPP, unix.ENODEV:
 		if hardwareType(attr.Type) && !hasCPUPMU(sysfsPMUDir) {

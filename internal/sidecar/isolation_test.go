@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -122,9 +121,9 @@ func churn(path string, n int, made *atomic.Int64, stop <-chan struct{}) error {
 				return nil
 			default:
 			}
-			attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_PAGE_FAULTS,
-				Size: uint32(unsafe.Sizeof(unix.PerfEventAttr{})), Bits: unix.PerfBitDisabled}
-			fd, err := unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+			attr := perfabi.Attr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_PAGE_FAULTS,
+				Size: perfabi.AttrSize, Flags: perfabi.FlagDisabled}
+			fd, err := perfabi.Open(&attr, 0, -1, -1)
 			if err != nil {
 				return fmt.Errorf("perf_event_open page-faults: %w", err)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bayesperf/bayesperf/perfabi"
 	"github.com/bayesperf/bayesperf/shim"
 )
 
@@ -26,9 +27,9 @@ func TestServerDeclinesReadOnlyForwardRing(t *testing.T) {
 	reg := registerMsg(1, 0)
 	reg.Attr[16] = 1                          // sample_period 1
 	reg.Attr[24] = byte(unix.PERF_SAMPLE_TID) // sample_type
-	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_PAGE_FAULTS, Sample: 1,
-		Sample_type: unix.PERF_SAMPLE_TID, Size: 64}
-	sfd, err := unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	attr := perfabi.Attr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_PAGE_FAULTS, SamplePeriod: 1,
+		SampleType: unix.PERF_SAMPLE_TID, Size: 64}
+	sfd, err := perfabi.Open(&attr, 0, -1, -1)
 	if err != nil {
 		t.Fatalf("perf_event_open sampling page-faults: %v", err)
 	}

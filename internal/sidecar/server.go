@@ -330,11 +330,12 @@ func (s *Server) drop(c *client) {
 		s.retired.SelfReads += cp.SelfReads
 		s.retired.PreciseClockReads += cp.PreciseClockReads
 	}
-	if c.page != nil {
-		unix.Munmap(c.page)
-		c.page = nil
-	}
+	page := c.page
+	c.page = nil
 	s.mu.Unlock()
+	if page != nil {
+		unix.Munmap(page) // outside the lock every client's Stats and hello take
+	}
 	if f, ok := s.cfg.Stage.(Forgetter); ok {
 		c.pub.Lock() // the Stage is called for a client by one goroutine at a time
 		s.guard(func() { f.Forget(c.id) })

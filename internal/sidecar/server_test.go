@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -113,14 +112,14 @@ func openPageFaults(t *testing.T, format uint64) int {
 	t.Helper()
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)
-	attr := unix.PerfEventAttr{
-		Type:        unix.PERF_TYPE_SOFTWARE,
-		Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
-		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
-		Read_format: format,
-		Bits:        unix.PerfBitDisabled,
+	attr := perfabi.Attr{
+		Type:       unix.PERF_TYPE_SOFTWARE,
+		Config:     unix.PERF_COUNT_SW_PAGE_FAULTS,
+		Size:       perfabi.AttrSize,
+		ReadFormat: format,
+		Flags:      perfabi.FlagDisabled,
 	}
-	fd, err := unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	fd, err := perfabi.Open(&attr, 0, -1, -1)
 	if err != nil {
 		t.Fatalf("perf_event_open page-faults (software events must work here): %v", err)
 	}

@@ -64,11 +64,15 @@
 // what the kernel reported. Deltas, never-decreasing totals and merging are
 // internal/pipeline's, shared with the other correctors.
 //
-// With Config.Snapshots a snapshotting collector (bpf.Snapshots)
-// reads every copy at its slice boundaries in the kernel and paces Step; Split, Flush,
-// Virtual and TruthNow read the copies at their instant through its Peek, and the Runner
-// waits for a snapshot without its lock, so a server's reads go on while the target
-// sleeps (the sidecar's `--collector bpf`).
+// The PMU reads its copies through one perf.Collector, in one way: Step ends a slice at
+// the collector's next snapshot and then switches the views (SetEnabled, for the slice
+// that has just begun); Split, Flush, Virtual and TruthNow read the copies at their
+// instant through its Peek. Without Config.Snapshots the collector is the read(2) one
+// over the events Open opened (copies), which reads at once and is paced by the caller;
+// with it, a snapshotting collector (bpf.Snapshots) reads every copy at its slice
+// boundaries in the kernel and paces Step, and the Runner waits for a snapshot without
+// its lock, so a server's reads go on while the target sleeps (the sidecar's
+// `--collector bpf`).
 //
 // Limits: events are opened per task (inherit optional) or per CPU by this package. A
 // hardware event's truth takes the hypervisor level and guest time as empty (see
@@ -76,10 +80,13 @@
 // another, so an event's slice boundary is the instant of its own read, microseconds
 // apart from the next event's; views and truth share it, so a derived view counts
 // exactly the truth of its slices (TestEmulationNoise). View copies (hardware events)
-// are switched after their truth is read: a few of their events may land in the
-// neighbouring slice; they are never lost. Software events had such copies too, until
-// derived views replaced them: 0.4-0.7% of all counts, and up to 14-25% of a single
-// event's (getpid under load), were in the wrong slice. `bayesperf eval -e DEMO_EVENTS
+// are read right after their truth and switched once every copy is read: what a copy
+// counts between its read and its switch-off is left out of its view (it counted in a
+// slice its view had it off), and one switched on misses what happened before its
+// ioctl: a few events short of the truth, never in another slice. Software events had
+// such copies too, until derived views replaced them: 0.4-0.7% of all counts, and up
+// to 14-25% of a single event's (getpid under load), were in the wrong slice.
+// `bayesperf eval -e DEMO_EVENTS
 // --counters 4 --fixed task-clock --collector read -- bayesperf workload mixed
 // --duration 3s`, 6 alternating pairs, medians: bayesperf's median WAPE 0.258 before,
 // 0.148 after, error reduction 1.97 and 2.51 (linux's own median WAPE fell too, 0.415 to

@@ -35,6 +35,8 @@ func Open(cfg Config) (*PMU, error) {
 		ok = true
 		return p, nil
 	}
+	c := newCopies(len(cfg.Events), len(cfg.Views), cfg.Truth)
+	p.bc = c
 	flags := uint64(0)
 	if cfg.Inherit {
 		flags |= perfabi.FlagInherit
@@ -59,15 +61,12 @@ func Open(cfg Config) (*PMU, error) {
 		ReadFormat: perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning,
 		Flags:      flags | onExec | perfabi.FlagExcludeKern | perfabi.FlagExcludeHV}
 	var err error
-	if p.clock, err = perf.Open(ca, cfg.Pid, cfg.CPU, nil); err != nil {
+	if c.clock, err = perf.Open(ca, cfg.Pid, cfg.CPU, nil); err != nil {
 		return nil, fmt.Errorf("open virtual clock: %w", err)
 	}
-	p.clock.Name = "vpmu-clock"
+	c.clock.Name = "vpmu-clock"
 	// The always-on copies, one per distinct event: identical events (perf stat -e
 	// x,x) count the same, so they share one.
-	p.copyOf = make([]int, len(cfg.Events))
-	p.truthOf = make([][]int, len(cfg.Events))
-	p.derived = make([]bool, len(cfg.Events))
 	seen := map[perf.Attr]int{}
 	// open opens (once per distinct attr) an always-on copy and returns its index.
 	open := func(a perf.Attr, name string) (int, error) {
@@ -89,25 +88,25 @@ func Open(cfg Config) (*PMU, error) {
 			return 0, fmt.Errorf("open always-on copy of %s: %w", name, err)
 		}
 		e.Name = name
-		seen[a] = len(p.copies)
-		p.copies = append(p.copies, e)
-		return len(p.copies) - 1, nil
+		seen[a] = len(c.events)
+		c.events = append(c.events, e)
+		return len(c.events) - 1, nil
 	}
 	var parts [][]perf.Attr
 	if cfg.Truth {
 		parts = truthParts(cfg.Events)
 	}
 	for i, d := range cfg.Events {
-		p.copyOf[i] = -1
-		p.derived[i] = derivable(d.Attr)
-		if p.derived[i] {
+		c.copyOf[i] = -1
+		c.derived[i] = derivable(d.Attr)
+		if c.derived[i] {
 			k, err := open(d.Attr, d.Name)
 			if err != nil {
 				return nil, err
 			}
-			p.copyOf[i] = k
+			c.copyOf[i] = k
 			if cfg.Truth {
-				p.truthOf[i] = []int{k}
+				c.truthOf[i] = []int{k}
 			}
 			continue
 		}
@@ -119,14 +118,12 @@ func Open(cfg Config) (*PMU, error) {
 			if err != nil {
 				return nil, err
 			}
-			p.truthOf[i] = append(p.truthOf[i], k)
+			c.truthOf[i] = append(c.truthOf[i], k)
 		}
 	}
 	for vi, v := range cfg.Views {
-		var evs []*perf.Event
 		for i, d := range cfg.Events {
-			if p.derived[i] {
-				evs = append(evs, nil)
+			if c.derived[i] {
 				continue
 			}
 			a := d.Attr
@@ -137,6 +134,7 @@ func Open(cfg Config) (*PMU, error) {
 			a.Flags = a.Flags&^(perfabi.FlagEnableOnExec|perfabi.FlagExclusive) | flags | perfabi.FlagDisabled | perfabi.FlagPinned
 			if first[vi][i] {
 				a.Flags |= onExec
+				c.on[vi][i] = onExec != 0 // enabled by the kernel at the exec
 			}
 			a.ReadFormat = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning
 			e, err := perf.Open(a, cfg.Pid, cfg.CPU, nil)
@@ -144,21 +142,12 @@ func Open(cfg Config) (*PMU, error) {
 				return nil, fmt.Errorf("open %s copy of %s: %w", v.Name, d.Name, err)
 			}
 			e.Name = d.Name
-			evs = append(evs, e)
+			c.views[vi][i] = e
 		}
-		p.views = append(p.views, evs)
-		p.on = append(p.on, make([]bool, len(cfg.Events)))
-		p.wasOn = append(p.wasOn, make([]bool, len(cfg.Events)))
-		p.next = append(p.next, make([]bool, len(cfg.Events)))
-		p.viewVals = append(p.viewVals, make([]perf.Count, len(cfg.Events)))
-		p.prevView = append(p.prevView, make([]perf.Count, len(cfg.Events)))
-		p.running = append(p.running, make([]uint64, len(cfg.Events)))
 	}
-	p.prevTruth = make([]uint64, len(cfg.Events))
-	p.truthVals = make([]uint64, len(cfg.Events))
-	p.copyVals = make([]uint64, len(p.copies))
-	p.prevCopy = make([]uint64, len(p.copies))
-	p.readAt = make([]int, len(p.copies))
+	c.opened()
+	p.init()
+	p.pins = c.pins()
 	ok = true
 	return p, nil
 }

@@ -51,7 +51,7 @@ func RunCommand(cfg Config, cmd *exec.Cmd, interval time.Duration) (*Result, err
 	go func() { done <- cmd.Wait() }()
 	res := &Result{Interval: interval}
 	start := time.Now()
-	if p.bc != nil {
+	if p.paced {
 		// The collector paces the slices and says when the target is gone.
 		for {
 			st, err := p.Step()

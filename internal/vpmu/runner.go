@@ -65,7 +65,7 @@ func NewRunner(p *PMU, interval time.Duration, keep bool) (*Runner, error) {
 		return nil, err
 	}
 	r := &Runner{p: p, keep: keep, quit: make(chan struct{}), done: make(chan struct{})}
-	if p.bc != nil {
+	if p.paced {
 		go r.snapLoop()
 	} else {
 		go r.loop(interval)
@@ -198,7 +198,7 @@ func (r *Runner) Stop() ([]Step, error) {
 	default:
 	}
 	close(r.quit)
-	if r.p.bc == nil {
+	if !r.p.paced {
 		<-r.done
 	}
 	r.mu.Lock()

@@ -10,18 +10,6 @@ import (
 	"github.com/bayesperf/bayesperf/internal/pipeline"
 )
 
-// want fills p.next with configuration t of every view.
-func (p *PMU) want(t int) {
-	for v, view := range p.cfg.Views {
-		clear(p.next[v])
-		for _, e := range view.Schedule.Counted(t) {
-			if int(e) >= 0 && int(e) < len(p.next[v]) {
-				p.next[v][e] = true
-			}
-		}
-	}
-}
-
 // apply switches every view to configuration t: disable leaving events, enable entering.
 func (p *PMU) apply(t int) error {
 	for v, view := range p.cfg.Views {
@@ -31,7 +19,7 @@ func (p *PMU) apply(t int) error {
 				want[e] = true
 			}
 		}
-		for i := range p.views[v] {
+		for i := range p.cfg.Events {
 			if p.on[v][i] && !want[i] {
 				if err := p.toggle(v, i, false); err != nil {
 					return err
@@ -39,7 +27,7 @@ func (p *PMU) apply(t int) error {
 				p.on[v][i] = false
 			}
 		}
-		for i := range p.views[v] {
+		for i := range p.cfg.Events {
 			if !p.on[v][i] && want[i] {
 				if err := p.toggle(v, i, true); err != nil {
 					return err
@@ -51,35 +39,27 @@ func (p *PMU) apply(t int) error {
 	return nil
 }
 
+// toggle switches view v's copy of event i, from the collector's last snapshot on.
 func (p *PMU) toggle(v, i int, on bool) error {
-	if p.bc != nil {
-		return p.bc.SetEnabled(p.bpfIndex(v, i), on)
-	}
-	if p.views[v][i] == nil {
-		return nil // derived: switching is p.on alone
-	}
-	if on {
-		return p.views[v][i].Enable(false)
-	}
-	return p.views[v][i].Disable(false)
+	return p.bc.SetEnabled(p.bpfIndex(v, i), on)
 }
 
 // Step ends the current slice: it reads what counted during it, returns the per-view
 // observations and truth, and moves every view to its next configuration. Events of an
 // exited target can still be read, so a final Step after the target ends is valid.
 //
-// With the bpf collector, Step blocks until the collector's next snapshot (a slice in
-// which the target did not run gives none, as the kernel does not rotate an inactive
-// task context either) and returns io.EOF once the target has exited and its final
+// The step is the collector's next snapshot. The read(2) collector takes it at once; a
+// snapshotting one (Config.Snapshots) makes Step block until its next snapshot (a slice
+// in which the target did not run gives none, as the kernel does not rotate an inactive
+// task context either) and return io.EOF once the target has exited and its final
 // snapshot was returned. A snapshot that finds nothing new since the last step or Split
 // (one that came between the end of the collector's slice and this step) is idle.
 func (p *PMU) Step() (Step, error) { return p.stepSlice(false, true) }
 
 // Split ends the current slice now without rotating: the next slice keeps the current
 // configuration until the next Step. A reader uses it to have a slice boundary at the
-// instant it reads, without changing which events count when. With a snapshotting
-// collector the copies are read through its Peek, and its next snapshot ends the rest of
-// the slice.
+// instant it reads, without changing which events count when. The copies are read
+// through the collector's Peek, and its next snapshot ends the rest of the slice.
 func (p *PMU) Split() (Step, error) { return p.stepSlice(false, false) }
 
 // Flush is Step for the last slice of a run: it ends the slice even if the target did
@@ -93,14 +73,11 @@ type reading struct {
 	clock uint64
 	truth func(i int) uint64
 	view  func(v, i int) perf.Count
-	// switched: the next configuration is already applied, and wasOn holds the events
-	// that counted in the ending slice.
-	switched bool
 }
 
-// stepSlice ends the current slice: it reads every copy (through the snapshotting
-// collector, or with read(2)), and turns what they counted since the last step into
-// one inference.Slice per view and the truth deltas.
+// stepSlice ends the current slice: it reads every copy through the collector (its next
+// snapshot, or with rotate unset or force set its Peek), and turns what they counted
+// since the last step into one inference.Slice per view and the truth deltas.
 func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 	if !p.started {
 		return Step{}, errors.New("step virtual PMU: not started")
@@ -110,17 +87,14 @@ func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 		idle bool
 		err  error
 	)
-	switch {
-	case p.bc != nil && rotate && !force:
+	if rotate && !force {
 		rd, idle, err = p.nextSnapshot()
-	case p.bc != nil:
+	} else {
 		// Split or Flush: nothing rotates (a Flush ends the run): the collector applies
 		// a switch to the slice since its last snapshot, which this one has already
 		// partly reported.
 		rotate = false
 		rd, idle, err = p.peekSnapshot(force)
-	default:
-		rd, idle, err = p.readCopies(force, rotate)
 	}
 	if err != nil {
 		return Step{}, err
@@ -144,14 +118,12 @@ func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 	// The slice lasts the time the target ran in it (its virtual enabled time), the
 	// time base of the kernel's own scaling; idle stretches were merged into it above.
 	dur := float64(max(enabled, 1))
-	if !rd.switched {
-		for v := range p.on {
-			copy(p.wasOn[v], p.on[v])
-		}
+	for v := range p.on {
+		copy(p.wasOn[v], p.on[v])
 	}
-	for v := range p.views {
+	for v := range p.on {
 		sl := inference.Slice{Index: p.step, Duration: dur, Readings: make([]inference.Reading, len(p.cfg.Events))}
-		for i := range p.views[v] {
+		for i := range p.cfg.Events {
 			r := inference.Reading{Event: inference.EventID(i), Enabled: enabled}
 			if p.wasOn[v][i] {
 				c := rd.view(v, i)
@@ -173,10 +145,8 @@ func (p *PMU) stepSlice(force, rotate bool) (Step, error) {
 	if rotate {
 		p.pos++
 	}
-	if !rd.switched {
-		if err := p.apply(p.pos); err != nil {
-			return Step{}, err
-		}
+	if err := p.apply(p.pos); err != nil {
+		return Step{}, err
 	}
 	return st, nil
 }
@@ -225,107 +195,7 @@ func (p *PMU) fromCounts(counts []perf.Count) reading {
 		view:  func(v, i int) perf.Count { return counts[p.bpfIndex(v, i)] }}
 }
 
-// readCopies reads the copies with read(2) and switches the views' own copies to the
-// next configuration (the current one when rotate is unset) at the same boundary.
-func (p *PMU) readCopies(force, rotate bool) (reading, bool, error) {
-	// One read of the clock says whether the target ran at all, before anything is
-	// switched (an idle step must not rotate).
-	c, err := p.readOne(p.clock)
-	if err != nil {
-		return reading{}, false, err
-	}
-	if c.Enabled == p.prevClock && !force {
-		return reading{}, true, nil
-	}
-	// Then, event by event, read the always-on copy: that read is the event's slice
-	// boundary. A derived event's views advance by exactly what the copy counted since
-	// the last step if they scheduled it in the ending slice, and switch by bookkeeping
-	// alone, atomically at the boundary as a real PMU switches. An event with view
-	// copies of its own (hardware events, see derivable) has them switched and read
-	// right after its truth: a leaving copy is disabled before it is read, so nothing
-	// leaks into its next turn, and an entering one is enabled at once; the few events
-	// that happen in between land in the neighbouring slice. Reads of another task's
-	// active events cost an IPI each, hundreds of microseconds a round on a loaded VM,
-	// so the copies are read once per step.
-	if rotate {
-		p.want(p.pos + 1)
-	} else {
-		p.want(p.pos)
-	}
-	rd := reading{now: perf.MonotonicNs(), clock: c.Enabled, switched: true,
-		truth: func(i int) uint64 { return p.truthVals[i] },
-		view:  func(v, i int) perf.Count { return p.viewVals[v][i] }}
-	p.gen++
-	for i := range p.cfg.Events {
-		if err := p.readTruth(i); err != nil {
-			return reading{}, false, err
-		}
-		for v := range p.views {
-			was, will := p.on[v][i], p.next[v][i]
-			p.wasOn[v][i] = was
-			if p.derived[i] {
-				if k := p.copyOf[i]; was {
-					p.viewVals[v][i] = p.prevView[v][i]
-					p.viewVals[v][i].Value += pipeline.Sub(p.copyVals[k], p.prevCopy[k])
-				}
-				p.on[v][i] = will
-				continue
-			}
-			if was && !will {
-				if err := p.toggle(v, i, false); err != nil {
-					return reading{}, false, err
-				}
-			}
-			if was {
-				vc, err := p.readOne(p.views[v][i])
-				if err != nil {
-					return reading{}, false, err
-				}
-				p.viewVals[v][i] = vc
-			}
-			p.on[v][i] = will
-		}
-	}
-	// Entering copies are enabled once every leaving one is off: a view's copies are
-	// pinned, and a pinned copy enabled while the counters are all taken would go into
-	// error state instead of counting.
-	for v := range p.views {
-		for i := range p.cfg.Events {
-			if !p.derived[i] && !p.wasOn[v][i] && p.on[v][i] {
-				if err := p.toggle(v, i, true); err != nil {
-					return reading{}, false, err
-				}
-			}
-		}
-	}
-	copy(p.prevCopy, p.copyVals)
-	return rd, false, nil
-}
-
-// readTruth reads event i's always-on copies (each once per round) into p.truthVals[i].
-func (p *PMU) readTruth(i int) error {
-	ks := p.truthOf[i]
-	if len(ks) == 0 && p.copyOf[i] < 0 {
-		return nil
-	}
-	if len(ks) == 0 {
-		ks = []int{p.copyOf[i]}
-	}
-	p.truthVals[i] = 0
-	for _, k := range ks {
-		if p.readAt[k] != p.gen {
-			tc, err := p.readOne(p.copies[k])
-			if err != nil {
-				return err
-			}
-			p.copyVals[k], p.readAt[k] = tc.Value, p.gen
-		}
-		p.truthVals[i] += p.copyVals[k]
-	}
-	return nil
-}
-
-// peekAll reads every copy now through the snapshotting collector.
+// peekAll reads every copy now through the collector.
 func (p *PMU) peekAll() ([]perf.Count, error) {
 	if len(p.peekIdx) == 0 {
 		n := p.bpfIndex(len(p.cfg.Views), 0)
@@ -340,7 +210,7 @@ func (p *PMU) peekAll() ([]perf.Count, error) {
 	return p.peekBuf, nil
 }
 
-// bpfIndex is the position of a copy in the bpf collector's event list: the clock, the
+// bpfIndex is the position of a copy in the collector's event list: the clock, the
 // truth copies, then each view's copies.
 func (p *PMU) bpfIndex(view, i int) int {
 	base := 1

@@ -33,15 +33,8 @@ func (p *PMU) openSnapshots() error {
 		for _, d := range p.cfg.Events {
 			add(d.Attr, true)
 		}
-		p.views = append(p.views, make([]*perf.Event, len(p.cfg.Events)))
-		p.on = append(p.on, make([]bool, len(p.cfg.Events)))
-		p.wasOn = append(p.wasOn, make([]bool, len(p.cfg.Events)))
-		p.next = append(p.next, make([]bool, len(p.cfg.Events)))
-		p.viewVals = append(p.viewVals, make([]perf.Count, len(p.cfg.Events)))
-		p.prevView = append(p.prevView, make([]perf.Count, len(p.cfg.Events)))
-		p.running = append(p.running, make([]uint64, len(p.cfg.Events)))
 	}
-	p.prevTruth = make([]uint64, len(p.cfg.Events))
+	p.init()
 	iv := p.cfg.Interval
 	if iv <= 0 {
 		iv = MuxInterval()
@@ -50,6 +43,6 @@ func (p *PMU) openSnapshots() error {
 	if err != nil {
 		return fmt.Errorf("open virtual PMU's collector: %w", err)
 	}
-	p.bc = c
+	p.bc, p.paced = c, true
 	return nil
 }

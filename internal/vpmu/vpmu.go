@@ -100,48 +100,41 @@ type Config struct {
 
 // PMU is an open virtual PMU. See the package doc.
 type PMU struct {
-	cfg   Config
-	clock *perf.Event // dummy, always on: virtual time_enabled
-	// copies are the always-on copies: one per distinct derived event (see derivable),
-	// and with Truth the pinned truth copies of the others (see truthParts). copyOf[i]
-	// is derived event i's copy (-1: none).
-	copies []*perf.Event
-	copyOf []int
-	// truthOf[i] are the copies whose counts add up to event i's truth: its own copy, or,
-	// for a hardware event whose privilege levels other events split (instructions next
-	// to instructions:u and instructions:k), one pinned copy per level (see truthParts).
-	truthOf [][]int
-	derived []bool // event i's views are derived from its always-on copy: no view copies
-	// views[v][i] is view v's own copy of event i, switched by ioctl; nil for derived
-	// events and with a snapshotting collector.
-	views [][]*perf.Event
+	cfg Config
+	// bc reads every copy, in bpfIndex order: the snapshotting collector with
+	// Config.Snapshots, else the read(2) collector of the copies Open opened (copies).
+	bc    perf.Collector
+	paced bool // bc paces the steps (a snapshotting collector): Step waits for its snapshot
+	pins  bool // some copies are pinned (hardware events): see Pins
 
 	step      int
 	pos       int            // schedule position: configurations entered so far (Split keeps it)
 	on        [][]bool       // per view, per event: enabled now
 	wasOn     [][]bool       // scratch: enabled during the slice being ended
-	next      [][]bool       // scratch: the next configuration
-	viewVals  [][]perf.Count // scratch: cumulative view values read at this step
 	prevView  [][]perf.Count // cumulative at the last read, per view and event
 	running   [][]uint64     // virtual time_running accrued at completed slices
 	prevTruth []uint64
 	prevClock uint64
 	lastWall  int64
-
-	truthVals []uint64     // cumulative truth values of the current read
-	copyVals  []uint64     // per copy: cumulative value at this step's read
-	prevCopy  []uint64     // per copy: cumulative value at the last step's read
-	readAt    []int        // per copy: the round (gen) in which copyVals was read
-	gen       int          // read rounds begun
-	srd       perf.Reading // scratch for single reads
-	sbuf      [24]byte
 	started   bool
 
-	bc      perf.Collector // with Snapshots: every copy, in bpfIndex order
 	eof     bool
-	peekIdx []int        // with Snapshots: every copy's index, for Peek
+	peekIdx []int        // every copy's index, for Peek
 	peekBuf []perf.Count // scratch for peekAll
+	peekAt  [2]int       // scratch indices for Virtual and TruthNow
 	peekTwo [2]perf.Count
+}
+
+// init makes the per-view and per-event state.
+func (p *PMU) init() {
+	n := len(p.cfg.Events)
+	for range p.cfg.Views {
+		p.on = append(p.on, make([]bool, n))
+		p.wasOn = append(p.wasOn, make([]bool, n))
+		p.prevView = append(p.prevView, make([]perf.Count, n))
+		p.running = append(p.running, make([]uint64, n))
+	}
+	p.prevTruth = make([]uint64, n)
 }
 
 // Step is what one multiplexing slice produced.
@@ -161,14 +154,7 @@ type Step struct {
 // replaced by another must be closed before its successor starts, or the two together
 // may want more counters than the PMU has and the kernel puts a copy in error state for
 // good.
-func (p *PMU) Pins() bool {
-	for _, d := range p.derived {
-		if !d {
-			return true
-		}
-	}
-	return false
-}
+func (p *PMU) Pins() bool { return p.pins }
 
 // Events is the number of client events.
 func (p *PMU) Events() int { return len(p.cfg.Events) }
@@ -180,43 +166,13 @@ func (p *PMU) Start() error {
 	}
 	p.started = true
 	p.lastWall = perf.MonotonicNs()
-	if p.cfg.EnableOnExec && p.bc == nil {
-		// The first configuration is enabled by the kernel at exec.
-		for v, view := range p.cfg.Views {
-			for _, e := range view.Schedule.Counted(0) {
-				if int(e) >= 0 && int(e) < len(p.on[v]) {
-					p.on[v][e] = true
-				}
-			}
-		}
-		return nil
-	}
 	return p.apply(0)
 }
 
 // Close closes every event. It is safe on a partly opened PMU.
 func (p *PMU) Close() error {
-	var first error
-	cl := func(e *perf.Event) {
-		if e != nil && e.FD() >= 0 {
-			if err := e.Close(); err != nil && first == nil {
-				first = err
-			}
-		}
+	if p.bc == nil {
+		return nil
 	}
-	for _, vs := range p.views {
-		for _, e := range vs {
-			cl(e)
-		}
-	}
-	for _, e := range p.copies {
-		cl(e)
-	}
-	cl(p.clock)
-	if p.bc != nil {
-		if err := p.bc.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
+	return p.bc.Close()
 }
