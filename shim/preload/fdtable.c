@@ -8,6 +8,7 @@
 
 /* Described in shim.h. */
 TLS int guard;
+TLS int owned_other;
 uint64_t sync_gen;
 struct bp_event *fdtab[BP_MAX_FD];
 int nperf;
