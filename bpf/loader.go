@@ -1,8 +1,11 @@
 package bpf
 
 import (
+	"runtime"
 	"slices"
 	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/bayesperf/bayesperf/internal/perf"
 )
@@ -54,12 +57,12 @@ type LoaderStats struct {
 }
 
 // maxPrepared bounds the sets a Loader keeps, loadWorkers the sets it loads at once.
-// Sets of at most firstNr kernel events (a PMU's first two builds) are loaded again
+// Sets of at most firstNr kernel events (a PMU's first four builds) are loaded again
 // after they are taken, for the next target.
 const (
 	maxPrepared = 6
 	loadWorkers = 1
-	firstNr     = 3
+	firstNr     = 5
 )
 
 // loadKey is what load depends on besides the event attributes: sets with the same key are
@@ -80,13 +83,15 @@ type prepared struct {
 }
 
 // NewLoader returns a Loader that starts loading, in the background, what a virtual PMU's
-// first builds need: a PMU of one event on a task and its descendants (inherited events,
-// as perf stat opens them), of one event on one task (a program counting itself, as
-// stress-ng --perf does), then of two events on a task and its descendants.
+// first builds need: PMUs of one to firstNr-1 events on a task and its descendants
+// (inherited events, as perf stat opens them one by one: its default software events
+// are four), in that order, then of one event on one task (a program counting itself,
+// as stress-ng --perf does).
 func NewLoader() *Loader {
 	l := &Loader{}
-	for _, k := range []loadKey{snapshotsKey(1, false), snapshotsKey(2, true), snapshotsKey(1, true)} {
-		l.prepare(k) // the newest is loaded first
+	l.prepare(snapshotsKey(1, false))
+	for n := firstNr - 1; n >= 1; n-- {
+		l.prepare(snapshotsKey(n, true)) // the newest is loaded first
 	}
 	return l
 }
@@ -286,6 +291,13 @@ func (l *Loader) prepare(k loadKey) {
 // run at once at most: one, so that a load the next build needs is not slowed down by
 // one it may not need, on a machine of 2 CPUs).
 func (l *Loader) run() {
+	// A tool's registration waits for the set being loaded when it comes before the
+	// load is done, and on a loaded machine a load at normal priority took 20-170ms of
+	// wall time for its 2.5ms of CPU. So the loads run on their own OS thread at nice -10
+	// when allowed (root), as the collector's consumer does; the thread dies with the
+	// goroutine (it never unlocks), so no other goroutine inherits the priority.
+	runtime.LockOSThread()
+	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), -10)
 	// The kernel's BTF, decoded once per process, is what the first set that holds
 	// processes waits for most (see kernelBTF).
 	Preload()
