@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -23,7 +24,9 @@ import (
 // loads, as soon as it is made, what the first registrations of a tool need (NewLoader),
 // and after each build of n kernel events, in the background, one of n+1 (the tool's
 // next event) and, for the first builds of a PMU, another of n (the next target: perf
-// stat -r's next repetition, the next tool). A build takes a loaded set when one is
+// stat -r's next repetition, the next tool), the latter only once builds have paused
+// for laterDelay (the tool has started) and at normal priority, the others at nice -10
+// (see run). A build takes a loaded set when one is
 // ready, waits for it when it is being loaded or queued (for what remains of that load
 // only), and loads its own when none was predicted (LoaderStats says how many of each).
 // Values do not depend on it: a preloaded set is exactly what the build would have
@@ -39,6 +42,8 @@ type Loader struct {
 	queue   []*prepared // queued, not yet loading, next first
 	running int         // loading goroutines running
 	stats   LoaderStats
+	built   time.Time     // the last build's start
+	kick    chan struct{} // wakes a loading goroutine waiting to load a later set
 }
 
 // LoaderStats counts how the Loader's builds got their programs and maps.
@@ -58,11 +63,12 @@ type LoaderStats struct {
 
 // maxPrepared bounds the sets a Loader keeps, loadWorkers the sets it loads at once.
 // Sets of at most firstNr kernel events (a PMU's first four builds) are loaded again
-// after they are taken, for the next target.
+// after they are taken, for the next target, once builds have paused for laterDelay.
 const (
 	maxPrepared = 6
 	loadWorkers = 1
 	firstNr     = 5
+	laterDelay  = 100 * time.Millisecond
 )
 
 // loadKey is what load depends on besides the event attributes: sets with the same key are
@@ -80,6 +86,10 @@ type prepared struct {
 	c    *Collector    // set once loaded without error
 	done chan struct{} // closed when the load is over
 	busy bool          // being loaded
+	// later: for a later target (a replacement of a set just taken), loaded only once
+	// builds have paused for laterDelay, at normal priority: the builds of the tool
+	// starting now need the CPU more.
+	later bool
 }
 
 // NewLoader returns a Loader that starts loading, in the background, what a virtual PMU's
@@ -88,10 +98,10 @@ type prepared struct {
 // are four), in that order, then of one event on one task (a program counting itself,
 // as stress-ng --perf does).
 func NewLoader() *Loader {
-	l := &Loader{}
-	l.prepare(snapshotsKey(1, false))
+	l := &Loader{kick: make(chan struct{}, 1)}
+	l.prepare(snapshotsKey(1, false), false)
 	for n := firstNr - 1; n >= 1; n-- {
-		l.prepare(snapshotsKey(n, true)) // the newest is loaded first
+		l.prepare(snapshotsKey(n, true), false) // the newest is loaded first
 	}
 	return l
 }
@@ -117,6 +127,7 @@ func (l *Loader) Close() {
 	queued, sets := l.queue, l.sets
 	l.queue, l.sets = nil, nil
 	l.mu.Unlock()
+	l.wake()
 	for _, p := range queued {
 		close(p.done) // never loaded: a build waiting for it loads its own
 	}
@@ -171,22 +182,24 @@ func bare(k loadKey) *Collector {
 func (l *Loader) load(c *Collector, nslots int, systemWide bool) error {
 	k := keyOf(c, nslots, systemWide)
 	l.mu.Lock()
+	l.built = time.Now()
 	p := l.find(k)
 	if p != nil {
 		l.remove(p) // claimed: no eviction nor Close frees it now
 		if l.unqueue(p) {
+			p.later = false
 			l.queue = append([]*prepared{p}, l.queue...)
 		}
 	}
 	l.mu.Unlock()
 	defer func() {
 		if k.nr <= firstNr {
-			l.prepare(k) // the next target's first builds
+			l.prepare(k, true) // the next target's first builds
 		}
 		if k.nr < maxEvents {
 			g := k
 			g.nr++
-			l.prepare(g) // the newest is loaded first
+			l.prepare(g, false) // the tool's next event: loaded first
 		}
 	}()
 	if p != nil {
@@ -248,9 +261,9 @@ func (l *Loader) unqueue(p *prepared) bool {
 }
 
 // prepare queues the loading of a set of key k unless one is kept, making room if needed
-// by dropping the oldest set not being loaded. The newest request is loaded first: it is
-// the build likely to come next.
-func (l *Loader) prepare(k loadKey) {
+// by dropping the oldest set not being loaded. The newest request is loaded first (it is
+// the build likely to come next), except a later one, loaded last.
+func (l *Loader) prepare(k loadKey, later bool) {
 	var evict []*prepared
 	l.mu.Lock()
 	if l.closed || l.find(k) != nil {
@@ -271,9 +284,13 @@ func (l *Loader) prepare(k loadKey) {
 			evict = append(evict, old)
 		}
 	}
-	p := &prepared{key: k, done: make(chan struct{})}
+	p := &prepared{key: k, done: make(chan struct{}), later: later}
 	l.sets = append(l.sets, p)
-	l.queue = append([]*prepared{p}, l.queue...)
+	if later {
+		l.queue = append(l.queue, p)
+	} else {
+		l.queue = append([]*prepared{p}, l.queue...)
+	}
 	start := l.running < loadWorkers
 	if start {
 		l.running++
@@ -284,6 +301,16 @@ func (l *Loader) prepare(k loadKey) {
 	}
 	if start {
 		go l.run()
+	} else if !later {
+		l.wake()
+	}
+}
+
+// wake wakes a loading goroutine waiting to load a later set.
+func (l *Loader) wake() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -297,7 +324,13 @@ func (l *Loader) run() {
 	// when allowed (root), as the collector's consumer does; the thread dies with the
 	// goroutine (it never unlocks), so no other goroutine inherits the priority.
 	runtime.LockOSThread()
-	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), -10)
+	tid, nice := unix.Gettid(), 0
+	setNice := func(n int) {
+		if n != nice && unix.Setpriority(unix.PRIO_PROCESS, tid, n) == nil {
+			nice = n
+		}
+	}
+	setNice(-10)
 	// The kernel's BTF, decoded once per process, is what the first set that holds
 	// processes waits for most (see kernelBTF).
 	Preload()
@@ -309,9 +342,22 @@ func (l *Loader) run() {
 			return
 		}
 		p := l.queue[0]
+		if wait := laterDelay - time.Since(l.built); p.later && wait > 0 {
+			l.mu.Unlock()
+			select {
+			case <-l.kick:
+			case <-time.After(wait):
+			}
+			continue
+		}
 		l.queue = l.queue[1:]
 		p.busy = true
 		l.mu.Unlock()
+		if p.later {
+			setNice(0)
+		} else {
+			setNice(-10)
+		}
 		c := bare(p.key)
 		if err := c.load(p.key.nslots, p.key.systemWide); err != nil {
 			// The build that wants it loads its own, and reports the error.
