@@ -406,6 +406,8 @@ long bp_perf_event_open(struct perf_event_attr *attr, long pid, long cpu, long g
 	struct bp_event *ev = lookup((int)fd);
 	if ((int)pid == -1 || ev == NULL || !ev->self)
 		owned_other++;
+	else
+		owned_self++;
 	/* A new member changes its leader's group read at once, and the leader's mirror
 	 * may be younger than the staleness bound: refresh every mirror before serving it. */
 	if ((int)group_fd >= 0)

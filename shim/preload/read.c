@@ -523,8 +523,9 @@ void prctl_done(int on)
  *
  * prctl switches every event the calling thread opened, so the pause is made only when
  * that is exactly right: every such event counts this process only (owned_other is 0:
- * none on another task or CPU, none the table does not hold) and every one is enabled
- * by the tool (on), so the ENABLE restores what the DISABLE stopped. Events other
+ * none on another task or CPU, none the table does not hold), every one is still open
+ * and listed once in selffd (owned_self of them), and every one is enabled by the tool
+ * (on), so the ENABLE restores what the DISABLE stopped. Events other
  * threads opened keep counting, the round trip included, as before. An event the tool
  * closed while a ring it mapped keeps it alive is no longer seen here: prctl would
  * enable it. */
@@ -543,7 +544,9 @@ static int self_pause(void)
 			return 0;
 		mine++;
 	}
-	if (mine == 0 || raw_syscall6(SYS_prctl, PR_TASK_PERF_EVENTS_DISABLE, 0, 0, 0, 0, 0) != 0)
+	/* Every one of them seen (selffd keeps BP_SELF_FDS, and a duplicated fd is listed
+	 * twice): else one not seen could be disabled, and the ENABLE would enable it. */
+	if (mine == 0 || mine != owned_self || raw_syscall6(SYS_prctl, PR_TASK_PERF_EVENTS_DISABLE, 0, 0, 0, 0, 0) != 0)
 		return 0;
 	COUNT(self_pauses);
 	return 1;

@@ -213,8 +213,10 @@ extern TLS int guard;
 
 /* Events this thread opened that self_pause cannot vouch for: ones that do not count the
  * process itself (a pause would stop them counting their target), and self-counting
- * ones the fd table does not hold (their switch state is unknown). Never decremented. */
-extern TLS int owned_other;
+ * ones the fd table does not hold (their switch state is unknown); and the others, which
+ * count the process itself and are in the table. Never decremented (a close makes
+ * self_pause find fewer than owned_self, and decline). */
+extern TLS int owned_other, owned_self;
 
 /* sync_gen is bumped whenever the values a mirror holds may be behind in a way its age
  * does not show: a perf ioctl (RESET, ENABLE, DISABLE, group-wide flags) or a reaped
