@@ -25,8 +25,8 @@ import (
 // and after each build of n kernel events, in the background, one of n+1 (the tool's
 // next event) and, for the first builds of a PMU, another of n (the next target: perf
 // stat -r's next repetition, the next tool), the latter only once builds have paused
-// for laterDelay (the tool has started) and at normal priority, the others at nice -10
-// (see run). A build takes a loaded set when one is
+// for laterDelay (the tool has started). Loads run at normal priority, and at nice -10
+// while a build waits for one (see run). A build takes a loaded set when one is
 // ready, waits for it when it is being loaded or queued (for what remains of that load
 // only), and loads its own when none was predicted (LoaderStats says how many of each).
 // Values do not depend on it: a preloaded set is exactly what the build would have
@@ -44,6 +44,8 @@ type Loader struct {
 	stats   LoaderStats
 	built   time.Time     // the last build's start
 	kick    chan struct{} // wakes a loading goroutine waiting to load a later set
+	tid     int           // the loading goroutine's thread, 0 when none runs
+	waiting int           // builds waiting for a set being loaded
 }
 
 // LoaderStats counts how the Loader's builds got their programs and maps.
@@ -208,7 +210,18 @@ func (l *Loader) load(c *Collector, nslots int, systemWide bool) error {
 		case <-p.done:
 		default:
 			waited = true
+			l.mu.Lock()
+			l.waiting++
+			tid := l.tid
+			l.mu.Unlock()
+			if tid != 0 {
+				// The tool waits for this load now: see run.
+				_ = unix.Setpriority(unix.PRIO_PROCESS, tid, -10)
+			}
 			<-p.done
+			l.mu.Lock()
+			l.waiting--
+			l.mu.Unlock()
 		}
 		if p.c != nil {
 			c.adopt(p.c)
@@ -318,19 +331,19 @@ func (l *Loader) wake() {
 // run at once at most: one, so that a load the next build needs is not slowed down by
 // one it may not need, on a machine of 2 CPUs).
 func (l *Loader) run() {
-	// A tool's registration waits for the set being loaded when it comes before the
-	// load is done, and on a loaded machine a load at normal priority took 20-170ms of
-	// wall time for its 2.5ms of CPU. So the loads run on their own OS thread at nice -10
-	// when allowed (root), as the collector's consumer does; the thread dies with the
-	// goroutine (it never unlocks), so no other goroutine inherits the priority.
+	// The loads run on their own OS thread at normal priority: ahead of the builds,
+	// they should not take the CPU from the tool starting meanwhile (perf's own start
+	// is on its path too). But a registration that comes before its set is loaded
+	// waits for it, and on a loaded machine a load at normal priority took 20-170ms of
+	// wall time for its 2.5ms of CPU: so a build that waits raises the thread to nice
+	// -10 (when allowed: root), as the collector's consumer runs, until no build waits.
+	// The thread dies with the goroutine (it never unlocks), so no other goroutine
+	// inherits the priority.
 	runtime.LockOSThread()
-	tid, nice := unix.Gettid(), 0
-	setNice := func(n int) {
-		if n != nice && unix.Setpriority(unix.PRIO_PROCESS, tid, n) == nil {
-			nice = n
-		}
-	}
-	setNice(-10)
+	tid := unix.Gettid()
+	l.mu.Lock()
+	l.tid = tid
+	l.mu.Unlock()
 	// The kernel's BTF, decoded once per process, is what the first set that holds
 	// processes waits for most (see kernelBTF).
 	Preload()
@@ -338,6 +351,7 @@ func (l *Loader) run() {
 		l.mu.Lock()
 		if len(l.queue) == 0 {
 			l.running--
+			l.tid = 0
 			l.mu.Unlock()
 			return
 		}
@@ -352,12 +366,12 @@ func (l *Loader) run() {
 		}
 		l.queue = l.queue[1:]
 		p.busy = true
-		l.mu.Unlock()
-		if p.later {
-			setNice(0)
-		} else {
-			setNice(-10)
+		nice := 0
+		if l.waiting > 0 {
+			nice = -10
 		}
+		l.mu.Unlock()
+		_ = unix.Setpriority(unix.PRIO_PROCESS, tid, nice)
 		c := bare(p.key)
 		if err := c.load(p.key.nslots, p.key.systemWide); err != nil {
 			// The build that wants it loads its own, and reports the error.
