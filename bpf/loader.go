@@ -180,20 +180,25 @@ func bare(k loadKey) *Collector {
 // load gives c its programs and maps, as c.load(nslots, systemWide) would: a set prepared
 // ahead when there is one (waiting for the rest of its load if it is being loaded or
 // queued: a queued one goes first), else its own. Then it prepares, in the background,
-// the sets the next builds are likely to need: one like it, and one with an event more.
+// the sets the next builds are likely to need: one with an event more and, for a PMU's
+// first builds, one like it.
 func (l *Loader) load(c *Collector, nslots int, systemWide bool) error {
 	k := keyOf(c, nslots, systemWide)
 	l.mu.Lock()
 	l.built = time.Now()
 	p := l.find(k)
+	promoted := false
 	if p != nil {
 		l.remove(p) // claimed: no eviction nor Close frees it now
 		if l.unqueue(p) {
-			p.later = false
+			p.later, promoted = false, true
 			l.queue = append([]*prepared{p}, l.queue...)
 		}
 	}
 	l.mu.Unlock()
+	if promoted {
+		l.wake() // a loading goroutine may be waiting for builds to pause
+	}
 	defer func() {
 		if k.nr <= firstNr {
 			l.prepare(k, true) // the next target's first builds
