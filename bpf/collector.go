@@ -175,7 +175,10 @@ type Collector struct {
 var _ perf.Collector = (*Collector)(nil)
 
 // NewCollector loads the BPF program, opens the events and starts the slice timers.
-func NewCollector(opts Options) (*Collector, error) {
+func NewCollector(opts Options) (*Collector, error) { return buildCollector(opts, nil) }
+
+// buildCollector is NewCollector, with the programs and maps from l when not nil.
+func buildCollector(opts Options, l *Loader) (*Collector, error) {
 	kevents, kidx := kernelEvents(opts)
 	if len(opts.Events) == 0 || len(kevents) > maxEvents {
 		return nil, fmt.Errorf("new bpf collector: %d events, want 1 to %d", len(kevents), maxEvents)
@@ -196,10 +199,10 @@ func NewCollector(opts Options) (*Collector, error) {
 		return nil, errors.New("new bpf collector: HoldProcesses needs Threads and a task target (pid > 0)")
 	}
 	if opts.MaxThreads <= 0 {
-		opts.MaxThreads = 1024
+		opts.MaxThreads = defaultMaxThreads
 	}
 	if opts.RingBytes == 0 {
-		opts.RingBytes = 1 << 20
+		opts.RingBytes = defaultRingBytes
 	}
 	page := os.Getpagesize()
 	if opts.RingBytes < page || opts.RingBytes&(opts.RingBytes-1) != 0 {
@@ -232,7 +235,11 @@ func NewCollector(opts Options) (*Collector, error) {
 	for i, a := range opts.Events {
 		c.enabled[i] = a.Flags&perfabi.FlagDisabled == 0
 	}
-	if err := c.load(nslots, systemWide); err != nil {
+	load := c.load
+	if l != nil {
+		load = func(nslots int, systemWide bool) error { return l.load(c, nslots, systemWide) }
+	}
+	if err := load(nslots, systemWide); err != nil {
 		c.release()
 		return nil, err
 	}

@@ -44,12 +44,15 @@ func Resolve(name string) (coll, why string, err error) {
 // It fails where it cannot serve (BPF unavailable here, events other than software
 // events and tracepoints, a kernel without what holding new processes needs), and the
 // caller then falls back to read(2).
-func Snapshots(req perf.SnapshotRequest) (perf.Collector, error) {
+func Snapshots(req perf.SnapshotRequest) (perf.Collector, error) { return snapshots(req, nil) }
+
+// snapshots is Snapshots, with the programs and maps from l when not nil.
+func snapshots(req perf.SnapshotRequest, l *Loader) (perf.Collector, error) {
 	if why := unsupported(req.Attrs); why != "" {
 		return nil, fmt.Errorf("bpf collector: %s", why)
 	}
-	return NewCollector(Options{Pid: req.Pid, Threads: req.Inherit, Descendants: req.Inherit, HoldProcesses: req.Inherit,
-		SwitchAtSnapshots: true, EnableOnExec: req.EnableOnExec, Events: req.Attrs, Slice: req.Slice})
+	return buildCollector(Options{Pid: req.Pid, Threads: req.Inherit, Descendants: req.Inherit, HoldProcesses: req.Inherit,
+		SwitchAtSnapshots: true, EnableOnExec: req.EnableOnExec, Events: req.Attrs, Slice: req.Slice}, l)
 }
 
 // unsupported says why Snapshots cannot serve these events, or "" if it can. With

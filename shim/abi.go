@@ -140,7 +140,9 @@ type ClientPage struct {
 	// PreciseClockReads counts mirror reads whose freshness the coarse clock could not
 	// decide (the shim then read CLOCK_MONOTONIC).
 	PreciseClockReads uint64
-	Reserved          [1]uint64
+	// SelfPauses counts synchronous refreshes for reads of self-counting events made
+	// with the reading thread's own events paused (see the shim's self_pause).
+	SelfPauses uint64
 	// MirrorReadShards count more mirror reads, one shard per reading thread (single
 	// writer, no atomic read-modify-write on the shim's fast path); the total is
 	// MirrorReads plus every shard (ClientCounters adds them up).

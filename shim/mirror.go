@@ -130,6 +130,7 @@ func ClientCounters(mem []byte) (ClientPage, error) {
 	c.RingFlushes = atomic.LoadUint64(&p.RingFlushes)
 	c.SelfReads = atomic.LoadUint64(&p.SelfReads)
 	c.PreciseClockReads = atomic.LoadUint64(&p.PreciseClockReads)
+	c.SelfPauses = atomic.LoadUint64(&p.SelfPauses)
 	return c, nil
 }
 

@@ -68,9 +68,16 @@ var selfmonExact = []string{"page-faults", "raw_syscalls:sys_enter", "syscalls:s
 //     time): equal to native within the noise. Before, the virtual PMU ignored the
 //     tool's ioctls: the values were cumulative since the events were registered
 //     (27124 getppid for 10000 under vc2);
-//   - --virtual-counters 2 --correct none: multiplexed (running below enabled), and
-//     never a raw count above what the window counted natively (a multiplexed event
-//     counts a part of the window, never more).
+//   - the same reading 4 times inside each window (vc4-reads): equal to native too. A
+//     read of a self-counting event under the virtual PMU is a round trip to the
+//     sidecar, which the tool's own events counted (100180 system calls for 100100
+//     natively, 10004 page faults for 10000): the shim now makes it with the reader's
+//     events paused (prctl), and prefaults the mirror page it reads (self_pauses in
+//     --stats counts the paused refreshes: one per read inside a window);
+//   - --virtual-counters 2 --correct none, reading after each window only (vc2) and 4
+//     times inside it too (vc2-reads): multiplexed (running below enabled), and never a
+//     raw count above what the window counted natively (a multiplexed event counts a
+//     part of the window, never more).
 //
 // Root: tracepoints. About 10 s.
 func TestDropinSelfMonitoring(t *testing.T) {
@@ -107,13 +114,28 @@ func TestDropinSelfMonitoring(t *testing.T) {
 	}{
 		{"identity", nil, "4", true},
 		{"vc4", []string{"--virtual-counters", "4", "--correct", "none"}, "0", true},
+		{"vc4-reads", []string{"--virtual-counters", "4", "--correct", "none"}, "4", true},
 		{"vc2", []string{"--virtual-counters", "2", "--correct", "none"}, "0", false},
+		{"vc2-reads", []string{"--virtual-counters", "2", "--correct", "none"}, "4", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append(append([]string{bp, "run"}, tc.flags...), "--")
+			sf := filepath.Join(t.TempDir(), "stats.json")
+			args := append(append([]string{bp, "run", "--stats", sf}, tc.flags...), "--")
 			r := run(t, patientShim, append(append(args, prog...), tc.mid)...)
 			if r.status != 0 {
 				t.Fatalf("bayesperf run: status %d\n%s%s", r.status, r.stdout, r.stderr)
+			}
+			var st struct {
+				SelfReads  uint64 `json:"self_reads"`
+				SelfPauses uint64 `json:"self_pauses"`
+			}
+			readJSON(t, sf, &st)
+			t.Logf("self reads %d, refreshes made paused %d", st.SelfReads, st.SelfPauses)
+			// 5 windows of mid reads of the 4 events inside: each a round trip, which
+			// must not count; the reads after a window (every event disabled) need no
+			// pause.
+			if mid, _ := strconv.Atoi(tc.mid); tc.flags != nil && st.SelfPauses != uint64(5*mid*4) {
+				t.Errorf("%d refreshes made with the reader's events paused, want %d (every read inside the windows)", st.SelfPauses, 5*mid*4)
 			}
 			got := parseSelfmon(t, r.stdout)
 			for _, ev := range append(selfmonExact, "context-switches") {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bayesperf/bayesperf/bpf"
 	"github.com/bayesperf/bayesperf/internal/perf"
 	"github.com/bayesperf/bayesperf/internal/sidecar"
 	"github.com/bayesperf/bayesperf/internal/vpmu/vstage"
@@ -31,8 +32,9 @@ func correctionStage(counters int, fixed []perf.Attr, correct, sched string, tru
 }
 
 // writeStageFiles writes the stats file (with "truth", per event, when the stage kept
-// truth copies) and the report of the stage's correction.
-func writeStageFiles(statsFile, reportFile string, st sidecar.Stats, vst *vstage.Stage) error {
+// truth copies; "bpf_loads", bpf.LoaderStats, with the bpf collector) and the report of
+// the stage's correction.
+func writeStageFiles(statsFile, reportFile string, st sidecar.Stats, vst *vstage.Stage, bl *bpf.Loader) error {
 	var errs []error
 	if statsFile != "" {
 		var out any = st
@@ -51,6 +53,9 @@ func writeStageFiles(statsFile, reportFile string, st sidecar.Stats, vst *vstage
 					m["truth"] = vst.TruthTotals()
 				}
 				m["collector"] = vst.Collector()
+				if bl != nil {
+					m["bpf_loads"] = bl.Stats()
+				}
 				out = m
 			}
 		}

@@ -111,6 +111,17 @@ func sidecarMain(args []string) int {
 	case *allowUIDs != "" && *vcounters > 0:
 		return fail(usageErr("--allow-uid with --virtual-counters: the virtual PMU opens events with the sidecar's rights, so other users could count processes they may not; run one sidecar per user for the virtual PMU"))
 	}
+	var loader *bpf.Loader // with the bpf collector
+	var probe chan error   // bpf.Probe's answer
+	if *vcounters > 0 && *collector != bpf.CollectorRead {
+		// Started first: the BPF programs of the first builds load, and BPF is
+		// probed, while the rest of the sidecar starts (chooseCollector closes the
+		// loader if BPF is not to be used).
+		loader = bpf.NewLoader()
+		defer loader.Close()
+		probe = make(chan error, 1)
+		go func() { probe <- bpf.Probe() }()
+	}
 	from, err := resolveInferFrom(*inferFrom, *vcounters)
 	if err != nil {
 		return fail(err)
@@ -154,8 +165,11 @@ func sidecarMain(args []string) int {
 			return fail(err)
 		}
 		defer st.Close()
-		if err := chooseCollector(st, *collector); err != nil {
+		if err := chooseCollector(st, *collector, loader, probe); err != nil {
 			return fail(err)
+		}
+		if st.Snapshots == nil {
+			loader = nil // closed: read(2)
 		}
 		go st.Preload()
 		cfg.Stage = st
@@ -223,7 +237,7 @@ func sidecarMain(args []string) int {
 	fmt.Println("ready")
 	os.Stdout.Close()
 	err = srv.Serve(ctx)
-	if werr := writeStageFiles(*statsFile, *reportFile, srv.Stats(), vst); werr != nil {
+	if werr := writeStageFiles(*statsFile, *reportFile, srv.Stats(), vst, loader); werr != nil {
 		fmt.Fprintf(os.Stderr, "bayesperf sidecar: %s\n", oneLine(werr.Error()))
 	}
 	if err != nil {
@@ -235,25 +249,34 @@ func sidecarMain(args []string) int {
 // chooseCollector sets how st's virtual PMUs read their copies for --collector name: bpf
 // (forced: fails here if BPF cannot be loaded at all; a client whose events it cannot
 // serve still falls back to read(2), with the reason in the log), read, or auto (bpf
-// when bpf.Probe succeeds).
-func chooseCollector(st *vstage.Stage, name string) error {
-	coll, why, err := bpf.Resolve(name)
-	if err != nil {
+// when bpf.Probe succeeds). With a collector other than read, probe gives Probe's
+// answer (started with the sidecar, so that it runs while the sidecar starts) and l
+// builds the collectors: it has been loading the programs of the first builds in the
+// background since the sidecar started, so that a tool's registrations find them
+// loaded (the tool's start waited for a load per event it opened); it is closed if BPF
+// is not used.
+func chooseCollector(st *vstage.Stage, name string, l *bpf.Loader, probe <-chan error) error {
+	var err error
+	switch name {
+	case bpf.CollectorRead:
+	case bpf.CollectorBPF, bpf.CollectorAuto:
+		if err = <-probe; err != nil && name == bpf.CollectorBPF {
+			l.Close()
+			return fmt.Errorf("--collector bpf: %w", err)
+		}
+	default:
 		return usageErr("--collector %s: want auto, read or bpf", name)
 	}
-	if coll == bpf.CollectorBPF {
-		if name == bpf.CollectorBPF {
-			if err := bpf.Probe(); err != nil {
-				return fmt.Errorf("--collector bpf: %w", err)
-			}
-		}
-		st.Snapshots = bpf.Snapshots
-		go bpf.Preload()
+	if name != bpf.CollectorRead && err == nil {
+		st.Snapshots = l.Snapshots
 		return nil
 	}
+	if l != nil {
+		l.Close()
+	}
 	st.ReadWhy = "--collector read"
-	if why != "" {
-		st.ReadWhy = "auto: " + why
+	if err != nil {
+		st.ReadWhy = "auto: " + err.Error()
 	}
 	return nil
 }

@@ -70,12 +70,15 @@ type Stats struct {
 	// PreciseClockReads are mirror reads whose freshness the coarse clock could not
 	// decide, so that the shim read CLOCK_MONOTONIC.
 	PreciseClockReads uint64 `json:"precise_clock_reads"`
-	Publishes         uint64 `json:"publishes"` // mirror pages written
-	Clients           uint64 `json:"clients"`   // connections accepted
-	Rings             uint64 `json:"rings"`     // sampling rings mirrored
-	Declined          uint64 `json:"declined"`  // registrations refused (bad fd or attr)
-	Stage             string `json:"stage"`
-	StagePanicked     bool   `json:"stage_panicked,omitempty"` // the stage failed; values since were the kernel's
+	// SelfPauses are refreshes for reads of self-counting events that the shim made with
+	// the reading thread's own events paused, so that they did not count the round trip.
+	SelfPauses    uint64 `json:"self_pauses"`
+	Publishes     uint64 `json:"publishes"` // mirror pages written
+	Clients       uint64 `json:"clients"`   // connections accepted
+	Rings         uint64 `json:"rings"`     // sampling rings mirrored
+	Declined      uint64 `json:"declined"`  // registrations refused (bad fd or attr)
+	Stage         string `json:"stage"`
+	StagePanicked bool   `json:"stage_panicked,omitempty"` // the stage failed; values since were the kernel's
 }
 
 // Server is a running sidecar. Create it with New, run it with Serve, stop it with Close.
@@ -257,6 +260,7 @@ func (s *Server) Stats() Stats {
 			sum.SyncRefreshes += cp.SyncRefreshes
 			sum.SelfReads += cp.SelfReads
 			sum.PreciseClockReads += cp.PreciseClockReads
+			sum.SelfPauses += cp.SelfPauses
 		}
 	}
 	s.mu.Unlock()
@@ -267,6 +271,7 @@ func (s *Server) Stats() Stats {
 		SyncRefreshes:     sum.SyncRefreshes,
 		SelfReads:         sum.SelfReads,
 		PreciseClockReads: sum.PreciseClockReads,
+		SelfPauses:        sum.SelfPauses,
 		SidecarPid:        os.Getpid(),
 		Publishes:         s.publishes.Load(),
 		RecordsMirrored:   s.recordsMirrored.Load(),
@@ -329,6 +334,7 @@ func (s *Server) drop(c *client) {
 		s.retired.SyncRefreshes += cp.SyncRefreshes
 		s.retired.SelfReads += cp.SelfReads
 		s.retired.PreciseClockReads += cp.PreciseClockReads
+		s.retired.SelfPauses += cp.SelfPauses
 	}
 	page := c.page
 	c.page = nil

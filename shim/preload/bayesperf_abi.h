@@ -133,7 +133,8 @@ struct bp_client_page {
 	                               just did) */
 	uint64_t precise_clock_reads; /* mirror reads whose freshness the coarse clock could not
 	                                 decide, so that the shim read CLOCK_MONOTONIC */
-	uint64_t reserved[1];
+	uint64_t self_pauses;       /* refreshes for reads of self-counting events made with the
+	                               reading thread's own events paused (read.c) */
 	/* More mirror_reads, one shard per reading thread (the first BP_CLIENT_SHARDS threads
 	 * of the process; later ones add to mirror_reads): a shard has a single writer, which
 	 * counts with a plain (unlocked) add, so the fast read path has no atomic

@@ -351,7 +351,9 @@ static void register_event(int fd, const struct perf_event_attr *attr, long pid,
 			real_close()(mfd);
 		return;
 	}
-	void *p = real_mmap()(NULL, BP_PAGE_SIZE, PROT_READ, MAP_SHARED, mfd, 0);
+	/* Populated now: the first read of the page must not fault, as it may come inside a
+	 * window in which the tool counts its own page faults (a native read faults none). */
+	void *p = real_mmap()(NULL, BP_PAGE_SIZE, PROT_READ, MAP_SHARED | MAP_POPULATE, mfd, 0);
 	real_close()(mfd);
 	uint32_t nslots = 2 + ((attr->read_format & PERF_FORMAT_GROUP) ? BP_MIRROR_MAX_VALUES : 1);
 	struct bp_event *ev = calloc(1, sizeof *ev + 2 * nslots * sizeof(uint64_t));
@@ -372,6 +374,8 @@ static void register_event(int fd, const struct perf_event_attr *attr, long pid,
 	ev->member = group_fd >= 0;
 	ev->leader = reg.group_handle;
 	ev->rfmt = attr->read_format;
+	ev->owner = pthread_self();
+	ev->on = attr->disabled ? (attr->enable_on_exec ? -1 : 0) : 1;
 	ev->nslots = nslots;
 	pthread_mutex_lock(&tab_lock);
 	if (fdtab[fd] != NULL) /* cannot happen: the kernel just gave us this number */
@@ -396,6 +400,14 @@ long bp_perf_event_open(struct perf_event_attr *attr, long pid, long cpu, long g
 	 * syscall()'s varargs leaves the upper halves of the registers undefined. */
 	if (__atomic_load_n(&conn_state, __ATOMIC_ACQUIRE) != CONN_DOWN)
 		register_event((int)fd, attr, (int)pid, (int)cpu, (int)group_fd, flags);
+	/* A pause of this thread's events (self_pause) would stop an event on another
+	 * task or on a whole CPU from counting them, and cannot restore the state of one
+	 * the table does not hold. */
+	struct bp_event *ev = lookup((int)fd);
+	if ((int)pid == -1 || ev == NULL || !ev->self)
+		owned_other++;
+	else
+		owned_self++;
 	/* A new member changes its leader's group read at once, and the leader's mirror
 	 * may be younger than the staleness bound: refresh every mirror before serving it. */
 	if ((int)group_fd >= 0)

@@ -5,6 +5,8 @@
  */
 #include "shim.h"
 
+#include <sys/prctl.h>
+
 static void bump_sync_gen(void)
 {
 	__atomic_add_fetch(&sync_gen, 1, __ATOMIC_RELEASE);
@@ -158,8 +160,7 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 	if (ev != NULL && r == 0 &&
 	    (req == PERF_EVENT_IOC_RESET || req == PERF_EVENT_IOC_ENABLE || req == PERF_EVENT_IOC_DISABLE ||
 	     req == PERF_EVENT_IOC_REFRESH))
-		ioctl_done(ev, req != PERF_EVENT_IOC_REFRESH && ((unsigned long)arg & PERF_IOC_FLAG_GROUP) != 0,
-			   req == PERF_EVENT_IOC_RESET);
+		ioctl_done(ev, req != PERF_EVENT_IOC_REFRESH && ((unsigned long)arg & PERF_IOC_FLAG_GROUP) != 0, req);
 	if (ev != NULL && req != PERF_EVENT_IOC_ID) {
 		bump_sync_gen();
 		/* After PAUSE_OUTPUT(1) the kernel leaves the ring alone: the moment to copy a
@@ -168,6 +169,27 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 			flush_rings_paused(ev->handle);
 		else
 			flush_rings();
+	}
+	return r;
+}
+
+/* prctl passes through; PR_TASK_PERF_EVENTS_ENABLE and DISABLE switch every event the
+ * calling thread opened, which the shim's view of each event's switch state follows
+ * (self_pause relies on it). */
+EXPORT int prctl(int option, ...)
+{
+	va_list ap;
+	va_start(ap, option);
+	unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
+	unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
+	va_end(ap);
+	int r = real_prctl()(option, a2, a3, a4, a5);
+	if (r == 0 && guard == 0 && (option == PR_TASK_PERF_EVENTS_ENABLE || option == PR_TASK_PERF_EVENTS_DISABLE) &&
+	    __atomic_load_n(&nperf, __ATOMIC_RELAXED) != 0) {
+		int saved = errno;
+		prctl_done(option == PR_TASK_PERF_EVENTS_ENABLE);
+		bump_sync_gen();
+		errno = saved;
 	}
 	return r;
 }

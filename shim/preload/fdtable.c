@@ -8,6 +8,8 @@
 
 /* Described in shim.h. */
 TLS int guard;
+TLS int owned_other;
+TLS int owned_self;
 uint64_t sync_gen;
 struct bp_event *fdtab[BP_MAX_FD];
 int nperf;

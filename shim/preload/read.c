@@ -7,6 +7,8 @@
  */
 #include "shim.h"
 
+#include <sys/prctl.h>
+
 /* ---------------------------------------------------------------------------------- */
 /* Counting reads from the mirror.                                                    */
 
@@ -159,6 +161,9 @@ static ssize_t mirror_copy(const struct bp_mirror_page *pg, char *buf, size_t co
 	return 0;
 }
 
+static int self_pause(void);
+static void self_resume(int paused);
+
 /* refresh asks the sidecar to republish ev's mirror from the kernel now. */
 static int refresh(struct bp_event *ev)
 {
@@ -200,7 +205,10 @@ static int mirror_read(struct bp_event *ev, void *buf, size_t count, ssize_t *re
 	}
 	if (!fresh) {
 		__atomic_store_n(&ev->synced_gen, gen, __ATOMIC_RELAXED);
-		if (refresh(ev) != 0)
+		int paused = ev->self ? self_pause() : 0;
+		int err = refresh(ev);
+		self_resume(paused);
+		if (err != 0)
 			return 0;
 		n = mirror_copy(ev->page, buf, count, &fresh);
 		synced = 1;
@@ -456,17 +464,23 @@ static void count_ioctl(struct bp_event *ev, uint32_t inc)
 
 /* ioctl_done applies to ev (and to its group's members with group) what the perf ioctl
  * that just succeeded changes in the shim's view: a reset clears the monotonic value
- * slots; every reset and switch is counted for the sidecar. */
-static void ioctl_done_one(struct bp_event *ev, int reset)
+ * slots; a switch sets the tool's switch state (REFRESH enables until an overflow
+ * limit, then the kernel disables: unknown from then on); every reset and switch is
+ * counted for the sidecar. */
+static void ioctl_done_one(struct bp_event *ev, unsigned long req)
 {
+	int reset = req == PERF_EVENT_IOC_RESET;
 	if (reset)
 		reset_values(ev);
+	else
+		__atomic_store_n(&ev->on, req == PERF_EVENT_IOC_ENABLE ? 1 : req == PERF_EVENT_IOC_DISABLE ? 0 : -1,
+				 __ATOMIC_RELAXED);
 	count_ioctl(ev, reset ? 1u : 1u << 16);
 }
 
-void ioctl_done(struct bp_event *ev, int group, int reset)
+void ioctl_done(struct bp_event *ev, int group, unsigned long req)
 {
-	ioctl_done_one(ev, reset);
+	ioctl_done_one(ev, req);
 	if (!group || __atomic_load_n(&nperf, __ATOMIC_RELAXED) == 0)
 		return;
 	guard++;
@@ -474,10 +488,74 @@ void ioctl_done(struct bp_event *ev, int group, int reset)
 	for (int fd = 0; fd < BP_MAX_FD; fd++) {
 		struct bp_event *m = fdtab[fd];
 		if (m != NULL && m != ev && m->leader == ev->handle && m->epoch == ev->epoch)
-			ioctl_done_one(m, reset);
+			ioctl_done_one(m, req);
 	}
 	pthread_mutex_unlock(&tab_lock);
 	guard--;
+}
+
+void prctl_done(int on)
+{
+	pthread_t me = pthread_self();
+	guard++;
+	pthread_mutex_lock(&tab_lock);
+	for (int i = 0; i < __atomic_load_n(&nselffd, __ATOMIC_RELAXED); i++) {
+		int fd = __atomic_load_n(&selffd[i], __ATOMIC_RELAXED);
+		struct bp_event *ev = fd >= 0 ? fdtab[fd] : NULL;
+		if (ev != NULL && pthread_equal(ev->owner, me)) {
+			__atomic_store_n(&ev->on, on, __ATOMIC_RELAXED);
+			count_ioctl(ev, 1u << 16);
+		}
+	}
+	pthread_mutex_unlock(&tab_lock);
+	guard--;
+}
+
+/* Reads inside the tool's own window. A read of a self-counting event under a stage that
+ * changes values (the virtual PMU) is a synchronous refresh: a round trip to the sidecar
+ * (sendmsg, recvmsg, a context switch or two) in the middle of the window the tool is
+ * counting, which its own events would count, and the virtual PMU follows those events.
+ * So the round trip is made with this thread's events paused: one
+ * prctl(PR_TASK_PERF_EVENTS_DISABLE) before it and one ENABLE after. A tool's events see
+ * the entry of the first and the exit of the second, as they see the entry and exit of
+ * the read(2) it made natively; their time_enabled does not run meanwhile (the round
+ * trip's tens of microseconds), which a native read's does (under a microsecond).
+ *
+ * prctl switches every event the calling thread opened, so the pause is made only when
+ * that is exactly right: every such event counts this process only (owned_other is 0:
+ * none on another task or CPU, none the table does not hold), every one is still open
+ * and listed once in selffd (owned_self of them), and every one is enabled by the tool
+ * (on), so the ENABLE restores what the DISABLE stopped. Events other
+ * threads opened keep counting, the round trip included, as before. An event the tool
+ * closed while a ring it mapped keeps it alive is no longer seen here: prctl would
+ * enable it. */
+static int self_pause(void)
+{
+	if (owned_other != 0)
+		return 0;
+	pthread_t me = pthread_self();
+	int mine = 0;
+	for (int i = 0; i < __atomic_load_n(&nselffd, __ATOMIC_RELAXED); i++) {
+		int fd = __atomic_load_n(&selffd[i], __ATOMIC_RELAXED);
+		struct bp_event *ev = fd >= 0 ? lookup(fd) : NULL;
+		if (ev == NULL || !pthread_equal(ev->owner, me))
+			continue;
+		if (__atomic_load_n(&ev->on, __ATOMIC_RELAXED) != 1)
+			return 0;
+		mine++;
+	}
+	/* Every one of them seen (selffd keeps BP_SELF_FDS, and a duplicated fd is listed
+	 * twice): else one not seen could be disabled, and the ENABLE would enable it. */
+	if (mine == 0 || mine != owned_self || raw_syscall6(SYS_prctl, PR_TASK_PERF_EVENTS_DISABLE, 0, 0, 0, 0, 0) != 0)
+		return 0;
+	COUNT(self_pauses);
+	return 1;
+}
+
+static void self_resume(int paused)
+{
+	if (paused)
+		(void)raw_syscall6(SYS_prctl, PR_TASK_PERF_EVENTS_ENABLE, 0, 0, 0, 0, 0);
 }
 
 static ssize_t do_read_slow(struct bp_event *ev, int fd, void *buf, size_t count, ssize_t (*real)(int, void *, size_t))

@@ -182,6 +182,7 @@ void *resolve(void **slot, const char *name);
 	X(int, posix_spawnp, (pid_t *, const char *, const posix_spawn_file_actions_t *,        \
 			  const posix_spawnattr_t *, char *const[], char *const[]))             \
 	X(int, sigaction, (int, const struct sigaction *, struct sigaction *))                  \
+	X(int, prctl, (int, unsigned long, unsigned long, unsigned long, unsigned long))        \
 	X(sighandler_t, signal, (int, sighandler_t))
 
 #define BP_REAL_DECLARE(ret, name, params)                                  \
@@ -210,6 +211,13 @@ int is_verbose(void);
 /* guard > 0 while the shim itself is running on this thread: nested calls pass through. */
 extern TLS int guard;
 
+/* Events this thread opened that self_pause cannot vouch for: ones that do not count the
+ * process itself (a pause would stop them counting their target), and self-counting
+ * ones the fd table does not hold (their switch state is unknown); and the others, which
+ * count the process itself and are in the table. Never decremented (a close makes
+ * self_pause find fewer than owned_self, and decline). */
+extern TLS int owned_other, owned_self;
+
 /* sync_gen is bumped whenever the values a mirror holds may be behind in a way its age
  * does not show: a perf ioctl (RESET, ENABLE, DISABLE, group-wide flags) or a reaped
  * child (the measured workload ended; its last counts must be exact). It is also bumped
@@ -229,6 +237,9 @@ struct bp_event {
 	int member;                           /* opened into a group (group_fd >= 0) */
 	uint32_t leader;                      /* the group leader's handle (0: none, or itself) */
 	uint64_t rfmt;                        /* attr.read_format */
+	pthread_t owner;                      /* the thread that opened it (prctl's scope) */
+	int on;                               /* the tool's own switch: 1 enabled, 0 disabled,
+	                                         -1 unknown (enable_on_exec, REFRESH) */
 	/* Monotonic reads (read.c, "Monotonic after a fallback"): once a read of this event went
 	 * to the kernel after the mirror had served it, all its reads do (onkernel), each
 	 * value slot k served as max(kernel + off[k], last[k]). Slots: 0 enabled, 1 running,
@@ -382,10 +393,15 @@ static inline uint64_t coarse_ns(void)
  * the stale bound is not above two ticks, or before. */
 extern int64_t coarse_fresh;
 
-/* ioctl_done records a perf ioctl that succeeded on ev (and on its group's members with
- * group): a reset (PERF_EVENT_IOC_RESET, which also clears the monotonic value slots) or
- * a switch (ENABLE, DISABLE, REFRESH), counted in the client page for the sidecar. */
-void ioctl_done(struct bp_event *ev, int group, int reset);
+/* ioctl_done records a perf ioctl req (RESET, ENABLE, DISABLE or REFRESH) that
+ * succeeded on ev (and on its group's members with group): a reset clears the monotonic
+ * value slots, the switch state follows, and each is counted for the sidecar. */
+void ioctl_done(struct bp_event *ev, int group, unsigned long req);
+
+/* prctl_done records PR_TASK_PERF_EVENTS_ENABLE (on) or DISABLE, which switched every
+ * event the calling thread opened: the switch state of those that count the process,
+ * each counted as a switch for the sidecar. */
+void prctl_done(int on);
 
 #pragma GCC visibility pop
 

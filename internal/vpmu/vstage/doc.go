@@ -79,11 +79,15 @@
 // events other than software events and tracepoints, a kernel without what holding
 // processes needs) falls back to read(2); Logf says which collector each client got, in
 // one line ("collector bpf" or "collector read (why)"), the report's clients say
-// "collector", and Collector sums it up for --stats. Building a PMU through BPF costs
-// 6-13ms (loading and attaching the programs; up to 65ms now and then) against under 1ms
-// with read(2), and perf stat registers its events one by one, each a rebuild: 18 events
-// delay its start by about 0.2s (1-1.5s before the kernel's BTF was decoded once per
-// process, bpf.Preload, instead of once per build).
+// "collector", and Collector sums it up for --stats. Building a PMU through BPF cost
+// 6-13ms (loading the programs and maps, then attaching them; up to 65ms now and then)
+// against under 1ms with read(2), and perf stat registers its events one by one, each a
+// rebuild, so its start waited for one load per event. The sidecar's Snapshots is a
+// bpf.Loader's, which loads the programs and maps ahead, off the tool's path (from the
+// sidecar's start, and for each next build behind the current one): a build that finds
+// its set loaded takes 0.4-1ms, as through read(2) ("bpf_loads" in --stats says how many
+// builds found theirs ready, waited for the rest of a load started ahead, or loaded on
+// the tool's path).
 //
 // Wiring: `bayesperf sidecar --virtual-counters N` sets sidecar.Config.Stage to
 // &vstage.Stage{Counters: N}. The mirror must carry non-group reads in the kernel's

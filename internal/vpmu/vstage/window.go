@@ -32,11 +32,14 @@ import (
 // resets the shim counts in its client page (shim.Values.Resets: a group's leader's
 // stand for its members), or the tool's count going down.
 //
-// Not yet: a read inside the window of an event that counts the reader itself is a
-// synchronous refresh here (a round trip to the sidecar), and the tool's own event
-// counts that round trip's system calls and context switches like any other work in
-// the window, so the followed value does too. A program that reads only after its
-// window (stress-ng) is not affected.
+// A read inside the window of an event that counts the reader itself is a synchronous
+// refresh here (a round trip to the sidecar), which the tool's own event would count
+// like any other work in the window, and so would the followed value: the shim makes
+// that round trip with the reading thread's events paused (its self_pause: one prctl
+// each way, which the events count as they count a native read's system call), when
+// it can vouch for their switch state. Otherwise (events of that thread on another task
+// or CPU, a switch state it cannot know) the round trip is counted, as before. A
+// program that reads only after its window (stress-ng) is not affected either way.
 //
 // Only events the tool opened disabled (without enable_on_exec) or switched, reset or
 // refreshed since are followed: any other counts from its start to its end, as the
