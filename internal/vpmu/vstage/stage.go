@@ -373,78 +373,10 @@ func (s *Stage) rebuild(id int, c *client) {
 	if len(hs) == 0 {
 		return
 	}
-	// One target per PMU: the first event's (perf stat opens all on the same one).
-	first := c.events[hs[0]]
-	target := int(first.Pid)
-	if target == 0 {
-		target = int(first.ClientPid)
-	}
-	var descs []perf.EventDesc
-	c.index = map[uint32]int{}
-	c.order = c.order[:0]
-	onExec, inherit := false, false
-	for _, h := range hs {
-		e := c.events[h]
-		if int(e.Pid) != int(first.Pid) {
-			continue
-		}
-		a := perf.Attr{Type: e.Attr.Type, Size: perfabi.AttrSize, Config: e.Attr.Config,
-			Flags: e.Attr.Flags & (perfabi.FlagExcludeUser | perfabi.FlagExcludeKern | perfabi.FlagExcludeHV | perfabi.FlagExcludeIdle | perfabi.FlagExcludeHost | perfabi.FlagExcludeGuest)}
-		onExec = onExec || e.Attr.Flags&perfabi.FlagEnableOnExec != 0
-		inherit = inherit || e.Attr.Flags&perfabi.FlagInherit != 0
-		group := int(h)
-		grouped := false
-		if e.GroupHandle != 0 {
-			group, grouped = int(e.GroupHandle), true
-		} else {
-			for _, o := range c.events {
-				if o.GroupHandle == h {
-					grouped = true
-				}
-			}
-		}
-		c.index[h] = len(descs)
-		c.order = append(c.order, h)
-		descs = append(descs, perf.EventDesc{Name: fmt.Sprintf("client%d/%d", id, h), Attr: a, Group: group, Grouped: grouped})
-	}
-	counters := s.Counters
-	var fixed []int
-	if s.Auto {
-		var hw []perf.Attr
-		for i, d := range descs {
-			if vpmu.Derivable(d.Attr) {
-				fixed = append(fixed, i)
-			} else {
-				hw = append(hw, d.Attr)
-			}
-		}
-		if len(hw) == 0 {
-			return // the kernel never multiplexes software events and tracepoints
-		}
-		n, err := vpmu.Budget(hw, s.Truth)
-		switch {
-		case err != nil:
-			s.logf("vstage: client %d: counter budget: %v; the kernel's values", id, err)
-			return
-		case n >= len(hw):
-			return // they all fit: the kernel will not multiplex them
-		case n < 1:
-			s.logf("vstage: client %d: no counter left for %d hardware events (truth copies take the rest); the kernel's values", id, len(hw))
-			return
-		}
-		if b := [2]int{len(hw), n}; b != c.budget {
-			s.logf("vstage: client %d: %d hardware events, %d counters free: scheduling them itself", id, len(hw), n)
-			c.budget = b
-		}
-		counters = n
-	}
-	for i, d := range descs {
-		for _, f := range s.Fixed {
-			if d.Attr.Type == f.Type && d.Attr.Config == f.Config && !d.Grouped {
-				fixed = append(fixed, i)
-				break
-			}
-		}
+	descs, first, target, onExec, inherit := c.descriptions(id, hs)
+	counters, fixed, ok := s.budget(id, c, descs)
+	if !ok {
+		return
 	}
 	attrs := make([]perf.Attr, len(descs))
 	for i, d := range descs {
@@ -457,35 +389,9 @@ func (s *Stage) rebuild(id int, c *client) {
 		names = s.names.Names(attrs)
 		rels = relation.BindUniverse(s.Relations, names, s.names.Universe())
 	}
-	// Members of a group follow their leader (handle order), as the schedule needs.
-	sp := vpmu.Spec(descs, counters, fixed)
-	// A group with more events than counters is never counted, as on a real PMU (perf
-	// prints <not counted>); the events beside it stay virtualised.
-	sp.KeepUnfit = true
-	var own *schedule.Schedule
-	var err error
-	if s.Schedule == "bayesperf" {
-		if own, err = schedule.Overlap(sp, graph.FromRelations(names, rels), schedule.OverlapOptions{}); err != nil {
-			s.logf("vstage: bayesperf schedule for client %d: %v; using the kernel's", id, err)
-			own = nil
-		}
-	}
-	ks, err := schedule.Kernel(sp)
-	if err != nil {
-		s.logf("vstage: schedule client %d: %v", id, err)
+	views, never, ok := s.views(id, c, descs, counters, fixed, names, rels)
+	if !ok {
 		return
-	}
-	views := []vpmu.View{{Name: "kernel", Schedule: ks}}
-	if own != nil {
-		views[0] = vpmu.View{Name: "bayesperf", Schedule: own}
-		if s.Baseline {
-			views = append(views, vpmu.View{Name: "kernel", Schedule: ks})
-		}
-	}
-	never := views[0].Schedule.Never(len(descs))
-	if len(never) != c.never {
-		c.never = len(never)
-		s.logf("vstage: client %d: %d events in groups larger than the %d virtual counters are never counted, as on a real PMU", id, len(never), s.Counters)
 	}
 	corr, err := s.newCorrection(descs, names, rels, target)
 	if err != nil {
@@ -502,21 +408,7 @@ func (s *Stage) rebuild(id int, c *client) {
 			corr.lxKernel = &l
 		}
 	}
-	// Following the tool's windows (window.go) exactly needs an always-on copy of each
-	// event: kept even without Truth when the tool opened an event disabled, to enable
-	// it itself, and the events are all software events or tracepoints, whose always-on
-	// copies cost no counter (with read(2) they are the copies the views are derived
-	// from anyway; with BPF one more copy each, which perf stat's PMUs, rebuilt at each
-	// registration, are spared).
-	truth := s.Truth
-	if !truth {
-		for _, h := range hs {
-			truth = truth || openedDisabled(c.events[h])
-		}
-		for _, d := range descs {
-			truth = truth && vpmu.Derivable(d.Attr)
-		}
-	}
+	truth := s.Truth || c.windowTruth(hs, descs)
 	c.truth = truth
 	cfg := vpmu.Config{Events: descs, Views: views, Pid: target, CPU: perf.AnyCPU,
 		Inherit: inherit, EnableOnExec: onExec && notExecd(target, int(first.ClientPid)), Truth: truth}
@@ -553,6 +445,146 @@ func (s *Stage) rebuild(id int, c *client) {
 		// reads, so the runner says when they pile up.
 		r.NotifyBacklog(backlogSteps, func() { s.drainBacklog(c, r) })
 	}
+}
+
+// descriptions describes the client's events hs (in handle order) that count the first
+// one's target, for one virtual PMU, and sets c.index and c.order to them; it returns
+// the target (the client itself for pid 0) and whether any is enabled on exec or
+// inherited.
+func (c *client) descriptions(id int, hs []uint32) (descs []perf.EventDesc, first sidecar.Event, target int, onExec, inherit bool) {
+	// One target per PMU: the first event's (perf stat opens all on the same one).
+	first = c.events[hs[0]]
+	target = int(first.Pid)
+	if target == 0 {
+		target = int(first.ClientPid)
+	}
+	c.index = map[uint32]int{}
+	c.order = c.order[:0]
+	for _, h := range hs {
+		e := c.events[h]
+		if int(e.Pid) != int(first.Pid) {
+			continue
+		}
+		a := perf.Attr{Type: e.Attr.Type, Size: perfabi.AttrSize, Config: e.Attr.Config,
+			Flags: e.Attr.Flags & (perfabi.FlagExcludeUser | perfabi.FlagExcludeKern | perfabi.FlagExcludeHV | perfabi.FlagExcludeIdle | perfabi.FlagExcludeHost | perfabi.FlagExcludeGuest)}
+		onExec = onExec || e.Attr.Flags&perfabi.FlagEnableOnExec != 0
+		inherit = inherit || e.Attr.Flags&perfabi.FlagInherit != 0
+		group := int(h)
+		grouped := false
+		if e.GroupHandle != 0 {
+			group, grouped = int(e.GroupHandle), true
+		} else {
+			for _, o := range c.events {
+				if o.GroupHandle == h {
+					grouped = true
+				}
+			}
+		}
+		c.index[h] = len(descs)
+		c.order = append(c.order, h)
+		descs = append(descs, perf.EventDesc{Name: fmt.Sprintf("client%d/%d", id, h), Attr: a, Group: group, Grouped: grouped})
+	}
+	return descs, first, target, onExec, inherit
+}
+
+// budget is the number of programmable counters the client's PMU schedules over, and
+// which of descs sit on fixed counters; false when the kernel's own values are to be
+// published (with Auto: nothing to multiplex, or no counter left).
+func (s *Stage) budget(id int, c *client, descs []perf.EventDesc) (int, []int, bool) {
+	counters := s.Counters
+	var fixed []int
+	if s.Auto {
+		var hw []perf.Attr
+		for i, d := range descs {
+			if vpmu.Derivable(d.Attr) {
+				fixed = append(fixed, i)
+			} else {
+				hw = append(hw, d.Attr)
+			}
+		}
+		if len(hw) == 0 {
+			return 0, nil, false // the kernel never multiplexes software events and tracepoints
+		}
+		n, err := vpmu.Budget(hw, s.Truth)
+		switch {
+		case err != nil:
+			s.logf("vstage: client %d: counter budget: %v; the kernel's values", id, err)
+			return 0, nil, false
+		case n >= len(hw):
+			return 0, nil, false // they all fit: the kernel will not multiplex them
+		case n < 1:
+			s.logf("vstage: client %d: no counter left for %d hardware events (truth copies take the rest); the kernel's values", id, len(hw))
+			return 0, nil, false
+		}
+		if b := [2]int{len(hw), n}; b != c.budget {
+			s.logf("vstage: client %d: %d hardware events, %d counters free: scheduling them itself", id, len(hw), n)
+			c.budget = b
+		}
+		counters = n
+	}
+	for i, d := range descs {
+		for _, f := range s.Fixed {
+			if d.Attr.Type == f.Type && d.Attr.Config == f.Config && !d.Grouped {
+				fixed = append(fixed, i)
+				break
+			}
+		}
+	}
+	return counters, fixed, true
+}
+
+// views are the schedules the client's PMU follows (the first is what the tool reads)
+// and the events they never count (members of groups larger than the counters); false
+// when no schedule can be built.
+func (s *Stage) views(id int, c *client, descs []perf.EventDesc, counters int, fixed []int, names []string, rels []relation.Relation) ([]vpmu.View, []schedule.EventID, bool) {
+	// Members of a group follow their leader (handle order), as the schedule needs.
+	sp := vpmu.Spec(descs, counters, fixed)
+	// A group with more events than counters is never counted, as on a real PMU (perf
+	// prints <not counted>); the events beside it stay virtualised.
+	sp.KeepUnfit = true
+	var own *schedule.Schedule
+	var err error
+	if s.Schedule == "bayesperf" {
+		if own, err = schedule.Overlap(sp, graph.FromRelations(names, rels), schedule.OverlapOptions{}); err != nil {
+			s.logf("vstage: bayesperf schedule for client %d: %v; using the kernel's", id, err)
+			own = nil
+		}
+	}
+	ks, err := schedule.Kernel(sp)
+	if err != nil {
+		s.logf("vstage: schedule client %d: %v", id, err)
+		return nil, nil, false
+	}
+	views := []vpmu.View{{Name: "kernel", Schedule: ks}}
+	if own != nil {
+		views[0] = vpmu.View{Name: "bayesperf", Schedule: own}
+		if s.Baseline {
+			views = append(views, vpmu.View{Name: "kernel", Schedule: ks})
+		}
+	}
+	never := views[0].Schedule.Never(len(descs))
+	if len(never) != c.never {
+		c.never = len(never)
+		s.logf("vstage: client %d: %d events in groups larger than the %d virtual counters are never counted, as on a real PMU", id, len(never), s.Counters)
+	}
+	return views, never, true
+}
+
+// windowTruth reports whether following the tool's windows (window.go) needs always-on
+// copies of the events although Truth is off: when the tool opened an event disabled, to
+// enable it itself, and the events are all software events or tracepoints, whose
+// always-on copies cost no counter (with read(2) they are the copies the views are
+// derived from anyway; with BPF one more copy each, which perf stat's PMUs, rebuilt at
+// each registration, are spared).
+func (c *client) windowTruth(hs []uint32, descs []perf.EventDesc) bool {
+	truth := false
+	for _, h := range hs {
+		truth = truth || openedDisabled(c.events[h])
+	}
+	for _, d := range descs {
+		truth = truth && vpmu.Derivable(d.Attr)
+	}
+	return truth
 }
 
 // backlogSteps is how many of a client's steps may wait for a read before they are given
