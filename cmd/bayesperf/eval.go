@@ -62,197 +62,252 @@ Flags:
 `
 
 func runEval(args []string) int {
-	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	var events, fixed listFlag
-	fs.Var(&events, "e", "events to measure (perf syntax; repeatable)")
-	fs.Var(&fixed, "fixed", "events on fixed counters: they always count (repeatable)")
-	counters := fs.Int("counters", 4, "programmable counters of the (virtual) PMU")
-	interval := fs.Int("I", 100, "live: reporting interval, ms")
-	mux := fs.Duration("mux-interval", 0, "live: multiplexing interval (default: the kernel's perf_event_mux_interval_ms)")
-	relFile := fs.String("relations", "", "relation file to add to the built-in relations")
-	collector := fs.String("collector", "auto", "live: how counters are read: bpf (in-kernel snapshots at each slice), read (read(2) per slice), or auto: bpf when this process can load it, else read")
-	trace := fs.String("trace", "", "replay: trace CSV of exact per-slice counts")
-	window := fs.Int("window", 25, "replay: slices per reporting interval")
-	timeCol := fs.String("time-column", "", "replay: metadata column holding each slice's duration")
-	online := fs.Bool("online", false, "score the live values (each interval estimated right after it ends) instead of the final, smoothed ones")
-	asJSON := fs.Bool("json", false, "print exactly one JSON object instead of the table")
-	saveTrace := fs.String("save-trace", "", "live: also write the run's exact per-slice counts as a trace CSV (replay it with --trace FILE --time-column time_ns)")
-	plotFile := fs.String("plot", "", "draw truth and estimates of the worst events and the errors to FILE.png or FILE.svg")
-	modelFile := fs.String("model", "", "also score the learned estimators mlp and bigru of FILE (written by 'bayesperf train')")
-	reads := fs.String("reads", "", "score the reads of a drop-in run written by 'bayesperf run --truth FILE.csv'")
-	var cf statFlags
-	fs.BoolVar(&cf.allCPUs, "a", false, "live: count every task on every online CPU while CMD runs, one virtual PMU and one model per CPU, and score each CPU")
-	fs.StringVar(&cf.cpuList, "C", "", "live: as -a, on the CPUs of a list (0-3,6)")
-	if code, stop := parseCmdLine("eval", flagHelp(fs, evalUsage), fs, args); stop {
+	c := newEvalCmd()
+	if code, stop := parseCmdLine("eval", flagHelp(c.fs, evalUsage), c.fs, args); stop {
 		return code
 	}
 	fail := func(err error) int { return exitWith("eval", err) }
-	if *reads != "" {
-		if len(events) > 0 || fs.NArg() > 0 || *trace != "" {
-			return fail(usageErr("--reads scores a file: do not give -e, --trace or a command"))
-		}
-		f, err := os.Open(*reads)
-		if err != nil {
-			return fail(usageError{err})
-		}
-		res, err := eval.ScoreReads(f)
-		f.Close()
-		if err != nil {
-			return fail(usageError{fmt.Errorf("%s: %w", *reads, err)})
-		}
-		return writeResult(res, "reads "+*reads+" (bayesperf run --truth; the kernel multiplexes)", *asJSON, *plotFile, fail)
+	if *c.reads != "" {
+		return c.scoreReads(fail)
 	}
-	if *counters < 1 {
-		return fail(usageErr("--counters %d: a PMU has at least 1 counter", *counters))
+	if *c.counters < 1 {
+		return fail(usageErr("--counters %d: a PMU has at least 1 counter", *c.counters))
 	}
-	rels, err := loadRelations(*relFile, "")
+	rels, err := loadRelations(*c.relFile, "")
 	if err != nil {
 		return fail(err)
 	}
 	var lm *learned.Model
-	if *modelFile != "" {
-		if lm, err = loadModel(*modelFile); err != nil {
+	if *c.modelFile != "" {
+		if lm, err = loadModel(*c.modelFile); err != nil {
 			return fail(err)
 		}
 	}
 	var r perf.Resolver
 	universe := append(perf.SymbolNames(), r.Tracepoints()...)
+	opt := eval.Options{Counters: *c.counters, Learned: lm}
 	var (
 		obs           eval.Observations
-		opt           = eval.Options{Counters: *counters, Learned: lm}
 		title         string
 		collectorUsed string // live: "read" or "bpf"
 	)
-	switch {
-	case *trace != "":
-		if len(events) > 0 || fs.NArg() > 0 {
-			return fail(usageErr("--trace replays a file: do not give -e or a command"))
-		}
-		if *window < 1 {
-			return fail(usageErr("--window %d: an interval has at least 1 slice", *window))
-		}
-		tr, err := replay.ReadFile(*trace, replay.ReadOptions{TimeColumn: *timeCol})
-		if err != nil {
-			return fail(usageError{fmt.Errorf("%w; %s", err, traceFormat)})
-		}
-		opt.Relations = relation.BindUniverse(rels, tr.Events, universe)
-		opt.Window = *window
-		if obs, err = eval.FromTrace(tr, *counters, splitList(fixed), opt.Relations); err != nil {
-			return fail(usageError{err})
-		}
-		title = "trace " + *trace
-	default:
-		switch {
-		case len(events) == 0 && fs.NArg() == 0:
-			return fail(usageErr("nothing to evaluate; usage: bayesperf eval -e EVENTS [flags] -- CMD [ARGS...] or bayesperf eval --trace FILE.csv (see 'bayesperf eval --help')"))
-		case len(events) == 0:
-			return fail(usageErr("no events given; add -e EVENTS before the command (e.g. -e task-clock,page-faults)"))
-		case fs.NArg() == 0:
-			return fail(usageErr("no command given; usage: bayesperf eval -e EVENTS [flags] -- CMD [ARGS...]"))
-		}
-		coll, err := eval.ResolveCollector(*collector)
-		if err != nil {
-			return fail(usageErr("--collector %s: want auto, read or bpf", *collector))
-		}
-		if *mux != 0 && *mux < time.Millisecond {
-			return fail(usageErr("--mux-interval %v: want at least 1ms (the kernel's minimum), or leave it out for the kernel's", *mux))
-		}
-		if *interval < 1 {
-			return fail(usageErr("-I %d: the reporting interval must be at least 1 ms", *interval))
-		}
-		evs, err := perf.ParseEvents(strings.Join(events, ","))
-		if err != nil {
-			return fail(eventListErr(err))
-		}
-		var fixedIdx []int
-		for _, f := range splitList(fixed) {
-			idx := -1
-			for i, e := range evs {
-				if e.Name == f {
-					idx = i
-				}
-			}
-			if idx < 0 {
-				more, err := perf.ParseEvents(f)
-				if err != nil {
-					return fail(eventListErr(fmt.Errorf("--fixed: %w", err)))
-				}
-				for _, m := range more {
-					m.Group = len(evs) + 1000
-					evs = append(evs, m)
-					fixedIdx = append(fixedIdx, len(evs)-1)
-				}
-				continue
-			}
-			fixedIdx = append(fixedIdx, idx)
-		}
-		names := make([]string, len(evs))
-		for i, e := range evs {
-			names[i] = e.Name
-		}
-		names = perf.Distinct(names) // as eval.RunLive names them
-		opt.Relations = relation.BindUniverse(rels, names, universe)
-		muxIv := *mux
-		if muxIv <= 0 {
-			muxIv = vpmu.MuxInterval()
-		}
-		opt.Window = max(1, int((time.Duration(*interval)*time.Millisecond+muxIv/2)/muxIv))
-		cmd, err := lookCommand(fs.Args())
-		if err != nil {
+	if *c.trace != "" {
+		if obs, title, err = c.replay(rels, universe, &opt); err != nil {
 			return fail(err)
 		}
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-		if *asJSON {
-			cmd.Stdout = os.Stderr // keep stdout for exactly one JSON object
+	} else {
+		var code int
+		var done bool
+		if obs, title, collectorUsed, code, done = c.live(rels, universe, &opt, fail); done {
+			return code
 		}
-		live := eval.Live{Events: evs, Fixed: fixedIdx, Counters: *counters, Interval: muxIv, Rels: opt.Relations, Collector: coll}
-		cpus, err := cf.targetCPUs()
-		if err != nil {
-			return fail(err)
-		}
-		if cpus != nil {
-			if *saveTrace != "" || *plotFile != "" {
-				return fail(usageErr("-a and -C score each CPU: --save-trace and --plot take one run"))
-			}
-			live.Collector = "read"
-			runs, err := eval.RunLiveCPUs(live, cpus, cmd)
-			if err != nil {
-				return fail(err)
-			}
-			opt.Online = *online
-			return writeCPUResults(runs, cpus, opt, strings.Join(fs.Args(), " "), *asJSON, fail)
-		}
-		lr, err := eval.RunLive(live, cmd)
-		if err != nil {
-			return fail(err)
-		}
-		if lr.ExitErr != nil {
-			fmt.Fprintf(os.Stderr, "bayesperf eval: %s: %v (scoring the run anyway)\n", fs.Arg(0), lr.ExitErr)
-		}
-		obs = lr.Obs
-		if *saveTrace != "" {
-			f, err := os.Create(*saveTrace)
-			if err != nil {
-				return fail(fmt.Errorf("create trace file: %w", err))
-			}
-			werr := lr.Trace().WriteCSV(f)
-			if cerr := f.Close(); werr == nil {
-				werr = cerr
-			}
-			if werr != nil {
-				return fail(werr)
-			}
-		}
-		title = fmt.Sprintf("'%s' (%.2f s, multiplexing every %v, collector %s)", strings.Join(fs.Args(), " "), float64(lr.WallNs)/1e9, lr.Interval, lr.Collector)
-		collectorUsed = lr.Collector
 	}
-	opt.Online = *online
+	opt.Online = *c.online
 	res, err := eval.Score(obs, opt)
 	if err != nil {
 		return fail(err)
 	}
 	res.Collector = collectorUsed
-	return writeResult(res, title, *asJSON, *plotFile, fail)
+	return writeResult(res, title, *c.asJSON, *c.plotFile, fail)
+}
+
+// evalCmd is bayesperf eval's command line.
+type evalCmd struct {
+	fs                                    *flag.FlagSet
+	events, fixed                         listFlag
+	counters, interval, window            *int
+	mux                                   *time.Duration
+	relFile, collector, trace, timeCol    *string
+	saveTrace, plotFile, modelFile, reads *string
+	online, asJSON                        *bool
+	cf                                    statFlags
+}
+
+func newEvalCmd() *evalCmd {
+	c := &evalCmd{fs: flag.NewFlagSet("eval", flag.ContinueOnError)}
+	fs := c.fs
+	fs.Var(&c.events, "e", "events to measure (perf syntax; repeatable)")
+	fs.Var(&c.fixed, "fixed", "events on fixed counters: they always count (repeatable)")
+	c.counters = fs.Int("counters", 4, "programmable counters of the (virtual) PMU")
+	c.interval = fs.Int("I", 100, "live: reporting interval, ms")
+	c.mux = fs.Duration("mux-interval", 0, "live: multiplexing interval (default: the kernel's perf_event_mux_interval_ms)")
+	c.relFile = fs.String("relations", "", "relation file to add to the built-in relations")
+	c.collector = fs.String("collector", "auto", "live: how counters are read: bpf (in-kernel snapshots at each slice), read (read(2) per slice), or auto: bpf when this process can load it, else read")
+	c.trace = fs.String("trace", "", "replay: trace CSV of exact per-slice counts")
+	c.window = fs.Int("window", 25, "replay: slices per reporting interval")
+	c.timeCol = fs.String("time-column", "", "replay: metadata column holding each slice's duration")
+	c.online = fs.Bool("online", false, "score the live values (each interval estimated right after it ends) instead of the final, smoothed ones")
+	c.asJSON = fs.Bool("json", false, "print exactly one JSON object instead of the table")
+	c.saveTrace = fs.String("save-trace", "", "live: also write the run's exact per-slice counts as a trace CSV (replay it with --trace FILE --time-column time_ns)")
+	c.plotFile = fs.String("plot", "", "draw truth and estimates of the worst events and the errors to FILE.png or FILE.svg")
+	c.modelFile = fs.String("model", "", "also score the learned estimators mlp and bigru of FILE (written by 'bayesperf train')")
+	c.reads = fs.String("reads", "", "score the reads of a drop-in run written by 'bayesperf run --truth FILE.csv'")
+	fs.BoolVar(&c.cf.allCPUs, "a", false, "live: count every task on every online CPU while CMD runs, one virtual PMU and one model per CPU, and score each CPU")
+	fs.StringVar(&c.cf.cpuList, "C", "", "live: as -a, on the CPUs of a list (0-3,6)")
+	return c
+}
+
+// scoreReads scores the reads of a drop-in run (--reads FILE).
+func (c *evalCmd) scoreReads(fail func(error) int) int {
+	fs, events, trace, reads, asJSON, plotFile := c.fs, c.events, c.trace, c.reads, c.asJSON, c.plotFile
+	if len(events) > 0 || fs.NArg() > 0 || *trace != "" {
+		return fail(usageErr("--reads scores a file: do not give -e, --trace or a command"))
+	}
+	f, err := os.Open(*reads)
+	if err != nil {
+		return fail(usageError{err})
+	}
+	res, err := eval.ScoreReads(f)
+	f.Close()
+	if err != nil {
+		return fail(usageError{fmt.Errorf("%s: %w", *reads, err)})
+	}
+	return writeResult(res, "reads "+*reads+" (bayesperf run --truth; the kernel multiplexes)", *asJSON, *plotFile, fail)
+}
+
+// replay replays --trace FILE: the observations, the report's title; it sets opt's
+// relations and window.
+func (c *evalCmd) replay(rels []relation.Relation, universe []string, opt *eval.Options) (obs eval.Observations, title string, err error) {
+	fs, events, trace, window, timeCol, counters, fixed := c.fs, c.events, c.trace, c.window, c.timeCol, c.counters, c.fixed
+	if len(events) > 0 || fs.NArg() > 0 {
+		return obs, "", usageErr("--trace replays a file: do not give -e or a command")
+	}
+	if *window < 1 {
+		return obs, "", usageErr("--window %d: an interval has at least 1 slice", *window)
+	}
+	tr, err := replay.ReadFile(*trace, replay.ReadOptions{TimeColumn: *timeCol})
+	if err != nil {
+		return obs, "", (usageError{fmt.Errorf("%w; %s", err, traceFormat)})
+	}
+	opt.Relations = relation.BindUniverse(rels, tr.Events, universe)
+	opt.Window = *window
+	if obs, err = eval.FromTrace(tr, *counters, splitList(fixed), opt.Relations); err != nil {
+		return obs, "", (usageError{err})
+	}
+	title = "trace " + *trace
+	return obs, title, nil
+}
+
+// live runs the command under the virtual PMU: the observations, the report's title and
+// the collector used, or done with the exit code when there is nothing more to do (an
+// error, or the per-CPU results written).
+func (c *evalCmd) live(rels []relation.Relation, universe []string, opt *eval.Options, fail func(error) int) (obs eval.Observations, title, collectorUsed string, code int, done bool) {
+	fs, events, fixed, collector, mux, interval, counters := c.fs, c.events, c.fixed, c.collector, c.mux, c.interval, c.counters
+	asJSON, saveTrace, plotFile, online, cf := c.asJSON, c.saveTrace, c.plotFile, c.online, &c.cf
+	switch {
+	case len(events) == 0 && fs.NArg() == 0:
+		return obs, "", "", fail(usageErr("nothing to evaluate; usage: bayesperf eval -e EVENTS [flags] -- CMD [ARGS...] or bayesperf eval --trace FILE.csv (see 'bayesperf eval --help')")), true
+	case len(events) == 0:
+		return obs, "", "", fail(usageErr("no events given; add -e EVENTS before the command (e.g. -e task-clock,page-faults)")), true
+	case fs.NArg() == 0:
+		return obs, "", "", fail(usageErr("no command given; usage: bayesperf eval -e EVENTS [flags] -- CMD [ARGS...]")), true
+	}
+	coll, err := eval.ResolveCollector(*collector)
+	if err != nil {
+		return obs, "", "", fail(usageErr("--collector %s: want auto, read or bpf", *collector)), true
+	}
+	if *mux != 0 && *mux < time.Millisecond {
+		return obs, "", "", fail(usageErr("--mux-interval %v: want at least 1ms (the kernel's minimum), or leave it out for the kernel's", *mux)), true
+	}
+	if *interval < 1 {
+		return obs, "", "", fail(usageErr("-I %d: the reporting interval must be at least 1 ms", *interval)), true
+	}
+	evs, err := perf.ParseEvents(strings.Join(events, ","))
+	if err != nil {
+		return obs, "", "", fail(eventListErr(err)), true
+	}
+	evs, fixedIdx, err := withFixed(evs, splitList(fixed))
+	if err != nil {
+		return obs, "", "", fail(err), true
+	}
+	names := make([]string, len(evs))
+	for i, e := range evs {
+		names[i] = e.Name
+	}
+	names = perf.Distinct(names) // as eval.RunLive names them
+	opt.Relations = relation.BindUniverse(rels, names, universe)
+	muxIv := *mux
+	if muxIv <= 0 {
+		muxIv = vpmu.MuxInterval()
+	}
+	opt.Window = max(1, int((time.Duration(*interval)*time.Millisecond+muxIv/2)/muxIv))
+	cmd, err := lookCommand(fs.Args())
+	if err != nil {
+		return obs, "", "", fail(err), true
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if *asJSON {
+		cmd.Stdout = os.Stderr // keep stdout for exactly one JSON object
+	}
+	live := eval.Live{Events: evs, Fixed: fixedIdx, Counters: *counters, Interval: muxIv, Rels: opt.Relations, Collector: coll}
+	cpus, err := cf.targetCPUs()
+	if err != nil {
+		return obs, "", "", fail(err), true
+	}
+	if cpus != nil {
+		if *saveTrace != "" || *plotFile != "" {
+			return obs, "", "", fail(usageErr("-a and -C score each CPU: --save-trace and --plot take one run")), true
+		}
+		live.Collector = "read"
+		runs, err := eval.RunLiveCPUs(live, cpus, cmd)
+		if err != nil {
+			return obs, "", "", fail(err), true
+		}
+		opt.Online = *online
+		return obs, "", "", writeCPUResults(runs, cpus, *opt, strings.Join(fs.Args(), " "), *asJSON, fail), true
+	}
+	lr, err := eval.RunLive(live, cmd)
+	if err != nil {
+		return obs, "", "", fail(err), true
+	}
+	if lr.ExitErr != nil {
+		fmt.Fprintf(os.Stderr, "bayesperf eval: %s: %v (scoring the run anyway)\n", fs.Arg(0), lr.ExitErr)
+	}
+	obs = lr.Obs
+	if *saveTrace != "" {
+		f, err := os.Create(*saveTrace)
+		if err != nil {
+			return obs, "", "", fail(fmt.Errorf("create trace file: %w", err)), true
+		}
+		werr := lr.Trace().WriteCSV(f)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return obs, "", "", fail(werr), true
+		}
+	}
+	title = fmt.Sprintf("'%s' (%.2f s, multiplexing every %v, collector %s)", strings.Join(fs.Args(), " "), float64(lr.WallNs)/1e9, lr.Interval, lr.Collector)
+	collectorUsed = lr.Collector
+	return obs, title, collectorUsed, 0, false
+}
+
+// withFixed returns the indices of the fixed events in evs, appending those not among
+// them (each in a group of its own).
+func withFixed(evs []perf.EventDesc, fixed []string) ([]perf.EventDesc, []int, error) {
+	var fixedIdx []int
+	for _, f := range fixed {
+		idx := -1
+		for i, e := range evs {
+			if e.Name == f {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			more, err := perf.ParseEvents(f)
+			if err != nil {
+				return nil, nil, eventListErr(fmt.Errorf("--fixed: %w", err))
+			}
+			for _, m := range more {
+				m.Group = len(evs) + 1000
+				evs = append(evs, m)
+				fixedIdx = append(fixedIdx, len(evs)-1)
+			}
+			continue
+		}
+		fixedIdx = append(fixedIdx, idx)
+	}
+	return evs, fixedIdx, nil
 }
 
 // writeResult prints res as the table (or JSON) and draws the plot when asked.
