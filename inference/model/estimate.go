@@ -292,15 +292,13 @@ func (md *Model) keptLevelErrorEach(e, from, to int, out []float64) {
 		base = h.frozen.last[e]
 	}
 	// next[t-from]: the first counted slice after t, at most reach slices on.
-	for t := from; t < to; t++ {
-		out[t-from] = 1 << 30
-	}
+	next := make([]int, max(to-from, 0))
 	nx := 1 << 30
 	for t := min(to+reach, h.t) - 1; t >= from; t-- {
 		if t < to {
-			out[t-from] = float64(nx)
+			next[t-from] = nx
 			if nx-t > reach {
-				out[t-from] = 1 << 30
+				next[t-from] = 1 << 30
 			}
 		}
 		if counted(t) {
@@ -326,7 +324,7 @@ func (md *Model) keptLevelErrorEach(e, from, to int, out []float64) {
 				last = base
 			}
 		}
-		out[t-from] = md.sliceLevelError(e, min(t-last, int(out[t-from])-t), h.d[t-h.lo])
+		out[t-from] = md.sliceLevelError(e, min(t-last, next[t-from]-t), h.d[t-h.lo])
 	}
 }
 

@@ -378,7 +378,7 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 		l.vol[i] = math.Max(l.vol[i], 1e-8)
 	}
 	l.learnCorrelations()
-	l.learnLevels(md, d)
+	l.learnLevels(md, d, t)
 	l.act.learn(md, d)
 }
 
@@ -407,20 +407,17 @@ func (l *learner) learnCorrelations() {
 }
 
 // learnLevels moves the levels with this slice's direct readings.
-func (l *learner) learnLevels(md *Model, d float64) {
+func (l *learner) learnLevels(md *Model, d float64, t int) {
 	k := l.k
 	// Levels follow the rates where they are counted: a short average of direct
 	// observations, weighted by the slices' durations (counts over time, not an average
 	// of rates: a few counts in a very short slice are a huge, noisy rate).
 	// Components never counted directly follow their posterior mean.
+	// The run's first slice (t 0), its start-up, is no part of a level the slices after
+	// it revert to (see startupWiden).
 	g := 1 - 1/levelWindow
 	for _, o := range md.obs {
-		if l.tick == 1 {
-			// The run's first slice, its start-up, is no part of a level the
-			// slices after it revert to (see startupWiden).
-			break
-		}
-		if len(o.h) == 1 && o.full {
+		if t > 0 && len(o.h) == 1 && o.full {
 			i := o.h[0].i
 			l.levelN[i] = math.Min(l.levelN[i]+1, levelWindow)
 			l.levelC[i] = g*l.levelC[i] + o.y*d
