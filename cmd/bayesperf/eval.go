@@ -149,42 +149,40 @@ func newEvalCmd() *evalCmd {
 
 // scoreReads scores the reads of a drop-in run (--reads FILE).
 func (c *evalCmd) scoreReads(fail func(error) int) int {
-	fs, events, trace, reads, asJSON, plotFile := c.fs, c.events, c.trace, c.reads, c.asJSON, c.plotFile
-	if len(events) > 0 || fs.NArg() > 0 || *trace != "" {
+	if len(c.events) > 0 || c.fs.NArg() > 0 || *c.trace != "" {
 		return fail(usageErr("--reads scores a file: do not give -e, --trace or a command"))
 	}
-	f, err := os.Open(*reads)
+	f, err := os.Open(*c.reads)
 	if err != nil {
 		return fail(usageError{err})
 	}
 	res, err := eval.ScoreReads(f)
 	f.Close()
 	if err != nil {
-		return fail(usageError{fmt.Errorf("%s: %w", *reads, err)})
+		return fail(usageError{fmt.Errorf("%s: %w", *c.reads, err)})
 	}
-	return writeResult(res, "reads "+*reads+" (bayesperf run --truth; the kernel multiplexes)", *asJSON, *plotFile, fail)
+	return writeResult(res, "reads "+*c.reads+" (bayesperf run --truth; the kernel multiplexes)", *c.asJSON, *c.plotFile, fail)
 }
 
 // replay replays --trace FILE: the observations, the report's title; it sets opt's
 // relations and window.
 func (c *evalCmd) replay(rels []relation.Relation, universe []string, opt *eval.Options) (obs eval.Observations, title string, err error) {
-	fs, events, trace, window, timeCol, counters, fixed := c.fs, c.events, c.trace, c.window, c.timeCol, c.counters, c.fixed
-	if len(events) > 0 || fs.NArg() > 0 {
+	if len(c.events) > 0 || c.fs.NArg() > 0 {
 		return obs, "", usageErr("--trace replays a file: do not give -e or a command")
 	}
-	if *window < 1 {
-		return obs, "", usageErr("--window %d: an interval has at least 1 slice", *window)
+	if *c.window < 1 {
+		return obs, "", usageErr("--window %d: an interval has at least 1 slice", *c.window)
 	}
-	tr, err := replay.ReadFile(*trace, replay.ReadOptions{TimeColumn: *timeCol})
+	tr, err := replay.ReadFile(*c.trace, replay.ReadOptions{TimeColumn: *c.timeCol})
 	if err != nil {
 		return obs, "", (usageError{fmt.Errorf("%w; %s", err, traceFormat)})
 	}
 	opt.Relations = relation.BindUniverse(rels, tr.Events, universe)
-	opt.Window = *window
-	if obs, err = eval.FromTrace(tr, *counters, splitList(fixed), opt.Relations); err != nil {
+	opt.Window = *c.window
+	if obs, err = eval.FromTrace(tr, *c.counters, splitList(c.fixed), opt.Relations); err != nil {
 		return obs, "", (usageError{err})
 	}
-	title = "trace " + *trace
+	title = "trace " + *c.trace
 	return obs, title, nil
 }
 
@@ -192,31 +190,29 @@ func (c *evalCmd) replay(rels []relation.Relation, universe []string, opt *eval.
 // the collector used, or done with the exit code when there is nothing more to do (an
 // error, or the per-CPU results written).
 func (c *evalCmd) live(rels []relation.Relation, universe []string, opt *eval.Options, fail func(error) int) (obs eval.Observations, title, collectorUsed string, code int, done bool) {
-	fs, events, fixed, collector, mux, interval, counters := c.fs, c.events, c.fixed, c.collector, c.mux, c.interval, c.counters
-	asJSON, saveTrace, plotFile, online, cf := c.asJSON, c.saveTrace, c.plotFile, c.online, &c.cf
 	switch {
-	case len(events) == 0 && fs.NArg() == 0:
+	case len(c.events) == 0 && c.fs.NArg() == 0:
 		return obs, "", "", fail(usageErr("nothing to evaluate; usage: bayesperf eval -e EVENTS [flags] -- CMD [ARGS...] or bayesperf eval --trace FILE.csv (see 'bayesperf eval --help')")), true
-	case len(events) == 0:
+	case len(c.events) == 0:
 		return obs, "", "", fail(usageErr("no events given; add -e EVENTS before the command (e.g. -e task-clock,page-faults)")), true
-	case fs.NArg() == 0:
+	case c.fs.NArg() == 0:
 		return obs, "", "", fail(usageErr("no command given; usage: bayesperf eval -e EVENTS [flags] -- CMD [ARGS...]")), true
 	}
-	coll, err := eval.ResolveCollector(*collector)
+	coll, err := eval.ResolveCollector(*c.collector)
 	if err != nil {
-		return obs, "", "", fail(usageErr("--collector %s: want auto, read or bpf", *collector)), true
+		return obs, "", "", fail(usageErr("--collector %s: want auto, read or bpf", *c.collector)), true
 	}
-	if *mux != 0 && *mux < time.Millisecond {
-		return obs, "", "", fail(usageErr("--mux-interval %v: want at least 1ms (the kernel's minimum), or leave it out for the kernel's", *mux)), true
+	if *c.mux != 0 && *c.mux < time.Millisecond {
+		return obs, "", "", fail(usageErr("--mux-interval %v: want at least 1ms (the kernel's minimum), or leave it out for the kernel's", *c.mux)), true
 	}
-	if *interval < 1 {
-		return obs, "", "", fail(usageErr("-I %d: the reporting interval must be at least 1 ms", *interval)), true
+	if *c.interval < 1 {
+		return obs, "", "", fail(usageErr("-I %d: the reporting interval must be at least 1 ms", *c.interval)), true
 	}
-	evs, err := perf.ParseEvents(strings.Join(events, ","))
+	evs, err := perf.ParseEvents(strings.Join(c.events, ","))
 	if err != nil {
 		return obs, "", "", fail(eventListErr(err)), true
 	}
-	evs, fixedIdx, err := withFixed(evs, splitList(fixed))
+	evs, fixedIdx, err := withFixed(evs, splitList(c.fixed))
 	if err != nil {
 		return obs, "", "", fail(err), true
 	}
@@ -226,26 +222,26 @@ func (c *evalCmd) live(rels []relation.Relation, universe []string, opt *eval.Op
 	}
 	names = perf.Distinct(names) // as eval.RunLive names them
 	opt.Relations = relation.BindUniverse(rels, names, universe)
-	muxIv := *mux
+	muxIv := *c.mux
 	if muxIv <= 0 {
 		muxIv = vpmu.MuxInterval()
 	}
-	opt.Window = max(1, int((time.Duration(*interval)*time.Millisecond+muxIv/2)/muxIv))
-	cmd, err := lookCommand(fs.Args())
+	opt.Window = max(1, int((time.Duration(*c.interval)*time.Millisecond+muxIv/2)/muxIv))
+	cmd, err := lookCommand(c.fs.Args())
 	if err != nil {
 		return obs, "", "", fail(err), true
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if *asJSON {
+	if *c.asJSON {
 		cmd.Stdout = os.Stderr // keep stdout for exactly one JSON object
 	}
-	live := eval.Live{Events: evs, Fixed: fixedIdx, Counters: *counters, Interval: muxIv, Rels: opt.Relations, Collector: coll}
-	cpus, err := cf.targetCPUs()
+	live := eval.Live{Events: evs, Fixed: fixedIdx, Counters: *c.counters, Interval: muxIv, Rels: opt.Relations, Collector: coll}
+	cpus, err := c.cf.targetCPUs()
 	if err != nil {
 		return obs, "", "", fail(err), true
 	}
 	if cpus != nil {
-		if *saveTrace != "" || *plotFile != "" {
+		if *c.saveTrace != "" || *c.plotFile != "" {
 			return obs, "", "", fail(usageErr("-a and -C score each CPU: --save-trace and --plot take one run")), true
 		}
 		live.Collector = "read"
@@ -253,19 +249,19 @@ func (c *evalCmd) live(rels []relation.Relation, universe []string, opt *eval.Op
 		if err != nil {
 			return obs, "", "", fail(err), true
 		}
-		opt.Online = *online
-		return obs, "", "", writeCPUResults(runs, cpus, *opt, strings.Join(fs.Args(), " "), *asJSON, fail), true
+		opt.Online = *c.online
+		return obs, "", "", writeCPUResults(runs, cpus, *opt, strings.Join(c.fs.Args(), " "), *c.asJSON, fail), true
 	}
 	lr, err := eval.RunLive(live, cmd)
 	if err != nil {
 		return obs, "", "", fail(err), true
 	}
 	if lr.ExitErr != nil {
-		fmt.Fprintf(os.Stderr, "bayesperf eval: %s: %v (scoring the run anyway)\n", fs.Arg(0), lr.ExitErr)
+		fmt.Fprintf(os.Stderr, "bayesperf eval: %s: %v (scoring the run anyway)\n", c.fs.Arg(0), lr.ExitErr)
 	}
 	obs = lr.Obs
-	if *saveTrace != "" {
-		f, err := os.Create(*saveTrace)
+	if *c.saveTrace != "" {
+		f, err := os.Create(*c.saveTrace)
 		if err != nil {
 			return obs, "", "", fail(fmt.Errorf("create trace file: %w", err)), true
 		}
@@ -277,7 +273,7 @@ func (c *evalCmd) live(rels []relation.Relation, universe []string, opt *eval.Op
 			return obs, "", "", fail(werr), true
 		}
 	}
-	title = fmt.Sprintf("'%s' (%.2f s, multiplexing every %v, collector %s)", strings.Join(fs.Args(), " "), float64(lr.WallNs)/1e9, lr.Interval, lr.Collector)
+	title = fmt.Sprintf("'%s' (%.2f s, multiplexing every %v, collector %s)", strings.Join(c.fs.Args(), " "), float64(lr.WallNs)/1e9, lr.Interval, lr.Collector)
 	collectorUsed = lr.Collector
 	return obs, title, collectorUsed, 0, false
 }
