@@ -628,3 +628,23 @@ func (md *Model) StateDim() int { return md.k }
 // the filter whose values Estimate gives, so after a Finish that filtered the run again
 // (refilter), by that second pass.
 func (md *Model) Failures() int { return md.fail }
+
+// EqualEvents returns, per event, the lowest-numbered event that the exact identities
+// make equal to it in every slice (the same linear combination of the state: a repeat,
+// both sides of a = b, or sums of the same terms), or -1 when no other event is. A
+// consumer that serves what the model estimates plus something of its own (a count
+// since the last slice) can serve such events one value, so that the identities hold
+// in what it serves too.
+func (md *Model) EqualEvents() []int {
+	out := make([]int, md.n)
+	for e := range out {
+		out[e] = -1
+		for f := range e {
+			if slices.Equal(md.rows[e], md.rows[f]) {
+				out[e], out[f] = f, f
+				break
+			}
+		}
+	}
+	return out
+}

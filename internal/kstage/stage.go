@@ -109,8 +109,9 @@ type target struct {
 	// smoothed are the smoother's running totals through slice smoothedAt.
 	smoothed   []float64
 	smoothedAt int
-	// class is each event's class of equals (equalClasses), -1 for none; shared holds
-	// per class the part of the value served since the last round (see publish).
+	// class is each event's class of events the model's exact identities make equal
+	// (model.EqualEvents), -1 for none; shared holds per class the part of the value
+	// served since the last round (see publish).
 	class  []int
 	shared map[int]sharedPart
 }
@@ -534,7 +535,7 @@ func (s *Stage) start(t *target) error {
 	if err != nil {
 		return err
 	}
-	t.class, t.shared = equalClasses(attrs, names, rels), map[int]sharedPart{}
+	t.class, t.shared = md.EqualEvents(), map[int]sharedPart{}
 	n := len(t.handles)
 	// The old model's smoothed totals stop at the last read before the rebuild: until
 	// the new model has a slice, reads get the totals (base) instead.
@@ -685,8 +686,11 @@ func (s *Stage) publish(now int64, t *target, idx []int, v *shim.Values, isRound
 			}
 		}
 		if c := t.classOf(j); c >= 0 && t.muxed[j] {
-			// Equal events get one increment per round: the first member read
-			// after the round sets it (see equalClasses).
+			// Equal events get one increment per round, the first member's read
+			// after the round: each is its own kernel counter, read one after the
+			// other, so what the kernel added since the round differs between them
+			// by the counts in between, and the identity would not hold in what the
+			// tool reads.
 			if sh, ok := t.shared[c]; ok && sh.roundAt == t.roundAt && sh.final == t.final {
 				live = sh.v
 			} else {

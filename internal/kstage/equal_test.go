@@ -2,29 +2,10 @@ package kstage
 
 import (
 	"os"
-	"reflect"
-	"strings"
 	"testing"
 
-	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/internal/perf"
 )
-
-func TestEqualClasses(t *testing.T) {
-	a := func(c uint64) perf.Attr { return perf.Attr{Type: perf.TypeHardware, Config: c} }
-	attrs := []perf.Attr{a(1), a(0x8), a(1), a(0x11), a(0x12)}
-	names := []string{"instructions", "inst_retired", "instructions#2", "cpu_cycles", "x"}
-	rels, err := relation.ParseFile("t.rel", strings.NewReader("instructions = inst_retired\ncpu_cycles = 2 * x\ncpu_cycles <= x\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := equalClasses(attrs, names, rels)
-	// instructions, its repeat and inst_retired are equal; cpu_cycles = 2x is not an
-	// equality, an inequality is not an identity.
-	if want := []int{0, 0, 0, -1, -1}; !reflect.DeepEqual(got, want) {
-		t.Errorf("classes %v, want %v", got, want)
-	}
-}
 
 // TestEqualEventsServedAlike: page-faults opened twice is multiplexed like the others;
 // a tool reads the two one after the other while the kernel counts on in between, and
