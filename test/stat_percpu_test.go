@@ -28,11 +28,7 @@ type perCPULine struct {
 func parsePerCPUCSV(t *testing.T, out string) []perCPULine {
 	t.Helper()
 	var ls []perCPULine
-	for raw := range strings.Lines(out) {
-		raw = strings.TrimRight(raw, "\n")
-		if raw == "" || strings.HasPrefix(raw, "bayesperf") {
-			continue
-		}
+	for raw := range valueLines(out) {
 		cpuField, rest, ok := strings.Cut(raw, ",")
 		cpu, err := strconv.Atoi(strings.TrimPrefix(cpuField, "CPU"))
 		if !ok || !strings.HasPrefix(cpuField, "CPU") || err != nil {
