@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -230,7 +229,6 @@ EXIT STATUS
 
 func runMain(args []string) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	f := addSidecarFlags(fs)
 	pidFile := fs.String("pidfile", "", "")
 	shimPath := fs.String("shim", os.Getenv("BAYESPERF_SHIM"), "")
