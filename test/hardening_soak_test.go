@@ -43,6 +43,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -167,27 +168,15 @@ func runSoakRecord(dir string, d time.Duration, nativeRecord bool) (res recordRe
 		return recordResult{err: fmt.Errorf(format, a...)}
 	}
 
-	faulter := exec.Command(filepath.Join(dir, "soak_faulter"), strconv.FormatInt(d.Milliseconds(), 10))
-	fin, err := faulter.StdinPipe()
+	faulter, fin, lines, err := startFaulter(dir, d)
 	if err != nil {
 		return fail("%v", err)
-	}
-	fout, err := faulter.StdoutPipe()
-	if err != nil {
-		return fail("%v", err)
-	}
-	if err := faulter.Start(); err != nil {
-		return fail("start soak_faulter: %v", err)
 	}
 	defer func() {
 		fin.Close()
 		faulter.Process.Kill()
 		faulter.Wait()
 	}()
-	lines := bufio.NewReader(fout)
-	if l, err := lines.ReadString('\n'); l != "ready\n" {
-		return fail("soak_faulter said %q, %v; want ready", l, err)
-	}
 	pid := faulter.Process.Pid
 
 	// The independent count: the test's own page-fault counter on the faulter, not
@@ -198,45 +187,14 @@ func runSoakRecord(dir string, d time.Duration, nativeRecord bool) (res recordRe
 	}
 	defer unix.Close(witness)
 
-	ctlPath, ackPath := filepath.Join(tmp, "ctl"), filepath.Join(tmp, "ack")
-	for _, p := range []string{ctlPath, ackPath} {
-		if err := unix.Mkfifo(p, 0o600); err != nil {
-			return fail("mkfifo: %v", err)
-		}
-	}
-	// O_RDWR: neither open waits for perf to open the other end.
-	ctl, err := os.OpenFile(ctlPath, os.O_RDWR, 0)
+	pc, err := openPerfControl(tmp)
 	if err != nil {
 		return fail("%v", err)
 	}
-	defer ctl.Close()
-	ack, err := os.OpenFile(ackPath, os.O_RDWR, 0)
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer ack.Close()
-	control := func(cmd string) error {
-		if _, err := ctl.WriteString(cmd + "\n"); err != nil {
-			return err
-		}
-		// perf writes "ack\n" with its terminating NUL: read up to the newline.
-		ack.SetReadDeadline(time.Now().Add(time.Minute))
-		var got []byte
-		b := make([]byte, 1)
-		for !strings.HasSuffix(string(got), "ack\n") {
-			if _, err := ack.Read(b); err != nil {
-				return fmt.Errorf("perf record did not ack %q: %q, %v", cmd, got, err)
-			}
-			if b[0] != 0 {
-				got = append(got, b[0])
-			}
-		}
-		return nil
-	}
-
+	defer pc.close()
 	data, sf := filepath.Join(tmp, "perf.data"), filepath.Join(tmp, "stats.json")
 	argv := []string{"perf", "record", "-q", "-o", data, "-p", strconv.Itoa(pid), "-D", "-1",
-		"--control", "fifo:" + ctlPath + "," + ackPath, "-e", "page-faults", "-c", "1", "-m", "2",
+		"--control", pc.arg(), "-e", "page-faults", "-c", "1", "-m", "2",
 		"--no-bpf-event"} // perf synthesizes no BPF records: the sideband ones in perf.data came through the rings
 	if !nativeRecord {
 		argv = append([]string{filepath.Join(dir, "bayesperf"), "run", "--stats", sf, "--"}, argv...)
@@ -254,27 +212,16 @@ func runSoakRecord(dir string, d time.Duration, nativeRecord bool) (res recordRe
 		syscall.Kill(-rec.Process.Pid, syscall.SIGKILL)
 		<-recDone
 	}
-	if err := control("enable"); err != nil {
+	if err := pc.send("enable"); err != nil {
 		stop()
 		return fail("%v\n%s", err, recErr.String())
 	}
 	fin.Write([]byte("g"))
-	doneLine := make(chan string, 1)
-	go func() {
-		l, _ := lines.ReadString('\n')
-		doneLine <- l
-	}()
-	select {
-	case l := <-doneLine:
-		if l != "done\n" {
-			stop()
-			return fail("soak_faulter said %q, want done", l)
-		}
-	case <-time.After(d + 2*time.Minute):
+	if err := waitFaulterDone(lines, d+2*time.Minute); err != nil {
 		stop()
-		return fail("soak_faulter did not finish within %v", d+2*time.Minute)
+		return fail("%v", err)
 	}
-	if err := control("disable"); err != nil {
+	if err := pc.send("disable"); err != nil {
 		stop()
 		return fail("%v\n%s", err, recErr.String())
 	}
@@ -306,22 +253,126 @@ func runSoakRecord(dir string, d time.Duration, nativeRecord bool) (res recordRe
 		return fail("%v", err)
 	}
 
-	// What perf.data holds: the event's LOST_SAMPLES total and the records that came
-	// from the kernel's rings besides samples and losses (perf report --stats), and
-	// every sample and PERF_RECORD_LOST (perf script). perf.data can hold the same
-	// sample twice (same thread, nanosecond time and ip: two faults cannot share a
-	// nanosecond), natively too, so samples are counted once per distinct sample
-	// (perf script sorts them by time, so copies are adjacent) and the copies apart.
-	// Sideband records reach the ring too: perf's tracking event gets KSYMBOL and
-	// BPF_EVENT records when any process on that CPU loads a BPF program.
+	if err := res.readPerfData(data); err != nil {
+		return fail("%v", err)
+	}
+	return res
+}
+
+// startFaulter starts soak_faulter for d and waits for its ready line: the faulter, its
+// stdin (a byte starts the faults) and its stdout (it says done).
+func startFaulter(dir string, d time.Duration) (*exec.Cmd, io.WriteCloser, *bufio.Reader, error) {
+	faulter := exec.Command(filepath.Join(dir, "soak_faulter"), strconv.FormatInt(d.Milliseconds(), 10))
+	fin, err := faulter.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fout, err := faulter.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := faulter.Start(); err != nil {
+		return nil, nil, nil, fmt.Errorf("start soak_faulter: %v", err)
+	}
+	lines := bufio.NewReader(fout)
+	if l, err := lines.ReadString('\n'); l != "ready\n" {
+		fin.Close()
+		faulter.Process.Kill()
+		faulter.Wait()
+		return nil, nil, nil, fmt.Errorf("soak_faulter said %q, %v; want ready", l, err)
+	}
+	return faulter, fin, lines, nil
+}
+
+// waitFaulterDone waits up to timeout for soak_faulter's done line on lines.
+func waitFaulterDone(lines *bufio.Reader, timeout time.Duration) error {
+	doneLine := make(chan string, 1)
+	go func() {
+		l, _ := lines.ReadString('\n')
+		doneLine <- l
+	}()
+	select {
+	case l := <-doneLine:
+		if l != "done\n" {
+			return fmt.Errorf("soak_faulter said %q, want done", l)
+		}
+		return nil
+	case <-time.After(timeout):
+		return fmt.Errorf("soak_faulter did not finish within %v", timeout)
+	}
+}
+
+// perfControl is the pair of fifos of perf record --control: commands to perf, acks back.
+type perfControl struct {
+	ctlPath, ackPath string
+	ctl, ack         *os.File
+}
+
+// openPerfControl makes the fifos in dir and opens both ends the test writes and reads.
+func openPerfControl(dir string) (*perfControl, error) {
+	pc := &perfControl{ctlPath: filepath.Join(dir, "ctl"), ackPath: filepath.Join(dir, "ack")}
+	for _, p := range []string{pc.ctlPath, pc.ackPath} {
+		if err := unix.Mkfifo(p, 0o600); err != nil {
+			return nil, fmt.Errorf("mkfifo: %v", err)
+		}
+	}
+	// O_RDWR: neither open waits for perf to open the other end.
+	var err error
+	if pc.ctl, err = os.OpenFile(pc.ctlPath, os.O_RDWR, 0); err != nil {
+		return nil, err
+	}
+	if pc.ack, err = os.OpenFile(pc.ackPath, os.O_RDWR, 0); err != nil {
+		pc.ctl.Close()
+		return nil, err
+	}
+	return pc, nil
+}
+
+// arg is perf record's --control value for the fifos.
+func (pc *perfControl) arg() string { return "fifo:" + pc.ctlPath + "," + pc.ackPath }
+
+func (pc *perfControl) close() {
+	pc.ack.Close()
+	pc.ctl.Close()
+}
+
+// send writes cmd to perf and waits for its ack.
+func (pc *perfControl) send(cmd string) error {
+	if _, err := pc.ctl.WriteString(cmd + "\n"); err != nil {
+		return err
+	}
+	// perf writes "ack\n" with its terminating NUL: read up to the newline.
+	pc.ack.SetReadDeadline(time.Now().Add(time.Minute))
+	var got []byte
+	b := make([]byte, 1)
+	for !strings.HasSuffix(string(got), "ack\n") {
+		if _, err := pc.ack.Read(b); err != nil {
+			return fmt.Errorf("perf record did not ack %q: %q, %v", cmd, got, err)
+		}
+		if b[0] != 0 {
+			got = append(got, b[0])
+		}
+	}
+	return nil
+}
+
+// readPerfData counts what the perf.data file data holds into res: the event's
+// LOST_SAMPLES total and the records that came from the kernel's rings besides samples
+// and losses (perf report --stats), and every sample and PERF_RECORD_LOST (perf script).
+// perf.data can hold the same sample twice (same thread, nanosecond time and ip: two
+// faults cannot share a nanosecond), natively too, so samples are counted once per
+// distinct sample (perf script sorts them by time, so copies are adjacent) and the copies
+// apart. Sideband records reach the ring too: perf's tracking event gets KSYMBOL and
+// BPF_EVENT records when any process on that CPU loads a BPF program.
+func (res *recordResult) readPerfData(data string) error {
 	st, err := exec.Command("perf", "report", "-i", data, "--stats").Output()
 	if err != nil {
-		return fail("perf report --stats: %v", err)
+		return fmt.Errorf("perf report --stats: %v", err)
 	}
 	stats := string(st)
 	i := strings.Index(stats, "page-faults stats:")
 	if i < 0 {
-		return fail("no page-faults block in perf report --stats:\n%s", st)
+		return fmt.Errorf("no page-faults block in perf report --stats:\n%s", st)
 	}
 	num := func(text, name string) uint64 {
 		m := regexp.MustCompile(`(?m)^\s*` + name + ` events:\s+(\d+)`).FindStringSubmatch(text)
@@ -342,10 +393,10 @@ func runSoakRecord(dir string, d time.Duration, nativeRecord bool) (res recordRe
 	dump := exec.Command("perf", "script", "-i", data, "--show-lost-events", "--ns", "-F", "tid,time,ip")
 	dout, err := dump.StdoutPipe()
 	if err != nil {
-		return fail("%v", err)
+		return err
 	}
 	if err := dump.Start(); err != nil {
-		return fail("perf script: %v", err)
+		return fmt.Errorf("perf script: %v", err)
 	}
 	lostRe := regexp.MustCompile(`PERF_RECORD_LOST lost (\d+)$`)
 	sc := bufio.NewScanner(dout)
@@ -370,9 +421,9 @@ func runSoakRecord(dir string, d time.Duration, nativeRecord bool) (res recordRe
 		res.samples++
 	}
 	if err := dump.Wait(); err != nil {
-		return fail("perf script: %v", err)
+		return fmt.Errorf("perf script: %v", err)
 	}
-	return res
+	return nil
 }
 
 // TestHardeningSoak: the no-loss soak (see the top of this file).
