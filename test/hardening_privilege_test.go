@@ -513,6 +513,54 @@ func userRun(t *testing.T, uid, gid uint32, wd, sock string, argv ...string) res
 
 var pageFaultValueRe = regexp.MustCompile(`(?m)^\s*([0-9.]+),[^,]*,page-faults`)
 
+// checkAllowUIDRefusals: bayesperf sidecar --allow-uid refuses --virtual-counters,
+// --correct bayesperf and unknown users, in one line and with status 2.
+func checkAllowUIDRefusals(t *testing.T, dir string) {
+	t.Helper()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--allow-uid", "bpuser", "--virtual-counters", "4"}, "--allow-uid with --virtual-counters"},
+		{[]string{"--allow-uid", "bpuser", "--correct", "bayesperf"}, "--allow-uid with --correct bayesperf"},
+		{[]string{"--allow-uid", "no-such-user-here"}, "no-such-user-here"},
+	} {
+		r := run(t, nil, append([]string{filepath.Join(dir, "bayesperf"), "sidecar", "--socket", filepath.Join(t.TempDir(), "sock")}, c.args...)...)
+		if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); r.status != 2 || len(lines) != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("bayesperf sidecar %q: status %d stderr %q; want status 2 and one line naming %q", c.args, r.status, r.stderr, c.want)
+		}
+	}
+}
+
+// checkUserSampling: perf record as the user uid:gid in wd, natively and through the
+// sidecar at sock, records as many samples, and fails alike over the user's
+// locked-memory limit: the sidecar leaves the user's rings to the kernel. It returns the
+// samples through the sidecar and natively, and the status over the limit through it.
+func checkUserSampling(t *testing.T, uid, gid uint32, wd, dir, sock string) (thr, nat float64, tbig int) {
+	t.Helper()
+	count := func(sockArg, pages string) (int, float64) {
+		data := filepath.Join(wd, "perf-"+pages+strconv.Itoa(len(sockArg))+".data")
+		r := userRun(t, uid, gid, wd, sockArg, "perf", "record", "-q", "-o", data, "-m", pages, "-e", "page-faults", "-c", "1", "--", filepath.Join(dir, "workload"), "1000", "0", "0")
+		if r.status != 0 {
+			return r.status, 0
+		}
+		_, n := perfReport(t, data, "-f", "--sort", "comm") // -f: the file is bpuser's
+		return 0, n
+	}
+	var nst, tst int
+	nst, nat = count("", "256")
+	tst, thr = count(sock, "256")
+	if nst != 0 || tst != 0 || thr < 1000 || !within(thr, nat, faultsAbs, faultsRel) {
+		t.Errorf("perf record -m 256 as bpuser: status %d with %v samples through the root sidecar, %d with %v natively", tst, thr, nst, nat)
+	}
+	nbig, _ := count("", "2048")
+	tbig, _ = count(sock, "2048")
+	if nbig == 0 || tbig != nbig {
+		t.Errorf("perf record -m 2048 (8 MiB rings, over bpuser's locked-memory limit) as bpuser: status %d through the root sidecar, %d natively; want the same refusal", tbig, nbig)
+	}
+	return thr, nat, tbig
+}
+
 // TestHardeningRootSidecarOtherUser: a root sidecar started with --allow-uid bpuser
 // serves bpuser's perf stat (counts exact, reads from mirrors); a third user is still
 // refused; bpuser cannot, through it, count a root-owned process or count system-wide
@@ -541,20 +589,7 @@ func TestHardeningRootSidecarOtherUser(t *testing.T) {
 		}
 	}
 
-	// The flag's refusals.
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--allow-uid", "bpuser", "--virtual-counters", "4"}, "--allow-uid with --virtual-counters"},
-		{[]string{"--allow-uid", "bpuser", "--correct", "bayesperf"}, "--allow-uid with --correct bayesperf"},
-		{[]string{"--allow-uid", "no-such-user-here"}, "no-such-user-here"},
-	} {
-		r := run(t, nil, append([]string{filepath.Join(dir, "bayesperf"), "sidecar", "--socket", filepath.Join(t.TempDir(), "sock")}, c.args...)...)
-		if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); r.status != 2 || len(lines) != 1 || !strings.Contains(r.stderr, c.want) {
-			t.Errorf("bayesperf sidecar %q: status %d stderr %q; want status 2 and one line naming %q", c.args, r.status, r.stderr, c.want)
-		}
-	}
+	checkAllowUIDRefusals(t, dir)
 
 	paranoid, err := os.ReadFile("/proc/sys/kernel/perf_event_paranoid")
 	if err != nil {
@@ -613,25 +648,7 @@ func TestHardeningRootSidecarOtherUser(t *testing.T) {
 	}
 
 	// Sampling: rings stay the kernel's, mapped by bpuser under its own limits.
-	count := func(sockArg, pages string) (int, float64) {
-		data := filepath.Join(wd, "perf-"+pages+strconv.Itoa(len(sockArg))+".data")
-		r := userRun(t, uid, gid, wd, sockArg, "perf", "record", "-q", "-o", data, "-m", pages, "-e", "page-faults", "-c", "1", "--", filepath.Join(dir, "workload"), "1000", "0", "0")
-		if r.status != 0 {
-			return r.status, 0
-		}
-		_, n := perfReport(t, data, "-f", "--sort", "comm") // -f: the file is bpuser's
-		return 0, n
-	}
-	nst, nat := count("", "256")
-	tst, thr := count(sock, "256")
-	if nst != 0 || tst != 0 || thr < 1000 || !within(thr, nat, faultsAbs, faultsRel) {
-		t.Errorf("perf record -m 256 as bpuser: status %d with %v samples through the root sidecar, %d with %v natively", tst, thr, nst, nat)
-	}
-	nbig, _ := count("", "2048")
-	tbig, _ := count(sock, "2048")
-	if nbig == 0 || tbig != nbig {
-		t.Errorf("perf record -m 2048 (8 MiB rings, over bpuser's locked-memory limit) as bpuser: status %d through the root sidecar, %d natively; want the same refusal", tbig, nbig)
-	}
+	thr, nat, tbig := checkUserSampling(t, uid, gid, wd, dir, sock)
 
 	// A raw protocol client as bpuser with RLIMIT_NOFILE 32 that closes its own fds
 	// after each REGISTER: the sidecar keeps no more of its events than 32, and declines
