@@ -58,6 +58,7 @@ func BenchmarkSliceCost(b *testing.B) {
 	}
 }
 
+// benchSliceCost is BenchmarkSliceCost for n events.
 func benchSliceCost(b *testing.B, n int) {
 	const slice = time.Millisecond
 	cmd, in, _ := startHelper(b, "spin")
@@ -103,44 +104,12 @@ func benchSliceCost(b *testing.B, n int) {
 	if runs1 == runs0 || st1.Records == st0.Records {
 		b.Fatalf("the bpf programs did not run (%d runs, %d records)", runs1-runs0, st1.Records-st0.Records)
 	}
-	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(slicesDone) }
 	bpfKernel := rt1 - rt0
 
-	// The read() collector on the same target, events and number of slices: one read per
-	// event, then one read per group.
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(slicesDone) }
 	readCost := func(group bool) (float64, error) {
-		var evs []*perf.Event
-		defer func() {
-			for _, e := range evs {
-				e.Close()
-			}
-		}()
-		var leader *perf.Event
-		for i, a := range attrs {
-			a.ReadFormat = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning
-			if group && i == 0 {
-				a.ReadFormat |= perfabi.FormatGroup
-			}
-			e, err := perf.Open(a, pid, -1, leader)
-			if err != nil {
-				return 0, err
-			}
-			evs = append(evs, e)
-			if group && i == 0 {
-				leader = e
-			}
-		}
-		rc, err := perf.NewReadCollector(evs, slice, false)
-		if err != nil {
-			return 0, err
-		}
-		cpu0 := processCPU()
-		for range slicesDone {
-			if _, err := rc.Next(); err != nil {
-				return 0, err
-			}
-		}
-		return per(processCPU() - cpu0), nil
+		d, err := readSliceCost(pid, attrs, slice, slicesDone, group)
+		return per(d), err
 	}
 	readFD, err := readCost(false)
 	if err != nil {
@@ -159,6 +128,43 @@ func benchSliceCost(b *testing.B, n int) {
 		b.Logf("group read not measured: %v", err)
 	}
 	b.Logf("%d slices, %d program runs (ticks, and context switches anywhere), %d records", slicesDone, runs1-runs0, st1.Records-st0.Records)
+}
+
+// readSliceCost is the read() collector's cost on the same target, events and number of
+// slices (this process's CPU time, in all): one read per event, or one read per group.
+func readSliceCost(pid int, attrs []perfabi.Attr, slice time.Duration, nslices int, group bool) (time.Duration, error) {
+	var evs []*perf.Event
+	defer func() {
+		for _, e := range evs {
+			e.Close()
+		}
+	}()
+	var leader *perf.Event
+	for i, a := range attrs {
+		a.ReadFormat = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning
+		if group && i == 0 {
+			a.ReadFormat |= perfabi.FormatGroup
+		}
+		e, err := perf.Open(a, pid, -1, leader)
+		if err != nil {
+			return 0, err
+		}
+		evs = append(evs, e)
+		if group && i == 0 {
+			leader = e
+		}
+	}
+	rc, err := perf.NewReadCollector(evs, slice, false)
+	if err != nil {
+		return 0, err
+	}
+	cpu0 := processCPU()
+	for range nslices {
+		if _, err := rc.Next(); err != nil {
+			return 0, err
+		}
+	}
+	return processCPU() - cpu0, nil
 }
 
 // helperSpin keeps the CPU busy with page faults and syscalls until killed.

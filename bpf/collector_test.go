@@ -3,7 +3,6 @@ package bpf
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,12 +247,7 @@ func TestFollowsNewThreads(t *testing.T) {
 // TestRecyclesSlots runs more short-lived threads than the collector has slots: the
 // slots of exited threads must be reused, and nothing any thread counted may be lost.
 func TestRecyclesSlots(t *testing.T) {
-	cmd, in, out := startHelper(t, "waves")
-	time.Sleep(100 * time.Millisecond) // let the runtime start its threads
-	initial, err := listThreads(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd, in, out, initial := startWaves(t)
 	// Room for the helper's own threads, which the runtime may add to later (more so under
 	// the race detector), and one wave; the waves in all need more.
 	maxThreads := len(initial) + waveThreads + 8
@@ -595,12 +589,9 @@ func TestSwitchAtSnapshots(t *testing.T) {
 	var prev perf.Snapshot
 	var n int
 	for ; ; n++ {
-		s, err := c.Next()
-		if err == io.EOF {
+		s, ok := nextSnapshot(t, c)
+		if !ok {
 			break
-		}
-		if err != nil {
-			t.Fatal(err)
 		}
 		for i := range evs {
 			src := i

@@ -270,6 +270,19 @@ func startHelper(t testing.TB, name string) (*exec.Cmd, io.WriteCloser, *bufio.R
 	return cmd, in, bufio.NewReader(out)
 }
 
+// startWaves starts the "waves" helper and returns, with its pipes, the threads it has
+// once its runtime has started them: the room a MaxThreads must leave besides the waves.
+func startWaves(t *testing.T) (*exec.Cmd, io.WriteCloser, *bufio.Reader, []int) {
+	t.Helper()
+	cmd, in, out := startHelper(t, "waves")
+	time.Sleep(100 * time.Millisecond) // let the runtime start its threads
+	initial, err := listThreads(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd, in, out, initial
+}
+
 // readIDs reads n thread or process ids (what) that the helper prints one a line.
 func readIDs(t *testing.T, out *bufio.Reader, n int, what string) []int {
 	t.Helper()
@@ -349,6 +362,20 @@ func collectAsync(c *Collector, timeout time.Duration) (wait func(t *testing.T) 
 		}
 		return snaps
 	}
+}
+
+// nextSnapshot is c.Next for a test's loop over the snapshots: false at the end (io.EOF),
+// and any other error fails the test.
+func nextSnapshot(t *testing.T, c *Collector) (perf.Snapshot, bool) {
+	t.Helper()
+	s, err := c.Next()
+	if err == io.EOF {
+		return s, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, true
 }
 
 // collect calls Next until io.EOF, closing the collector after timeout; it may run in

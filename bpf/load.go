@@ -121,26 +121,8 @@ func (c *Collector) start(cpus []int, systemWide bool) error {
 	// Tracepoints first, so that a thread created while the present ones are being opened
 	// is reported once its parent is in the threads map.
 	if !systemWide {
-		for _, tp := range []struct{ name, prog string }{
-			{"sched_process_exit", snapshotProgOnExit},
-			{"sched_process_fork", snapshotProgOnFork},
-			{"sched_switch", snapshotProgOnSwitch},
-		} {
-			if c.opts.HoldProcesses && tp.prog == snapshotProgOnFork {
-				continue
-			}
-			l, err := link.Tracepoint("sched", tp.name, c.coll.Programs[tp.prog], nil)
-			if err != nil {
-				return classify("attach "+tp.name, err)
-			}
-			c.links = append(c.links, l)
-		}
-		if c.opts.HoldProcesses {
-			l, err := link.AttachTracing(link.TracingOptions{Program: c.coll.Programs[snapshotProgOnForkHold]})
-			if err != nil {
-				return classify("attach sched_process_fork (BTF, to hold new processes)", err)
-			}
-			c.links = append(c.links, l)
+		if err := c.attachTracepoints(); err != nil {
+			return err
 		}
 	}
 	c.mu.Lock()
@@ -215,6 +197,33 @@ func (c *Collector) start(cpus []int, systemWide bool) error {
 		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
 			return fmt.Errorf("enable slice timer: %w", err)
 		}
+	}
+	return nil
+}
+
+// attachTracepoints attaches the programs that follow a target's tasks: its exits, forks
+// (held, with HoldProcesses) and switches.
+func (c *Collector) attachTracepoints() error {
+	for _, tp := range []struct{ name, prog string }{
+		{"sched_process_exit", snapshotProgOnExit},
+		{"sched_process_fork", snapshotProgOnFork},
+		{"sched_switch", snapshotProgOnSwitch},
+	} {
+		if c.opts.HoldProcesses && tp.prog == snapshotProgOnFork {
+			continue
+		}
+		l, err := link.Tracepoint("sched", tp.name, c.coll.Programs[tp.prog], nil)
+		if err != nil {
+			return classify("attach "+tp.name, err)
+		}
+		c.links = append(c.links, l)
+	}
+	if c.opts.HoldProcesses {
+		l, err := link.AttachTracing(link.TracingOptions{Program: c.coll.Programs[snapshotProgOnForkHold]})
+		if err != nil {
+			return classify("attach sched_process_fork (BTF, to hold new processes)", err)
+		}
+		c.links = append(c.links, l)
 	}
 	return nil
 }

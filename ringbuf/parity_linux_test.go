@@ -535,18 +535,7 @@ func TestKernelParityWakeups(t *testing.T) {
 				// tracks the kernel's byte for byte) and note whether it asked for a
 				// wakeup. Records that appeared during the poll make this touch
 				// ambiguous: they are copied too, and the comparison is skipped.
-				mirrorWoke := false
-				for w.Head() != h2 {
-					rec, err := r.Next()
-					if err != nil || rec == nil {
-						t.Fatalf("kernel ring ended before data_head %d: %v", h2, err)
-					}
-					ok, wake, err := w.Write(rec)
-					if !ok || err != nil {
-						t.Fatalf("mirror write: %v %v", ok, err)
-					}
-					mirrorWoke = mirrorWoke || wake
-				}
+				mirrorWoke := copyUpTo(t, r, w, h2)
 				r.Commit()
 				mr.Discard()
 				// A wakeup caused by a record written during the poll may be reported by
@@ -581,6 +570,25 @@ func TestKernelParityWakeups(t *testing.T) {
 			t.Logf("%d touches, %d wakeups, all matched (%d ambiguous touches skipped)", len(kernelWoke), wakes, skipped)
 		})
 	}
+}
+
+// copyUpTo copies r's records into w until w's head is head and says whether a write
+// asked for a wakeup.
+func copyUpTo(t *testing.T, r *Reader, w *Writer, head uint64) bool {
+	t.Helper()
+	woke := false
+	for w.Head() != head {
+		rec, err := r.Next()
+		if err != nil || rec == nil {
+			t.Fatalf("kernel ring ended before data_head %d: %v", head, err)
+		}
+		ok, wake, err := w.Write(rec)
+		if !ok || err != nil {
+			t.Fatalf("mirror write: %v %v", ok, err)
+		}
+		woke = woke || wake
+	}
+	return woke
 }
 
 // TestKernelParityLost overflows a one-page kernel ring so the kernel drops samples,

@@ -203,8 +203,26 @@ func TestPrometheusScrapesAttach(t *testing.T) {
 	target := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state.json")
+	base := startPrometheus(t, prom, dir, target)
+	p := attachThreeTimes(t, base, pid, target, state, events)
 
-	// Prometheus, scraping every 250 ms, with its data in a temporary directory.
+	checked := p.checkValues()
+	for run := range 3 {
+		if n := checked["bayesperf_event_count_total"][run]; n < 3*len(events) {
+			t.Errorf("run %d: only %d scrapes of the counters matched against the stream, want at least %d", run+1, n, 3*len(events))
+		}
+	}
+	p.checkCreated()
+	resetsSeen := p.checkIncrease()
+	t.Logf("%d + %d + %d intervals streamed, %d saved at the kill; Prometheus samples matched against the streams (runs 1, 2, 3): %v; %d of %d totals reset at the third run",
+		len(p.s[0]["page-faults"]), len(p.s[1]["page-faults"]), len(p.s[2]["page-faults"]), p.n1, checked, resetsSeen, len(events))
+}
+
+// startPrometheus starts Prometheus (the binary prom) scraping target every 250 ms, with
+// its data in dir, and returns its URL once it is ready. It is killed at the end of t,
+// and its log shown if t failed.
+func startPrometheus(t *testing.T, prom, dir, target string) string {
+	t.Helper()
 	cfg := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`global:
   scrape_interval: 250ms
@@ -224,13 +242,13 @@ scrape_configs:
 	if err := pc.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		pc.Process.Kill()
 		pc.Wait()
 		if t.Failed() {
 			t.Logf("prometheus log:\n%s", plog.String())
 		}
-	}()
+	})
 	poll(t, "prometheus ready", 15*time.Second, func() bool {
 		resp, err := http.Get(base + "/-/ready")
 		if err != nil {
@@ -239,7 +257,30 @@ scrape_configs:
 		resp.Body.Close()
 		return resp.StatusCode == 200
 	})
+	return base
+}
 
+// promScrapes is what TestPrometheusScrapesAttach checks Prometheus' samples against:
+// the three attach runs' --json streams and when the first was killed, the second
+// started and the third started (Unix seconds).
+type promScrapes struct {
+	t                          *testing.T
+	base, pid, target          string
+	events                     []string
+	lines                      [3][]streamLine
+	s                          [3]map[string][]streamIv // per event and interval; the second's totals continue the first's
+	n1                         int                      // the first run's intervals the state file saved
+	killAt, restartAt, resetAt float64
+	nAt                        map[float64]int // intervals_total of each scrape, by time
+}
+
+// unixSeconds is t in Unix seconds, as Prometheus' API gives times.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// attachThreeTimes runs attach --listen three times while Prometheus (at base) scrapes
+// it: the first killed, the second resuming its state file, the third without one.
+func attachThreeTimes(t *testing.T, base, pid, target, state string, events []string) *promScrapes {
+	t.Helper()
 	// The first attach, until Prometheus has scraped 6 of its intervals (it starts
 	// scraping up to 5 s after its start); then SIGKILL, the harshest end, at any point
 	// of attach's loop.
@@ -287,7 +328,6 @@ scrape_configs:
 	if len(bad3) > 0 {
 		t.Fatalf("non-JSON lines on the third stream: %q", bad3)
 	}
-
 	// The streams, per event and interval. The counters hold the first run's
 	// intervals up to the saved one (a kill between the stream's write and the
 	// publication loses that interval, as it loses the time attach was down), then the
@@ -303,34 +343,51 @@ scrape_configs:
 	}
 	s2 := streamIntervals(lines2, carry)
 	s3 := streamIntervals(lines3, nil)
-	unix := func(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
-	// ivAt finds the stream interval of a scrape at time ts whose intervals_total was
-	// n: the run (0, 1 or 2), its stream and the interval k in it.
-	type ivRef struct {
-		stream map[string][]streamIv
-		run, k int
-	}
-	nAt := map[float64]int{}
+	p := &promScrapes{t: t, base: base, pid: pid, target: target, events: events,
+		lines: [3][]streamLine{lines1, lines2, lines3}, s: [3]map[string][]streamIv{s1, s2, s3}, n1: n1,
+		killAt: unixSeconds(killAt), restartAt: unixSeconds(restartAt), resetAt: unixSeconds(resetAt),
+		nAt: map[float64]int{}}
 	for _, s := range promQuery(t, base, "bayesperf_intervals_total[2m]") {
 		for _, x := range s.samples {
-			nAt[x.t] = int(x.v)
+			p.nAt[x.t] = int(x.v)
 		}
 	}
-	ivAt := func(ts float64) (ivRef, error) {
-		n, ok := nAt[ts]
-		switch {
-		case !ok:
-			return ivRef{}, fmt.Errorf("no bayesperf_intervals_total in the scrape")
-		case ts < unix(killAt):
-			return ivRef{s1, 0, n}, nil
-		case ts > unix(resetAt):
-			return ivRef{s3, 2, n}, nil
-		case ts > unix(restartAt):
-			return ivRef{s2, 1, n - n1}, nil
-		}
-		return ivRef{}, fmt.Errorf("a scrape succeeded while attach was down")
-	}
+	return p
+}
 
+// ivRef is the stream interval k of a scrape in run (0, 1 or 2), whose stream it is.
+type ivRef struct {
+	stream map[string][]streamIv
+	run, k int
+}
+
+// ivAt finds the stream interval of the scrape at time ts, from its intervals_total.
+func (p *promScrapes) ivAt(ts float64) (ivRef, error) {
+	n, ok := p.nAt[ts]
+	switch {
+	case !ok:
+		return ivRef{}, fmt.Errorf("no bayesperf_intervals_total in the scrape")
+	case ts < p.killAt:
+		return ivRef{p.s[0], 0, n}, nil
+	case ts > p.resetAt:
+		return ivRef{p.s[2], 2, n}, nil
+	case ts > p.restartAt:
+		return ivRef{p.s[1], 1, n - p.n1}, nil
+	}
+	return ivRef{}, fmt.Errorf("a scrape succeeded while attach was down")
+}
+
+// nearStream says whether a scraped a is the stream's b, within the rounding of n
+// intervals of values in units of scale.
+func nearStream(a, b float64, n int, scale float64) bool {
+	return math.Abs(a-b) <= 1e-9*math.Abs(b)+float64(n+1)*1e-6*scale
+}
+
+// checkValues checks the series' labels, that every series of a scrape holds the
+// stream's interval of that scrape, and the status state set; it returns how many
+// samples of each family were matched in each run.
+func (p *promScrapes) checkValues() map[string][3]int {
+	t, base, pid, target, events := p.t, p.base, p.pid, p.target, p.events
 	// The labels: exactly event, pid and Prometheus' own job and instance.
 	for _, s := range promQuery(t, base, "bayesperf_event_count_total[2m]") {
 		keys := make([]string, 0, len(s.labels))
@@ -343,9 +400,6 @@ scrape_configs:
 		}
 	}
 	// Every series of a scrape holds the stream's interval of that scrape.
-	near := func(a, b float64, n int, scale float64) bool {
-		return math.Abs(a-b) <= 1e-9*math.Abs(b)+float64(n+1)*1e-6*scale
-	}
 	checked := map[string][3]int{}
 	for _, fam := range []struct {
 		name string
@@ -366,7 +420,7 @@ scrape_configs:
 				scale = 1e6
 			}
 			for _, x := range s.samples {
-				r, err := ivAt(x.t)
+				r, err := p.ivAt(x.t)
 				if err == nil && (r.k < 1 || r.k > len(r.stream[ev])) {
 					err = fmt.Errorf("interval %d of run %d, not in its stream (%d intervals)", r.k, r.run+1, len(r.stream[ev]))
 				}
@@ -374,7 +428,7 @@ scrape_configs:
 					t.Errorf("%s{event=%q} at %.3f: %v", fam.name, ev, x.t, err)
 					continue
 				}
-				if want := fam.get(r.stream[ev][r.k-1]); !near(x.v, want, nAt[x.t], scale) {
+				if want := fam.get(r.stream[ev][r.k-1]); !nearStream(x.v, want, p.nAt[x.t], scale) {
 					t.Errorf("%s{event=%q} after interval %d of run %d = %v, the --json stream gives %v", fam.name, ev, r.k, r.run+1, x.v, want)
 				}
 				c := checked[fam.name]
@@ -394,7 +448,7 @@ scrape_configs:
 		t.Errorf("%d bayesperf_event_status series, want %d (4 statuses x %d events)", len(st), 4*len(events), len(events))
 	}
 	status := [3]map[string][]string{{}, {}, {}}
-	for r, lines := range [][]streamLine{lines1, lines2, lines3} {
+	for r, lines := range p.lines {
 		for _, l := range lines {
 			status[r][l.Event] = append(status[r][l.Event], l.Status)
 		}
@@ -402,7 +456,7 @@ scrape_configs:
 	for _, s := range st {
 		ev, stname := s.labels["event"], s.labels["status"]
 		for _, x := range s.samples {
-			r, err := ivAt(x.t)
+			r, err := p.ivAt(x.t)
 			if err != nil || r.k < 1 || r.k > len(status[r.run][ev]) {
 				continue // reported above
 			}
@@ -411,15 +465,14 @@ scrape_configs:
 			}
 		}
 	}
-	for run := range 3 {
-		if n := checked["bayesperf_event_count_total"][run]; n < 3*len(events) {
-			t.Errorf("run %d: only %d scrapes of the counters matched against the stream, want at least %d", run+1, n, 3*len(events))
-		}
-	}
+	return checked
+}
 
-	// No counter decreases under one _created. Until the third run all have one: the
-	// first run's start, so Prometheus sees no reset across the killed one's restart;
-	// the third's is later, and only there may a counter go down.
+// checkCreated: no counter decreases under one _created. Until the third run all have
+// one: the first run's start, so Prometheus sees no reset across the killed one's
+// restart; the third's is later, and only there may a counter go down.
+func (p *promScrapes) checkCreated() {
+	t, base := p.t, p.base
 	for _, fam := range promCounters {
 		total := promQuery(t, base, fam+"[2m]")
 		if len(total) == 0 {
@@ -445,10 +498,10 @@ scrape_configs:
 				switch {
 				case !ok:
 					t.Errorf("%s%v at %.3f: no %s in the same scrape", fam, s.labels, x.t, cname)
-				case x.t < unix(resetAt) && !(c < unix(killAt)):
-					t.Errorf("%s%v at %.3f: _created %.3f, not the first run's start (before its kill at %.3f): the restart did not resume", fam, s.labels, x.t, c, unix(killAt))
-				case x.t > unix(resetAt) && !(c > unix(resetAt)):
-					t.Errorf("%s%v at %.3f: _created %.3f, not the third run's start (after %.3f)", fam, s.labels, x.t, c, unix(resetAt))
+				case x.t < p.resetAt && !(c < p.killAt):
+					t.Errorf("%s%v at %.3f: _created %.3f, not the first run's start (before its kill at %.3f): the restart did not resume", fam, s.labels, x.t, c, p.killAt)
+				case x.t > p.resetAt && !(c > p.resetAt):
+					t.Errorf("%s%v at %.3f: _created %.3f, not the third run's start (after %.3f)", fam, s.labels, x.t, c, p.resetAt)
 				}
 				if i == 0 {
 					continue
@@ -464,6 +517,12 @@ scrape_configs:
 			}
 		}
 	}
+}
+
+// checkIncrease checks resets() and increase() over the runs' windows (see below) and
+// returns how many totals Prometheus saw reset at the third run.
+func (p *promScrapes) checkIncrease() int {
+	t, base := p.t, p.base
 	// Over the window of the first two runs, evaluated at its last sample with a range
 	// reaching exactly back to its first (so that Prometheus extrapolates nothing):
 	// resets() is 0 and increase() is what the streams counted. Over the window of all
@@ -492,7 +551,7 @@ scrape_configs:
 		ev := s.labels["event"]
 		var before, after []promSample
 		for _, x := range s.samples {
-			if x.t < unix(resetAt) {
+			if x.t < p.resetAt {
 				before = append(before, x)
 			} else {
 				after = append(after, x)
@@ -503,13 +562,13 @@ scrape_configs:
 			continue
 		}
 		first, last, first3, last3 := before[0], before[len(before)-1], after[0], after[len(after)-1]
-		if !(first.t < unix(killAt) && last.t > unix(restartAt)) {
+		if !(first.t < p.killAt && last.t > p.restartAt) {
 			t.Errorf("%s: samples %.3f..%.3f do not span the restart", ev, first.t, last.t)
 			continue
 		}
-		r0, err0 := ivAt(first.t)
-		r1, err1 := ivAt(last.t)
-		r3, err3 := ivAt(last3.t)
+		r0, err0 := p.ivAt(first.t)
+		r1, err1 := p.ivAt(last.t)
+		r3, err3 := p.ivAt(last3.t)
 		if err0 != nil || err1 != nil || err3 != nil || r0.k < 1 || r0.k > len(r0.stream[ev]) || r1.k < 1 || r1.k > len(r1.stream[ev]) || r3.k < 1 || r3.k > len(r3.stream[ev]) {
 			continue // reported above
 		}
@@ -519,7 +578,7 @@ scrape_configs:
 			t.Errorf("resets(%s) = %v across the restart, want 0", sel, v)
 		}
 		if v, ok := promAt("increase", sel, last.t); ok {
-			if !near(v, want, nAt[last.t], scale(ev)) {
+			if !nearStream(v, want, p.nAt[last.t], scale(ev)) {
 				t.Errorf("increase(%s) = %v, the streams counted %v (interval %d of run 1 to %d of run 2)", sel, v, want, r0.k, r1.k)
 			}
 			t.Logf("%s: increase over %s across the restart %.6g, streams %.6g", ev, sel, v, want)
@@ -535,7 +594,7 @@ scrape_configs:
 		}
 		if wantResets == 1 {
 			want += r3.stream[ev][r3.k-1].total
-			if v, ok := promAt("increase", sel, last3.t); ok && !near(v, want, nAt[last3.t], scale(ev)) {
+			if v, ok := promAt("increase", sel, last3.t); ok && !nearStream(v, want, p.nAt[last3.t], scale(ev)) {
 				t.Errorf("increase(%s) = %v across the reset, the streams counted %v", sel, v, want)
 			}
 		}
@@ -543,6 +602,5 @@ scrape_configs:
 	if resetsSeen == 0 {
 		t.Errorf("no counter went down at the third run's start: its reset was not seen")
 	}
-	t.Logf("%d + %d + %d intervals streamed, %d saved at the kill; Prometheus samples matched against the streams (runs 1, 2, 3): %v; %d of %d totals reset at the third run",
-		len(s1["page-faults"]), len(s2["page-faults"]), len(s3["page-faults"]), n1, checked, resetsSeen, len(events))
+	return resetsSeen
 }

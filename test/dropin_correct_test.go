@@ -235,17 +235,8 @@ func TestDropinCorrected(t *testing.T) {
 		b.report = b.report[:len(b.perf)]
 		return b
 	})
-	t.Logf("error reduction of perf's intervals, --correct none --schedule kernel -> --correct bayesperf: %.2fx over %d events (%d pairs of runs); %.2fx without task-clock", r.two, r.k, r.runs, r.twoNC)
-	t.Logf("error reduction within the bayesperf run, kernel-style scaling on the kernel's round robin -> bayesperf: %.2fx over %d events; %.2fx without task-clock", r.same, r.k2, r.sameNC)
-	if r.runs != defaultCorrectRuns || correctDuration() != defaultCorrectDuration {
-		return
-	}
-	if r.two < minReductionBetween {
-		t.Errorf("error reduction between the runs %.2fx, below %.2fx", r.two, minReductionBetween)
-	}
-	if r.same < minReductionSame {
-		t.Errorf("error reduction within the bayesperf run %.2fx, below %.2fx", r.same, minReductionSame)
-	}
+	r.check(t, "bayesperf run", "--correct none --schedule kernel -> --correct bayesperf",
+		"kernel-style scaling on the kernel's round robin -> bayesperf", minReductionBetween, minReductionSame)
 }
 
 // pairedReductions are the error reductions of perf's intervals that comparePairs
@@ -256,6 +247,24 @@ type pairedReductions struct {
 	runs                     int
 	two, same, twoNC, sameNC float64
 	k, k2                    int
+}
+
+// check logs r, naming the corrected run and the comparisons between the runs and within
+// the corrected run, and with the default runs and duration fails the test where a
+// reduction is below its bound.
+func (r pairedReductions) check(t *testing.T, run, between, within string, minBetween, minWithin float64) {
+	t.Helper()
+	t.Logf("error reduction of perf's intervals, %s: %.2fx over %d events (%d pairs of runs); %.2fx without task-clock", between, r.two, r.k, r.runs, r.twoNC)
+	t.Logf("error reduction within the %s, %s: %.2fx over %d events; %.2fx without task-clock", run, within, r.same, r.k2, r.sameNC)
+	if r.runs != defaultCorrectRuns || correctDuration() != defaultCorrectDuration {
+		return
+	}
+	if r.two < minBetween {
+		t.Errorf("error reduction between the runs %.2fx, below %.2fx", r.two, minBetween)
+	}
+	if r.same < minWithin {
+		t.Errorf("error reduction within the %s %.2fx, below %.2fx", run, r.same, minWithin)
+	}
 }
 
 // comparePairs runs BAYESPERF_CORRECT_RUNS (default 3) pairs of runs, none then

@@ -68,17 +68,8 @@ func TestDropinKernelMux(t *testing.T) {
 		checkIntervalTotals(t, b)
 		return b
 	})
-	t.Logf("error reduction of perf's intervals, --correct none -> --infer-from values: %.2fx over %d events (%d pairs of runs); %.2fx without task-clock", r.two, r.k, r.runs, r.twoNC)
-	t.Logf("error reduction within the corrected run, the kernel's scaling -> bayesperf from values: %.2fx over %d events; %.2fx without task-clock", r.same, r.k2, r.sameNC)
-	if r.runs != defaultCorrectRuns || correctDuration() != defaultCorrectDuration {
-		return
-	}
-	if r.two < minKernelMuxBetween {
-		t.Errorf("error reduction between the runs %.2fx, below %.2fx", r.two, minKernelMuxBetween)
-	}
-	if r.same < minKernelMuxSame {
-		t.Errorf("error reduction within the corrected run %.2fx, below %.2fx", r.same, minKernelMuxSame)
-	}
+	r.check(t, "corrected run", "--correct none -> --infer-from values",
+		"the kernel's scaling -> bayesperf from values", minKernelMuxBetween, minKernelMuxSame)
 }
 
 // Bounds of TestDropinKernelMux, below the measured minimums (0.85x, 0.78x): they catch

@@ -34,6 +34,9 @@ type errCase struct {
 	needs func() string
 }
 
+// TestErrorsOneLine runs bayesperf into every failure of its table and checks that each
+// prints its one line (checkOneLine) and exits with its status. It is long because the
+// table is: one line per failure, grouped by what is wrong, with the fixtures it names.
 func TestErrorsOneLine(t *testing.T) {
 	dir := dropinBins(t)
 	bp := filepath.Join(dir, "bayesperf")

@@ -43,215 +43,10 @@ func TestHardeningHostileClients(t *testing.T) {
 	})
 	baseFds, baseMem := waitFdsStable(t, pid)
 	start := time.Now()
-	rng := rand.New(rand.NewPCG(8, 8))
-	var attacks atomic.Int64
-
-	// expectClosed: the sidecar must close a connection that broke the protocol.
-	expectClosed := func(what string, c *protoClient) {
-		t.Helper()
-		attacks.Add(1)
-		if !c.closed() {
-			t.Errorf("%s: the sidecar kept the connection", what)
-		}
-	}
-	hdr := func(typ uint16, size uint32) []byte {
-		b, _ := binary.Append(nil, binary.NativeEndian, shim.MsgHdr{Magic: shim.MsgMagic, Version: shim.ABIVersion, Type: typ, Size: size, Seq: 1})
-		return b
-	}
-	hello, _ := shim.Encode(shim.MsgHello, 1, shim.Hello{Pid: int32(os.Getpid())})
-
-	// Garbage of every length up to a register message, before any HELLO.
-	for i := range 20 {
-		g := make([]byte, 1+rng.IntN(400))
-		for j := range g {
-			g[j] = byte(rng.Uint32())
-		}
-		if i%2 == 0 && len(g) >= 16 { // valid magic and version, garbage after
-			copy(g, hdr(uint16(rng.IntN(9)), uint32(rng.Uint32())))
-		}
-		c := dialSidecar(t, sock)
-		c.send(g)
-		expectClosed("garbage", c)
-	}
-	for _, m := range []struct {
-		what string
-		b    []byte
-	}{
-		{"half a header", hello[:7]},
-		{"a header alone", hello[:16]},
-		{"a truncated HELLO", hello[:len(hello)-1]},
-		{"HELLO saying 4 GiB", append(hdr(shim.MsgHello, 1<<32-1), hello[16:]...)},
-		{"HELLO with a trailing byte", append(append([]byte(nil), hello...), 0)},
-		{"an oversized packet", append(append([]byte(nil), hello...), make([]byte, 64<<10)...)},
-		{"a REFRESH before HELLO", mustEncode(t, shim.MsgRefresh, shim.Handle{Handle: 1})},
-		{"a reply type", mustEncode(t, shim.MsgRefresh|shim.MsgReply, shim.Status{})},
-		{"HELLO lying about its pid", mustEncode(t, shim.MsgHello, shim.Hello{Pid: int32(os.Getpid() + 1)})},
-		{"an empty packet", nil},
-	} {
-		c := dialSidecar(t, sock)
-		c.send(m.b)
-		expectClosed(m.what, c)
-	}
-
-	// After a good HELLO: a second HELLO, then too many fds for one message.
-	c := greetedClient(t, sock)
-	c.send(hello)
-	expectClosed("a second HELLO", c)
-
-	c = greetedClient(t, sock)
-	var many []int
-	for range 12 {
-		fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
-		if err != nil {
-			t.Fatal(err)
-		}
-		many = append(many, fd)
-	}
-	reg := shim.Register{Handle: 1, CPU: -1, GroupFd: -1, AttrSize: 64}
-	c.send(mustEncode(t, shim.MsgRegister, reg), many...)
-	expectClosed("a REGISTER with 12 fds", c)
-	for _, fd := range many {
-		unix.Close(fd)
-	}
-
-	// Lies that are errors, not protocol breaks: the connection stays.
-	c = greetedClient(t, sock)
-	attr := perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0)
-	pf, err := perfabi.Open(attr, 0, -1, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad := *attr
-	bad.ReadFormat = 1 << 40
-	if st, _, err := c.register(1, &bad, 0, pf); err != nil || st != -int32(unix.EINVAL) {
-		t.Errorf("register with unknown read_format bits: status %d %v, want -EINVAL", st, err)
-	}
-	attacks.Add(1)
-	unix.Close(pf)
-
-	runtime.LockOSThread() // the sampling event counts this thread's page faults
-	defer runtime.UnlockOSThread()
-	sa := perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0)
-	sa.SamplePeriod = 1
-	sa.SampleType = unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_ADDR
-	sfd, err := perfabi.Open(sa, 0, -1, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(sfd)
-	if st, _, err := c.register(2, sa, 0, sfd); err != nil || st != 0 {
-		t.Fatalf("register a sampling event: status %d %v", st, err)
-	}
-	pg := os.Getpagesize()
-	for _, n := range []uint64{0, 1, uint64(pg), uint64(pg) + 1, 4 * uint64(pg), 1 << 40, math.MaxUint64 - uint64(pg) + 1} {
-		if st, fd, err := c.status(shim.MsgMap, shim.Map{Handle: 2, Prot: unix.PROT_READ | unix.PROT_WRITE, Length: n}); err != nil || st != -int32(unix.EINVAL) || fd >= 0 {
-			t.Errorf("map a ring of %d bytes: status %d fd %d %v, want -EINVAL", n, st, fd, err)
-		}
-		attacks.Add(1)
-	}
-	ringLen := 5 * pg
-	st, rfd, err := c.status(shim.MsgMap, shim.Map{Handle: 2, Prot: unix.PROT_READ | unix.PROT_WRITE, Length: uint64(ringLen)})
-	if err != nil || st != 0 || rfd < 0 {
-		t.Fatalf("map a ring: status %d fd %d %v", st, rfd, err)
-	}
-	ring, err := unix.Mmap(rfd, 0, ringLen, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	head := (*uint64)(unsafe.Pointer(&ring[1024]))
-	tail := (*uint64)(unsafe.Pointer(&ring[1032]))
-	flush := func(what string) {
-		t.Helper()
-		touchAnon(64)
-		if st, _, err := c.status(shim.MsgFlush, shim.Handle{Handle: 0}); err != nil || st != 0 {
-			t.Errorf("flush after %s: status %d %v", what, st, err)
-		}
-		attacks.Add(1)
-	}
-	flush("nothing")
-	if atomic.LoadUint64(head) == 0 {
-		t.Errorf("no record reached the mirror ring of a sampling page-faults event")
-	}
-	for _, lie := range []uint64{atomic.LoadUint64(head) + 1<<40, math.MaxUint64, atomic.LoadUint64(head) + 8, 3} {
-		atomic.StoreUint64(tail, lie)
-		flush("data_tail " + itoa(lie))
-	}
-	for i := pg; i < ringLen; i++ { // scribble over the data pages
-		ring[i] = byte(rng.Uint32())
-	}
-	for i := 0; i < 1024; i++ { // and the header the sidecar wrote
-		ring[i] = byte(rng.Uint32())
-	}
-	flush("scribbling over the ring")
-	if err := unix.Ftruncate(rfd, 0); !errors.Is(err, unix.EPERM) {
-		t.Errorf("truncating the ring memfd: %v, want EPERM", err)
-	}
-	unix.Munmap(ring)
-	unix.Close(rfd)
-	flush("unmapping the ring")
-	if st, _, err := c.status(shim.MsgUnmap, shim.Handle{Handle: 2}); err != nil || st != 0 {
-		t.Errorf("unmap: status %d %v", st, err)
-	}
-	if st, _, err := c.status(shim.MsgUnregister, shim.Handle{Handle: 2}); err != nil || st != 0 {
-		t.Errorf("unregister: status %d %v", st, err)
-	}
-	// A client that goes away with an event and a ring still registered.
-	c2 := greetedClient(t, sock)
-	if st, mfd, err := c2.register(1, sa, 0, sfd); err != nil || st != 0 {
-		t.Errorf("register: status %d %v", st, err)
-	} else {
-		unix.Close(mfd)
-	}
-	// A forward ring mapped read-only (overwrite mode) is the kernel's business: the
-	// sidecar used to mirror it and die at the first record, storing data_tail into its
-	// read-only mapping of the kernel's ring.
-	if st, rfd, err := c2.status(shim.MsgMap, shim.Map{Handle: 1, Prot: unix.PROT_READ, Length: uint64(ringLen)}); err != nil || st != -int32(unix.EOPNOTSUPP) || rfd >= 0 {
-		t.Errorf("map a forward ring read-only: status %d fd %d %v, want -EOPNOTSUPP", st, rfd, err)
-	}
-	attacks.Add(1)
-	touchAnon(64)
-	if st, rfd, err := c2.status(shim.MsgMap, shim.Map{Handle: 1, Prot: unix.PROT_READ | unix.PROT_WRITE, Length: uint64(ringLen)}); err != nil || st != 0 {
-		t.Errorf("map read-write: status %d %v", st, err)
-	} else {
-		unix.Close(rfd)
-	}
-	touchAnon(64)
-	c2.conn.Close()
-	c.conn.Close()
-
-	// A client that sends requests and never reads the replies: the sidecar's writes to
-	// it block (its send buffer fills), which must hold up nobody else. And 200 idle
-	// connections that never say HELLO.
-	deaf := greetedClient(t, sock)
-	refresh := mustEncode(t, shim.MsgRefresh, shim.Handle{Handle: 1})
-	raw, _ := deaf.conn.SyscallConn()
-	sent := 0
-	raw.Write(func(fd uintptr) bool {
-		for sent < 100000 {
-			if err := unix.Sendmsg(int(fd), refresh, nil, nil, unix.MSG_DONTWAIT); err != nil {
-				break
-			}
-			sent++
-		}
-		return true
-	})
-	attacks.Add(int64(sent))
-	var idle []*protoClient
-	for range 200 {
-		idle = append(idle, dialSidecar(t, sock))
-	}
-	attacks.Add(200)
-	polite := dialSidecar(t, sock)
-	if p, err := polite.hello(); err != nil {
-		t.Errorf("a well-behaved client next to a deaf one and 200 idle ones: %v", err)
-	} else {
-		unix.Close(p)
-	}
-	polite.conn.Close()
-	deaf.conn.Close()
-	for _, ic := range idle {
-		ic.conn.Close()
-	}
+	h := &hostileRun{t: t, sock: sock, rng: rand.New(rand.NewPCG(8, 8))}
+	h.breakProtocol()
+	h.lie()
+	h.deafAndIdle()
 
 	if !alive(pid) {
 		t.Fatalf("the sidecar died; the tool said:\n%s", stderr.String())
@@ -268,8 +63,7 @@ func TestHardeningHostileClients(t *testing.T) {
 	if fds != baseFds || mem != baseMem {
 		t.Errorf("sidecar fds %d (memfd mappings %d) after the attacks, %d (%d) before", fds, mem, baseFds, baseMem)
 	}
-	err = cmd.Wait()
-	if err != nil {
+	if err := cmd.Wait(); err != nil {
 		t.Fatalf("bayesperf run -- perf stat: %v\n%s", err, stderr.String())
 	}
 	if w := bayesperfWarnings(stderr.String()); len(w) != 0 {
@@ -296,7 +90,248 @@ func TestHardeningHostileClients(t *testing.T) {
 		t.Errorf("stats %+v: want the sidecar alive to the end and perf's reads served from mirrors", s)
 	}
 	t.Logf("%d hostile requests/connections in %v; sidecar fds %d memfd mappings %d before and after; perf stat: %v intervals, %v page faults, %d mirror reads",
-		attacks.Load(), elapsed.Round(time.Millisecond), baseFds, baseMem, intervals, faults, s.MirrorReads)
+		h.attacks.Load(), elapsed.Round(time.Millisecond), baseFds, baseMem, intervals, faults, s.MirrorReads)
+}
+
+// hostileRun is what the phases of TestHardeningHostileClients share: the sidecar's
+// socket, a seeded source of garbage and the count of hostile requests sent.
+type hostileRun struct {
+	t       *testing.T
+	sock    string
+	rng     *rand.Rand
+	attacks atomic.Int64
+}
+
+// expectClosed: the sidecar must close a connection that broke the protocol.
+func (h *hostileRun) expectClosed(what string, c *protoClient) {
+	h.t.Helper()
+	h.attacks.Add(1)
+	if !c.closed() {
+		h.t.Errorf("%s: the sidecar kept the connection", what)
+	}
+}
+
+// hostileHdr is a message header with valid magic and version.
+func hostileHdr(typ uint16, size uint32) []byte {
+	b, _ := binary.Append(nil, binary.NativeEndian, shim.MsgHdr{Magic: shim.MsgMagic, Version: shim.ABIVersion, Type: typ, Size: size, Seq: 1})
+	return b
+}
+
+// breakProtocol sends what breaks the protocol: garbage of every length up to a register
+// message before any HELLO, malformed and out-of-order messages, a second HELLO, too
+// many fds for one message. The sidecar must close each connection.
+func (h *hostileRun) breakProtocol() {
+	t := h.t
+	hello, _ := shim.Encode(shim.MsgHello, 1, shim.Hello{Pid: int32(os.Getpid())})
+
+	// Garbage of every length up to a register message, before any HELLO.
+	for i := range 20 {
+		g := make([]byte, 1+h.rng.IntN(400))
+		for j := range g {
+			g[j] = byte(h.rng.Uint32())
+		}
+		if i%2 == 0 && len(g) >= 16 { // valid magic and version, garbage after
+			copy(g, hostileHdr(uint16(h.rng.IntN(9)), uint32(h.rng.Uint32())))
+		}
+		c := dialSidecar(t, h.sock)
+		c.send(g)
+		h.expectClosed("garbage", c)
+	}
+	for _, m := range []struct {
+		what string
+		b    []byte
+	}{
+		{"half a header", hello[:7]},
+		{"a header alone", hello[:16]},
+		{"a truncated HELLO", hello[:len(hello)-1]},
+		{"HELLO saying 4 GiB", append(hostileHdr(shim.MsgHello, 1<<32-1), hello[16:]...)},
+		{"HELLO with a trailing byte", append(append([]byte(nil), hello...), 0)},
+		{"an oversized packet", append(append([]byte(nil), hello...), make([]byte, 64<<10)...)},
+		{"a REFRESH before HELLO", mustEncode(t, shim.MsgRefresh, shim.Handle{Handle: 1})},
+		{"a reply type", mustEncode(t, shim.MsgRefresh|shim.MsgReply, shim.Status{})},
+		{"HELLO lying about its pid", mustEncode(t, shim.MsgHello, shim.Hello{Pid: int32(os.Getpid() + 1)})},
+		{"an empty packet", nil},
+	} {
+		c := dialSidecar(t, h.sock)
+		c.send(m.b)
+		h.expectClosed(m.what, c)
+	}
+
+	// After a good HELLO: a second HELLO, then too many fds for one message.
+	c := greetedClient(t, h.sock)
+	c.send(hello)
+	h.expectClosed("a second HELLO", c)
+
+	c = greetedClient(t, h.sock)
+	var many []int
+	for range 12 {
+		fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		many = append(many, fd)
+	}
+	reg := shim.Register{Handle: 1, CPU: -1, GroupFd: -1, AttrSize: 64}
+	c.send(mustEncode(t, shim.MsgRegister, reg), many...)
+	h.expectClosed("a REGISTER with 12 fds", c)
+	for _, fd := range many {
+		unix.Close(fd)
+	}
+}
+
+// lie sends lies that are errors, not protocol breaks: the connection stays. Then a
+// client goes away with an event and a ring still registered.
+func (h *hostileRun) lie() {
+	t := h.t
+	c := greetedClient(t, h.sock)
+	attr := perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0)
+	pf, err := perfabi.Open(attr, 0, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := *attr
+	bad.ReadFormat = 1 << 40
+	if st, _, err := c.register(1, &bad, 0, pf); err != nil || st != -int32(unix.EINVAL) {
+		t.Errorf("register with unknown read_format bits: status %d %v, want -EINVAL", st, err)
+	}
+	h.attacks.Add(1)
+	unix.Close(pf)
+
+	runtime.LockOSThread() // the sampling event counts this thread's page faults
+	defer runtime.UnlockOSThread()
+	sa := perfAttr(unix.PERF_COUNT_SW_PAGE_FAULTS, 0)
+	sa.SamplePeriod = 1
+	sa.SampleType = unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_ADDR
+	sfd, err := perfabi.Open(sa, 0, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(sfd)
+	if st, _, err := c.register(2, sa, 0, sfd); err != nil || st != 0 {
+		t.Fatalf("register a sampling event: status %d %v", st, err)
+	}
+	ringLen := h.lieAboutRing(c)
+	// A client that goes away with an event and a ring still registered.
+	c2 := greetedClient(t, h.sock)
+	if st, mfd, err := c2.register(1, sa, 0, sfd); err != nil || st != 0 {
+		t.Errorf("register: status %d %v", st, err)
+	} else {
+		unix.Close(mfd)
+	}
+	// A forward ring mapped read-only (overwrite mode) is the kernel's business: the
+	// sidecar used to mirror it and die at the first record, storing data_tail into its
+	// read-only mapping of the kernel's ring.
+	if st, rfd, err := c2.status(shim.MsgMap, shim.Map{Handle: 1, Prot: unix.PROT_READ, Length: uint64(ringLen)}); err != nil || st != -int32(unix.EOPNOTSUPP) || rfd >= 0 {
+		t.Errorf("map a forward ring read-only: status %d fd %d %v, want -EOPNOTSUPP", st, rfd, err)
+	}
+	h.attacks.Add(1)
+	touchAnon(64)
+	if st, rfd, err := c2.status(shim.MsgMap, shim.Map{Handle: 1, Prot: unix.PROT_READ | unix.PROT_WRITE, Length: uint64(ringLen)}); err != nil || st != 0 {
+		t.Errorf("map read-write: status %d %v", st, err)
+	} else {
+		unix.Close(rfd)
+	}
+	touchAnon(64)
+	c2.conn.Close()
+	c.conn.Close()
+}
+
+// lieAboutRing registers a sampling event on c, asks for rings of impossible sizes, then
+// maps one and lies in it: data_tail values past the head, scribbles over its pages, and
+// unmaps it. It returns the ring's length.
+func (h *hostileRun) lieAboutRing(c *protoClient) int {
+	t := h.t
+	pg := os.Getpagesize()
+	for _, n := range []uint64{0, 1, uint64(pg), uint64(pg) + 1, 4 * uint64(pg), 1 << 40, math.MaxUint64 - uint64(pg) + 1} {
+		if st, fd, err := c.status(shim.MsgMap, shim.Map{Handle: 2, Prot: unix.PROT_READ | unix.PROT_WRITE, Length: n}); err != nil || st != -int32(unix.EINVAL) || fd >= 0 {
+			t.Errorf("map a ring of %d bytes: status %d fd %d %v, want -EINVAL", n, st, fd, err)
+		}
+		h.attacks.Add(1)
+	}
+	ringLen := 5 * pg
+	st, rfd, err := c.status(shim.MsgMap, shim.Map{Handle: 2, Prot: unix.PROT_READ | unix.PROT_WRITE, Length: uint64(ringLen)})
+	if err != nil || st != 0 || rfd < 0 {
+		t.Fatalf("map a ring: status %d fd %d %v", st, rfd, err)
+	}
+	ring, err := unix.Mmap(rfd, 0, ringLen, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := (*uint64)(unsafe.Pointer(&ring[1024]))
+	tail := (*uint64)(unsafe.Pointer(&ring[1032]))
+	flush := func(what string) {
+		t.Helper()
+		touchAnon(64)
+		if st, _, err := c.status(shim.MsgFlush, shim.Handle{Handle: 0}); err != nil || st != 0 {
+			t.Errorf("flush after %s: status %d %v", what, st, err)
+		}
+		h.attacks.Add(1)
+	}
+	flush("nothing")
+	if atomic.LoadUint64(head) == 0 {
+		t.Errorf("no record reached the mirror ring of a sampling page-faults event")
+	}
+	for _, lie := range []uint64{atomic.LoadUint64(head) + 1<<40, math.MaxUint64, atomic.LoadUint64(head) + 8, 3} {
+		atomic.StoreUint64(tail, lie)
+		flush("data_tail " + itoa(lie))
+	}
+	for i := pg; i < ringLen; i++ { // scribble over the data pages
+		ring[i] = byte(h.rng.Uint32())
+	}
+	for i := 0; i < 1024; i++ { // and the header the sidecar wrote
+		ring[i] = byte(h.rng.Uint32())
+	}
+	flush("scribbling over the ring")
+	if err := unix.Ftruncate(rfd, 0); !errors.Is(err, unix.EPERM) {
+		t.Errorf("truncating the ring memfd: %v, want EPERM", err)
+	}
+	unix.Munmap(ring)
+	unix.Close(rfd)
+	flush("unmapping the ring")
+	if st, _, err := c.status(shim.MsgUnmap, shim.Handle{Handle: 2}); err != nil || st != 0 {
+		t.Errorf("unmap: status %d %v", st, err)
+	}
+	if st, _, err := c.status(shim.MsgUnregister, shim.Handle{Handle: 2}); err != nil || st != 0 {
+		t.Errorf("unregister: status %d %v", st, err)
+	}
+	return ringLen
+}
+
+// deafAndIdle opens a client that sends requests and never reads the replies: the
+// sidecar's writes to it block (its send buffer fills), which must hold up nobody else.
+// And 200 idle connections that never say HELLO.
+func (h *hostileRun) deafAndIdle() {
+	t := h.t
+	deaf := greetedClient(t, h.sock)
+	refresh := mustEncode(t, shim.MsgRefresh, shim.Handle{Handle: 1})
+	raw, _ := deaf.conn.SyscallConn()
+	sent := 0
+	raw.Write(func(fd uintptr) bool {
+		for sent < 100000 {
+			if err := unix.Sendmsg(int(fd), refresh, nil, nil, unix.MSG_DONTWAIT); err != nil {
+				break
+			}
+			sent++
+		}
+		return true
+	})
+	h.attacks.Add(int64(sent))
+	var idle []*protoClient
+	for range 200 {
+		idle = append(idle, dialSidecar(t, h.sock))
+	}
+	h.attacks.Add(200)
+	polite := dialSidecar(t, h.sock)
+	if p, err := polite.hello(); err != nil {
+		t.Errorf("a well-behaved client next to a deaf one and 200 idle ones: %v", err)
+	} else {
+		unix.Close(p)
+	}
+	polite.conn.Close()
+	deaf.conn.Close()
+	for _, ic := range idle {
+		ic.conn.Close()
+	}
 }
 
 func mustEncode(t *testing.T, typ uint16, body any) []byte {

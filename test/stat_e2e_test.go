@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -63,14 +64,26 @@ type csvLine struct {
 	pct                float64
 }
 
+// valueLines yields the lines of bayesperf stat's output that carry values, without
+// their newline: not blank, not bayesperf's own messages.
+func valueLines(out string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for raw := range strings.Lines(out) {
+			raw = strings.TrimRight(raw, "\n")
+			if raw == "" || strings.HasPrefix(raw, "bayesperf") {
+				continue
+			}
+			if !yield(raw) {
+				return
+			}
+		}
+	}
+}
+
 func parseBayesCSV(t *testing.T, out string, interval bool) []csvLine {
 	t.Helper()
 	var ls []csvLine
-	for raw := range strings.Lines(out) {
-		raw = strings.TrimRight(raw, "\n")
-		if raw == "" || strings.HasPrefix(raw, "bayesperf") {
-			continue
-		}
+	for raw := range valueLines(out) {
 		f := strings.Split(raw, ",")
 		var l csvLine
 		if strings.TrimSpace(f[0]) == "summary" {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -230,20 +229,9 @@ EXIT STATUS
 
 func runMain(args []string) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	statsFile := fs.String("stats", "", "")
+	f := addSidecarFlags(fs)
 	pidFile := fs.String("pidfile", "", "")
-	verbose := fs.Bool("v", false, "")
 	shimPath := fs.String("shim", os.Getenv("BAYESPERF_SHIM"), "")
-	vcounters := fs.Int("virtual-counters", 0, "")
-	fixed := fs.String("fixed-counters", "", "")
-	correctFlag := fs.String("correct", "", "")
-	sched := fs.String("schedule", "bayesperf", "")
-	reportFile := fs.String("report", "", "")
-	inferFrom := fs.String("infer-from", "", "")
-	collector := fs.String("collector", "auto", "")
-	truthFile := fs.String("truth", "", "")
-	listen := fs.String("listen", "", "")
 	if code, stop := parseCmdLine("run", runHelp, fs, args); stop {
 		return code
 	}
@@ -252,27 +240,9 @@ func runMain(args []string) int {
 		fmt.Fprint(os.Stderr, "bayesperf run: no command given; usage: bayesperf run [flags] -- CMD [ARGS...]\n")
 		return 2
 	}
-	correct, err := resolveCorrect(*correctFlag, *vcounters)
+	correct, from, err := f.checkRun()
 	if err != nil {
 		return exitWith("run", err)
-	}
-	if *sched != "kernel" && *sched != "bayesperf" {
-		return exitWith("run", usageErr("--schedule %s: want kernel or bayesperf", *sched))
-	}
-	from, err := resolveInferFrom(*inferFrom, *vcounters)
-	if err != nil {
-		return exitWith("run", err)
-	}
-	switch *collector {
-	case "auto", "read", "bpf":
-	default:
-		return exitWith("run", usageErr("--collector %s: want auto, read or bpf", *collector))
-	}
-	if *truthFile != "" && *vcounters != 0 {
-		return exitWith("run", usageErr("--truth with --virtual-counters: the virtual PMU keeps its own truth (--report, --stats)"))
-	}
-	if *reportFile != "" && *vcounters == 0 && (correct != "auto" || !countsHardware()) {
-		return exitWith("run", usageErr("--report needs the virtual PMU: --virtual-counters N, or --correct auto (the default) on a CPU whose PMU counts"))
 	}
 	// Find the command before starting anything: a typo gets one line and 127.
 	found, err := lookCommand(cmdArgs)
@@ -296,31 +266,12 @@ func runMain(args []string) int {
 	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "sock")
 
-	extra := []string{"--correct", correct, "--infer-from", from}
-	if *listen != "" {
-		extra = append(extra, "--listen", *listen)
+	extra, err := f.sidecarArgs(correct, from)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bayesperf run: %v\n", err)
+		return 2
 	}
-	if *truthFile != "" {
-		abs, err := filepath.Abs(*truthFile)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "bayesperf run: --truth %s: %v\n", *truthFile, err)
-			return 2
-		}
-		extra = append(extra, "--truth", abs)
-	}
-	if *vcounters != 0 {
-		extra = append(extra, "--virtual-counters", strconv.Itoa(*vcounters), "--fixed-counters", *fixed,
-			"--schedule", *sched, "--collector", *collector)
-	}
-	if *reportFile != "" {
-		abs, err := filepath.Abs(*reportFile)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "bayesperf run: --report %s: %v\n", *reportFile, err)
-			return 2
-		}
-		extra = append(extra, "--report", abs)
-	}
-	sc, err := startSidecar(sock, *statsFile, *verbose, extra)
+	sc, err := startSidecar(sock, *f.stats, *f.verbose, extra)
 	if err != nil {
 		// Drop-in first: the tool still runs, and the shim passes through with a warning.
 		fmt.Fprintf(os.Stderr, "bayesperf run: %v; running %s without the sidecar\n", err, cmdArgs[0])
@@ -332,16 +283,55 @@ func runMain(args []string) int {
 
 	cmd := exec.Command(cmdArgs[0], cmdArgs[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = shimEnv(os.Environ(), lib, sock, *verbose)
+	cmd.Env = shimEnv(os.Environ(), lib, sock, *f.verbose)
 	sigs := make(chan os.Signal, 16)
-	forwarded := []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM,
-		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGWINCH, syscall.SIGCONT}
-	signal.Notify(sigs, forwarded...)
+	signal.Notify(sigs, forwardedSignals...)
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "bayesperf run: start %s: %v\n", cmdArgs[0], err)
-		sc.stop(*statsFile)
+		sc.stop(*f.stats)
 		return 127
 	}
+	stopForwarding := forwardSignals(cmd, sigs)
+	werr := cmd.Wait()
+	stopForwarding()
+	sc.stop(*f.stats)
+	return exitStatus(werr, cmdArgs[0], dir)
+}
+
+// checkRun checks run's shared flags and resolves --correct and --infer-from.
+func (f sidecarFlags) checkRun() (correct, from string, err error) {
+	correct, err = resolveCorrect(*f.correct, *f.vcounters)
+	if err != nil {
+		return "", "", err
+	}
+	if *f.schedule != "kernel" && *f.schedule != "bayesperf" {
+		return "", "", usageErr("--schedule %s: want kernel or bayesperf", *f.schedule)
+	}
+	from, err = resolveInferFrom(*f.inferFrom, *f.vcounters)
+	if err != nil {
+		return "", "", err
+	}
+	switch *f.collector {
+	case "auto", "read", "bpf":
+	default:
+		return "", "", usageErr("--collector %s: want auto, read or bpf", *f.collector)
+	}
+	if *f.truth != "" && *f.vcounters != 0 {
+		return "", "", usageErr("--truth with --virtual-counters: the virtual PMU keeps its own truth (--report, --stats)")
+	}
+	if *f.report != "" && *f.vcounters == 0 && (correct != "auto" || !countsHardware()) {
+		return "", "", usageErr("--report needs the virtual PMU: --virtual-counters N, or --correct auto (the default) on a CPU whose PMU counts")
+	}
+	return correct, from, nil
+}
+
+// forwardedSignals are the signals run passes on to its command.
+var forwardedSignals = []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGWINCH, syscall.SIGCONT}
+
+// forwardSignals passes what arrives on sigs on to the started cmd, until stop, which
+// also stops the delivery to sigs.
+func forwardSignals(cmd *exec.Cmd, sigs chan os.Signal) (stop func()) {
 	fromTTY := foregroundTTY()
 	done := make(chan struct{})
 	go func() {
@@ -357,17 +347,22 @@ func runMain(args []string) int {
 			}
 		}
 	}()
-	werr := cmd.Wait()
-	close(done)
-	signal.Stop(sigs)
-	sc.stop(*statsFile)
+	return func() {
+		close(done)
+		signal.Stop(sigs)
+	}
+}
 
+// exitStatus is run's exit status for its command name's Wait error werr: the command's,
+// or, when a signal killed it, death by the same signal (after removing dir, which the
+// deferred removal would not reach).
+func exitStatus(werr error, name, dir string) int {
 	if werr == nil {
 		return 0
 	}
 	var ee *exec.ExitError
 	if !errors.As(werr, &ee) {
-		fmt.Fprintf(os.Stderr, "bayesperf run: wait for %s: %v\n", cmdArgs[0], werr)
+		fmt.Fprintf(os.Stderr, "bayesperf run: wait for %s: %v\n", name, werr)
 		return 1
 	}
 	ws, ok := ee.Sys().(syscall.WaitStatus)

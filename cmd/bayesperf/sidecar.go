@@ -82,20 +82,10 @@ func sidecarMain(args []string) int {
 	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
 	fail := func(err error) int { return exitWith("sidecar", err) }
 	sock := fs.String("socket", "", "")
-	statsFile := fs.String("stats", "", "")
 	period := fs.Duration("period", time.Millisecond, "")
 	stale := fs.Duration("stale", 0, "") // 0: sidecar.CoarseTick() + period
-	verbose := fs.Bool("v", false, "")
-	vcounters := fs.Int("virtual-counters", 0, "")
-	fixed := fs.String("fixed-counters", "", "")
-	correctFlag := fs.String("correct", "", "")
-	sched := fs.String("schedule", "bayesperf", "")
-	reportFile := fs.String("report", "", "")
-	collector := fs.String("collector", bpf.CollectorAuto, "")
+	f := addSidecarFlags(fs)
 	allowUIDs := fs.String("allow-uid", "", "")
-	inferFrom := fs.String("infer-from", "", "")
-	truthFile := fs.String("truth", "", "")
-	listen := fs.String("listen", "", "")
 	if code, stop := parseCmdLine("sidecar", sidecarHelp, fs, args); stop {
 		return code
 	}
@@ -104,16 +94,16 @@ func sidecarMain(args []string) int {
 		return fail(usageErr("unexpected arguments %q; the sidecar runs no command ('bayesperf run' does)", fs.Args()))
 	case *sock == "":
 		return fail(usageErr("--socket PATH is required; 'bayesperf run' starts a sidecar for you"))
-	case *vcounters < 0:
-		return fail(usageErr("--virtual-counters %d: want a positive number of counters", *vcounters))
-	case *truthFile != "" && *vcounters > 0:
+	case *f.vcounters < 0:
+		return fail(usageErr("--virtual-counters %d: want a positive number of counters", *f.vcounters))
+	case *f.truth != "" && *f.vcounters > 0:
 		return fail(usageErr("--truth with --virtual-counters: the virtual PMU keeps its own truth (--report, --stats)"))
-	case *allowUIDs != "" && *vcounters > 0:
+	case *allowUIDs != "" && *f.vcounters > 0:
 		return fail(usageErr("--allow-uid with --virtual-counters: the virtual PMU opens events with the sidecar's rights, so other users could count processes they may not; run one sidecar per user for the virtual PMU"))
 	}
 	var loader *bpf.Loader // with the bpf collector
 	var probe chan error   // bpf.Probe's answer
-	if *vcounters > 0 && *collector != bpf.CollectorRead {
+	if *f.vcounters > 0 && *f.collector != bpf.CollectorRead {
 		// Started first: the BPF programs of the first builds load, and BPF is
 		// probed, while the rest of the sidecar starts (chooseCollector closes the
 		// loader if BPF is not to be used).
@@ -122,92 +112,22 @@ func sidecarMain(args []string) int {
 		probe = make(chan error, 1)
 		go func() { probe <- bpf.Probe() }()
 	}
-	from, err := resolveInferFrom(*inferFrom, *vcounters)
+	correct, from, uids, err := f.checkSidecar(*allowUIDs)
 	if err != nil {
 		return fail(err)
-	}
-	correct, err := resolveCorrect(*correctFlag, *vcounters)
-	if err != nil {
-		return fail(err)
-	}
-	if correct == "auto" && (*allowUIDs != "" || *truthFile != "") {
-		// The virtual PMU opens events with the sidecar's rights: not for other users.
-		// --truth scores the kernel's values (or kstage's): its pinned copies would take
-		// counters the virtual PMU's budget does not know of.
-		correct = "none"
-	}
-	if *allowUIDs != "" && correct == "bayesperf" {
-		// One lock serialises every client's publishing, and a corrected target's
-		// smoothing runs under it (tens of ms for 64 events): another user's tool must
-		// not be able to slow every client down.
-		return fail(usageErr("--allow-uid with --correct bayesperf: other users' tools are served the kernel's values only; run one sidecar per user to correct them"))
-	}
-	uids, err := parseUIDs(*allowUIDs)
-	if err != nil {
-		return fail(usageError{fmt.Errorf("--allow-uid: %w", err)})
 	}
 	staleSet := false
-	fs.Visit(func(f *flag.Flag) { staleSet = staleSet || f.Name == "stale" })
-	var vst *vstage.Stage
+	fs.Visit(func(fl *flag.Flag) { staleSet = staleSet || fl.Name == "stale" })
 	cfg := sidecar.Config{SocketPath: *sock, Period: *period, StaleBound: *stale, AllowUIDs: uids}
-	if *verbose {
+	if *f.verbose {
 		cfg.Logf = func(format string, a ...any) {
 			fmt.Fprintf(os.Stderr, "bayesperf sidecar[%d]: %s\n", os.Getpid(), fmt.Sprintf(format, a...))
 		}
 	}
-	if *vcounters > 0 {
-		fx, err := vstage.FixedEvents(*fixed)
-		if err != nil {
-			return fail(usageError{fmt.Errorf("--fixed-counters: %w", err)})
-		}
-		st, err := correctionStage(*vcounters, fx, vstageCorrect(correct, from), *sched, *statsFile != "" || *reportFile != "", *reportFile != "", cfg.Logf)
-		if err != nil {
-			return fail(err)
-		}
-		defer st.Close()
-		if err := chooseCollector(st, *collector, loader, probe); err != nil {
-			return fail(err)
-		}
-		if st.Snapshots == nil {
-			loader = nil // closed: read(2)
-		}
-		go st.Preload()
-		cfg.Stage = st
-		if (st.Infer || *reportFile != "") && !staleSet {
-			cfg.StaleBound = time.Nanosecond
-		}
-		vst = st
-	}
-	if correct == "auto" && countsHardware() {
-		// The kernel's PMU counts: clients with more hardware events than counters get
-		// the virtual PMU's own schedule of them, the others the kernel's values.
-		// The report's linux values would need a second copy of the events on the kernel's
-		// round robin, taking counters from the schedule: with auto it has none.
-		st, err := correctionStage(0, nil, "bayesperf", "bayesperf", *statsFile != "" || *reportFile != "", *reportFile != "", cfg.Logf)
-		if err != nil {
-			return fail(err)
-		}
-		st.Auto, st.Baseline = true, false
-		defer st.Close()
-		cfg.Stage = st
-		if !staleSet {
-			cfg.StaleBound = time.Nanosecond
-		}
-		vst = st
-	}
-	cfg.Stage = withKernelMux(cfg.Stage, correct, from, cfg.Logf)
-	if *truthFile != "" {
-		f, err := os.Create(*truthFile)
-		if err != nil {
-			return fail(fmt.Errorf("--truth: %w", err))
-		}
-		ts := truth.New(cfg.Stage, f, cfg.Logf)
-		defer func() {
-			if err := ts.Close(); err != nil {
-				fmt.Fprintf(os.Stderr, "bayesperf sidecar: --truth %s: %s\n", *truthFile, oneLine(err.Error()))
-			}
-		}()
-		cfg.Stage = ts
+	stages, err := f.buildStages(&cfg, correct, from, staleSet, loader, probe)
+	defer stages.close()
+	if err != nil {
+		return fail(err)
 	}
 	srv, err := sidecar.New(cfg)
 	if err != nil {
@@ -227,8 +147,8 @@ func sidecarMain(args []string) int {
 			cancel()
 		}()
 	}
-	if *listen != "" {
-		om, err := serveSidecarHealth(*listen, srv)
+	if *f.listen != "" {
+		om, err := serveSidecarHealth(*f.listen, srv)
 		if err != nil {
 			return fail(err)
 		}
@@ -237,13 +157,123 @@ func sidecarMain(args []string) int {
 	fmt.Println("ready")
 	os.Stdout.Close()
 	err = srv.Serve(ctx)
-	if werr := writeStageFiles(*statsFile, *reportFile, srv.Stats(), vst, loader); werr != nil {
+	if werr := writeStageFiles(*f.stats, *f.report, srv.Stats(), stages.vst, stages.loader); werr != nil {
 		fmt.Fprintf(os.Stderr, "bayesperf sidecar: %s\n", oneLine(werr.Error()))
 	}
 	if err != nil {
 		return fail(err)
 	}
 	return 0
+}
+
+// checkSidecar resolves the sidecar's --correct and --infer-from and parses --allow-uid
+// (allowUIDs), refusing a correction other users' tools may not have.
+func (f sidecarFlags) checkSidecar(allowUIDs string) (correct, from string, uids []int, err error) {
+	from, err = resolveInferFrom(*f.inferFrom, *f.vcounters)
+	if err != nil {
+		return "", "", nil, err
+	}
+	correct, err = resolveCorrect(*f.correct, *f.vcounters)
+	if err != nil {
+		return "", "", nil, err
+	}
+	if correct == "auto" && (allowUIDs != "" || *f.truth != "") {
+		// The virtual PMU opens events with the sidecar's rights: not for other users.
+		// --truth scores the kernel's values (or kstage's): its pinned copies would take
+		// counters the virtual PMU's budget does not know of.
+		correct = "none"
+	}
+	if allowUIDs != "" && correct == "bayesperf" {
+		// One lock serialises every client's publishing, and a corrected target's
+		// smoothing runs under it (tens of ms for 64 events): another user's tool must
+		// not be able to slow every client down.
+		return "", "", nil, usageErr("--allow-uid with --correct bayesperf: other users' tools are served the kernel's values only; run one sidecar per user to correct them")
+	}
+	uids, err = parseUIDs(allowUIDs)
+	if err != nil {
+		return "", "", nil, usageError{fmt.Errorf("--allow-uid: %w", err)}
+	}
+	return correct, from, uids, nil
+}
+
+// sidecarStages are the stages buildStages put in a sidecar's Config.
+type sidecarStages struct {
+	vst    *vstage.Stage // the virtual PMU's, if any
+	loader *bpf.Loader   // the bpf collector's, nil when the virtual PMU reads with read(2)
+	closes []func()      // the last built first, as deferred calls run
+}
+
+// onClose adds c to what close does, before the rest.
+func (s *sidecarStages) onClose(c func()) { s.closes = append([]func(){c}, s.closes...) }
+
+// close closes the stages, the outermost first.
+func (s *sidecarStages) close() {
+	for _, c := range s.closes {
+		c()
+	}
+}
+
+// buildStages sets cfg.Stage for the flags: the virtual PMU (--virtual-counters, or
+// --correct auto on a CPU whose PMU counts), the correction from the kernel's values, and
+// --truth's pinned copies around them. The caller closes the stages even on an error.
+func (f sidecarFlags) buildStages(cfg *sidecar.Config, correct, from string, staleSet bool, loader *bpf.Loader, probe chan error) (*sidecarStages, error) {
+	stages := &sidecarStages{loader: loader}
+	if *f.vcounters > 0 {
+		fx, err := vstage.FixedEvents(*f.fixed)
+		if err != nil {
+			return stages, usageError{fmt.Errorf("--fixed-counters: %w", err)}
+		}
+		st, err := correctionStage(*f.vcounters, fx, vstageCorrect(correct, from), *f.schedule, *f.stats != "" || *f.report != "", *f.report != "", cfg.Logf)
+		if err != nil {
+			return stages, err
+		}
+		stages.onClose(func() { st.Close() })
+		if err := chooseCollector(st, *f.collector, loader, probe); err != nil {
+			return stages, err
+		}
+		if st.Snapshots == nil {
+			stages.loader = nil // closed: read(2)
+		}
+		go st.Preload()
+		cfg.Stage = st
+		if (st.Infer || *f.report != "") && !staleSet {
+			cfg.StaleBound = time.Nanosecond
+		}
+		stages.vst = st
+	}
+	if correct == "auto" && countsHardware() {
+		// The kernel's PMU counts: clients with more hardware events than counters get
+		// the virtual PMU's own schedule of them, the others the kernel's values.
+		// The report's linux values would need a second copy of the events on the kernel's
+		// round robin, taking counters from the schedule: with auto it has none.
+		st, err := correctionStage(0, nil, "bayesperf", "bayesperf", *f.stats != "" || *f.report != "", *f.report != "", cfg.Logf)
+		if err != nil {
+			return stages, err
+		}
+		st.Auto, st.Baseline = true, false
+		stages.onClose(func() { st.Close() })
+		cfg.Stage = st
+		if !staleSet {
+			cfg.StaleBound = time.Nanosecond
+		}
+		stages.vst = st
+	}
+	cfg.Stage = withKernelMux(cfg.Stage, correct, from, cfg.Logf)
+	if *f.truth != "" {
+		tf, err := os.Create(*f.truth)
+		if err != nil {
+			return stages, fmt.Errorf("--truth: %w", err)
+		}
+		ts := truth.New(cfg.Stage, tf, cfg.Logf)
+		truthFile := *f.truth
+		stages.onClose(func() {
+			if err := ts.Close(); err != nil {
+				fmt.Fprintf(os.Stderr, "bayesperf sidecar: --truth %s: %s\n", truthFile, oneLine(err.Error()))
+			}
+		})
+		cfg.Stage = ts
+	}
+	return stages, nil
 }
 
 // chooseCollector sets how st's virtual PMUs read their copies for --collector name: bpf

@@ -268,75 +268,15 @@ func runStat(args []string) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 
-	var cmd *exec.Cmd
-	done := make(chan error, 1)
-	switch {
-	case len(argv) == 0:
-		if err := s.openCPUs(); err != nil {
-			return fail(err)
-		}
-		s.serve(-1)
-	default:
-		if cmd, err = lookCommand(argv); err != nil {
-			return fail(err)
-		}
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-		err = perf.StartAttached(cmd, func(pid int) error {
-			if systemWide {
-				return s.openCPUs() // counting starts before the command does
-			}
-			p, err := s.open(pid, perf.AnyCPU)
-			if err != nil {
-				return err
-			}
-			_, err = s.newTrack(perf.AnyCPU, []stepper{p})
-			if err != nil {
-				p.Close()
-			}
-			return err
-		})
-		if err != nil {
-			return fail(err)
-		}
-		if systemWide {
-			s.serve(-1)
-		} else {
-			s.serve(cmd.Process.Pid)
-		}
-		go func() { done <- cmd.Wait() }()
+	cmd, done, err := s.startCounting(argv, systemWide)
+	if err != nil {
+		return fail(err)
 	}
 	s.start = time.Now()
 	s.pr.Start = s.start
-	fromTTY := foregroundTTY()
-	wake := time.NewTimer(s.mux)
-	defer wake.Stop()
-	var werr error
-loop:
-	for {
-		select {
-		case werr = <-done:
-			break loop
-		case sig := <-sigs:
-			if cmd == nil {
-				break loop
-			}
-			if !fromTTY || (sig != syscall.SIGINT && sig != syscall.SIGQUIT) {
-				_ = cmd.Process.Signal(sig)
-			}
-		case now := <-wake.C:
-			err := s.step(false)
-			if err == nil {
-				err = s.tick(now)
-			}
-			if err != nil {
-				if cmd != nil {
-					_ = cmd.Process.Kill()
-					<-done
-				}
-				return fail(err)
-			}
-			wake.Reset(time.Until(s.nextWake(now)))
-		}
+	werr, err := s.count(cmd, done, sigs)
+	if err != nil {
+		return fail(err)
 	}
 	if err := s.step(true); err != nil {
 		return fail(fmt.Errorf("final step: %w", err))
@@ -364,6 +304,85 @@ loop:
 	default:
 		return fail(fmt.Errorf("wait for %s: %w", argv[0], werr))
 	}
+}
+
+// startCounting opens the events and starts the count: on every CPU without a command
+// (argv empty), else on the command, started here, or on every CPU while it runs
+// (systemWide). done receives the command's Wait error.
+func (s *statSession) startCounting(argv []string, systemWide bool) (cmd *exec.Cmd, done chan error, err error) {
+	done = make(chan error, 1)
+	switch {
+	case len(argv) == 0:
+		if err := s.openCPUs(); err != nil {
+			return nil, nil, err
+		}
+		s.serve(-1)
+	default:
+		if cmd, err = lookCommand(argv); err != nil {
+			return nil, nil, err
+		}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		err = perf.StartAttached(cmd, func(pid int) error {
+			if systemWide {
+				return s.openCPUs() // counting starts before the command does
+			}
+			p, err := s.open(pid, perf.AnyCPU)
+			if err != nil {
+				return err
+			}
+			_, err = s.newTrack(perf.AnyCPU, []stepper{p})
+			if err != nil {
+				p.Close()
+			}
+			return err
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		if systemWide {
+			s.serve(-1)
+		} else {
+			s.serve(cmd.Process.Pid)
+		}
+		go func() { done <- cmd.Wait() }()
+	}
+	return cmd, done, nil
+}
+
+// count steps and prints the session until the command ends (its Wait error) or, without
+// a command, a signal ends the count; a signal for the command is passed on to it.
+func (s *statSession) count(cmd *exec.Cmd, done chan error, sigs chan os.Signal) (werr, err error) {
+	fromTTY := foregroundTTY()
+	wake := time.NewTimer(s.mux)
+	defer wake.Stop()
+loop:
+	for {
+		select {
+		case werr = <-done:
+			break loop
+		case sig := <-sigs:
+			if cmd == nil {
+				break loop
+			}
+			if !fromTTY || (sig != syscall.SIGINT && sig != syscall.SIGQUIT) {
+				_ = cmd.Process.Signal(sig)
+			}
+		case now := <-wake.C:
+			err := s.step(false)
+			if err == nil {
+				err = s.tick(now)
+			}
+			if err != nil {
+				if cmd != nil {
+					_ = cmd.Process.Kill()
+					<-done
+				}
+				return nil, err
+			}
+			wake.Reset(time.Until(s.nextWake(now)))
+		}
+	}
+	return werr, nil
 }
 
 // cmdState is cmd's state after it exited, nil without a command.

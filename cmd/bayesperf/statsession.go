@@ -90,67 +90,16 @@ const listenPeriod = time.Second
 // newStatSession checks the flags and builds everything but the PMU. warn receives
 // notes for the user (one line each).
 func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
-	if f.intervalMs != 0 && f.intervalMs < 10 {
-		return nil, usageErr("-I %d: the interval must be at least 10 ms", f.intervalMs)
-	}
-	if f.vcounters < 0 {
-		return nil, usageErr("--virtual-counters %d: need at least 1 counter", f.vcounters)
-	}
-	if f.sched != "kernel" && f.sched != "bayesperf" {
-		return nil, usageErr("--schedule %s: want kernel or bayesperf", f.sched)
-	}
-	if f.mux != 0 && f.mux < time.Millisecond {
-		return nil, usageErr("--mux-interval %v: want at least 1ms (the kernel's minimum), or leave it out for the kernel's", f.mux)
-	}
-	if f.sep != "" && f.asJSON {
-		return nil, usageErr("-x and --json exclude each other")
-	}
-	if len(f.fixed) > 0 && f.vcounters == 0 {
-		return nil, usageErr("--fixed-counters needs --virtual-counters")
-	}
-	if f.state != "" {
-		if f.listen == "" {
-			return nil, usageErr("--state %s needs --listen: it keeps the endpoint's counters across restarts", f.state)
-		}
-		if fi, err := os.Stat(filepath.Dir(f.state)); err != nil || !fi.IsDir() {
-			return nil, usageErr("--state %s: no directory %s; give a file in a directory you can write", f.state, filepath.Dir(f.state))
-		}
+	if err := f.check(); err != nil {
+		return nil, err
 	}
 	cpus, err := f.targetCPUs()
 	if err != nil {
 		return nil, err
 	}
-	list := strings.Join(f.events, ",")
-	if list == "" {
-		list = "task-clock,context-switches,cpu-migrations,page-faults"
-	}
-	evs, err := perf.ParseEvents(list)
+	evs, fixedIdx, err := f.eventList()
 	if err != nil {
-		return nil, eventListErr(err)
-	}
-	var fixedIdx []int
-	for _, name := range splitList(f.fixed) {
-		idx := slices.IndexFunc(evs, func(e perf.EventDesc) bool { return e.Name == name })
-		if idx >= 0 {
-			fixedIdx = append(fixedIdx, idx)
-			continue
-		}
-		more, err := perf.ParseEvents(name)
-		if err != nil {
-			return nil, eventListErr(fmt.Errorf("--fixed-counters: %w", err))
-		}
-		for _, m := range more {
-			m.Group = len(evs) + 1000 // its own group, never with the user's
-			evs = append(evs, m)
-			fixedIdx = append(fixedIdx, len(evs)-1)
-		}
-	}
-	seen := map[string]bool{}
-	for _, e := range evs {
-		if seen[e.Name] {
-			return nil, usageErr("event %s is listed twice: give each event once (a tracepoint glob may already include it)", e.Name)
-		}
-		seen[e.Name] = true
+		return nil, err
 	}
 	s := &statSession{evs: evs, interval: time.Duration(f.intervalMs) * time.Millisecond, summary: f.summary, virtual: f.vcounters > 0, warn: warn,
 		cpus: cpus, cpuList: f.cpuList, perCPU: f.perCPU}
@@ -193,11 +142,91 @@ func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
 		return nil, err
 	}
 
+	if err := s.openOutput(f); err != nil {
+		return nil, err
+	}
+	s.nextIv = s.period
+	return s, nil
+}
+
+// check refuses the flags that do not go together or are out of range.
+func (f *statFlags) check() error {
+	if f.intervalMs != 0 && f.intervalMs < 10 {
+		return usageErr("-I %d: the interval must be at least 10 ms", f.intervalMs)
+	}
+	if f.vcounters < 0 {
+		return usageErr("--virtual-counters %d: need at least 1 counter", f.vcounters)
+	}
+	if f.sched != "kernel" && f.sched != "bayesperf" {
+		return usageErr("--schedule %s: want kernel or bayesperf", f.sched)
+	}
+	if f.mux != 0 && f.mux < time.Millisecond {
+		return usageErr("--mux-interval %v: want at least 1ms (the kernel's minimum), or leave it out for the kernel's", f.mux)
+	}
+	if f.sep != "" && f.asJSON {
+		return usageErr("-x and --json exclude each other")
+	}
+	if len(f.fixed) > 0 && f.vcounters == 0 {
+		return usageErr("--fixed-counters needs --virtual-counters")
+	}
+	if f.state != "" {
+		if f.listen == "" {
+			return usageErr("--state %s needs --listen: it keeps the endpoint's counters across restarts", f.state)
+		}
+		if fi, err := os.Stat(filepath.Dir(f.state)); err != nil || !fi.IsDir() {
+			return usageErr("--state %s: no directory %s; give a file in a directory you can write", f.state, filepath.Dir(f.state))
+		}
+	}
+	return nil
+}
+
+// eventList parses -e (perf stat's default events without it) and --fixed-counters: the
+// events, the user's first, and the indices of the fixed ones among them. An event
+// listed twice is refused.
+func (f *statFlags) eventList() (evs []perf.EventDesc, fixedIdx []int, err error) {
+	list := strings.Join(f.events, ",")
+	if list == "" {
+		list = "task-clock,context-switches,cpu-migrations,page-faults"
+	}
+	evs, err = perf.ParseEvents(list)
+	if err != nil {
+		return nil, nil, eventListErr(err)
+	}
+	for _, name := range splitList(f.fixed) {
+		idx := slices.IndexFunc(evs, func(e perf.EventDesc) bool { return e.Name == name })
+		if idx >= 0 {
+			fixedIdx = append(fixedIdx, idx)
+			continue
+		}
+		more, err := perf.ParseEvents(name)
+		if err != nil {
+			return nil, nil, eventListErr(fmt.Errorf("--fixed-counters: %w", err))
+		}
+		for _, m := range more {
+			m.Group = len(evs) + 1000 // its own group, never with the user's
+			evs = append(evs, m)
+			fixedIdx = append(fixedIdx, len(evs)-1)
+		}
+	}
+	seen := map[string]bool{}
+	for _, e := range evs {
+		if seen[e.Name] {
+			return nil, nil, usageErr("event %s is listed twice: give each event once (a tracepoint glob may already include it)", e.Name)
+		}
+		seen[e.Name] = true
+	}
+	return evs, fixedIdx, nil
+}
+
+// openOutput opens -o's file (stderr without it), sets the printer up for -x or --json,
+// and listens on --listen's address.
+func (s *statSession) openOutput(f *statFlags) error {
+	var err error
 	s.out = os.Stderr
 	if f.output != "" {
 		of, err := os.Create(f.output)
 		if err != nil {
-			return nil, usageErr("-o %s: %v; give a file in a directory you can write", f.output, errors.Unwrap(err))
+			return usageErr("-o %s: %v; give a file in a directory you can write", f.output, errors.Unwrap(err))
 		}
 		s.out, s.closer = of, of
 	}
@@ -219,11 +248,10 @@ func newStatSession(f *statFlags, warn func(string)) (*statSession, error) {
 			if s.closer != nil {
 				s.closer.Close()
 			}
-			return nil, usageErr("--listen %s: %v; give a free HOST:PORT (port 0 picks one)", f.listen, err)
+			return usageErr("--listen %s: %v; give a free HOST:PORT (port 0 picks one)", f.listen, err)
 		}
 	}
-	s.nextIv = s.period
-	return s, nil
+	return nil
 }
 
 // serve starts the --listen endpoint for target pid, if asked for. A port the kernel

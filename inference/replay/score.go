@@ -71,15 +71,21 @@ func (e EventResult) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// Result is the outcome of Score, shaped as `bayesperf eval --json` prints it.
-type Result struct {
+// Report is what every accuracy report says before its events, replayed (Result) or
+// live (internal/eval): the run's size and each estimator's summary over the events.
+type Report struct {
 	Counters       int                        `json:"counters"`
 	Events         int                        `json:"events"`
 	Slices         int                        `json:"slices"`
 	Intervals      int                        `json:"intervals"`
 	Estimators     map[string]metrics.Summary `json:"estimators"`
 	ErrorReduction map[string]float64         `json:"error_reduction"`
-	PerEvent       []EventResult              `json:"per_event"`
+}
+
+// Result is the outcome of Score, shaped as `bayesperf eval --json` prints it.
+type Result struct {
+	Report
+	PerEvent []EventResult `json:"per_event"`
 
 	// Order lists the estimator names in the order they were given.
 	Order []string `json:"-"`
@@ -145,8 +151,8 @@ func Score(tr *Trace, cs []Contender, opt Options) (*Result, error) {
 	}
 	bounds := Intervals(n, window)
 	res := &Result{
-		Counters: opt.Counters, Events: len(tr.Events), Slices: n, Intervals: len(bounds),
-		Estimators: map[string]metrics.Summary{}, ErrorReduction: map[string]float64{},
+		Report: Report{Counters: opt.Counters, Events: len(tr.Events), Slices: n, Intervals: len(bounds),
+			Estimators: map[string]metrics.Summary{}, ErrorReduction: map[string]float64{}},
 		Order: names, EventNames: tr.Events, Bounds: bounds,
 		Estimates: map[string][][]inference.Estimate{},
 	}

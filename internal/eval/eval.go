@@ -92,14 +92,9 @@ func (p PerEvent) MarshalJSON() ([]byte, error) {
 // Result is the report, shaped as issue 5's --json.
 type Result struct {
 	// Collector is the live run's collector ("read" or "bpf"); empty for a replay.
-	Collector      string                     `json:"collector,omitempty"`
-	Counters       int                        `json:"counters"`
-	Events         int                        `json:"events"`
-	Slices         int                        `json:"slices"`
-	Intervals      int                        `json:"intervals"`
-	Estimators     map[string]metrics.Summary `json:"estimators"`
-	ErrorReduction map[string]float64         `json:"error_reduction"`
-	PerEvent       []PerEvent                 `json:"per_event"`
+	Collector string `json:"collector,omitempty"`
+	replay.Report
+	PerEvent []PerEvent `json:"per_event"`
 	// Names lists the estimators present, in report order.
 	Names []string `json:"-"`
 	// Dropped lists relations the model could not use.
@@ -186,7 +181,7 @@ func score(obs Observations, opt Options, ents []entrant, dropped []string) (*Re
 			truth[e][k] = byIv[k][e]
 		}
 	}
-	res := &Result{Counters: opt.Counters, Events: n, Slices: S, Intervals: len(ivs), Dropped: dropped}
+	res := &Result{Report: replay.Report{Counters: opt.Counters, Events: n, Slices: S, Intervals: len(ivs)}, Dropped: dropped}
 	res.PerEvent = make([]PerEvent, n)
 	for e := range res.PerEvent {
 		tot := 0.0

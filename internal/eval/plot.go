@@ -5,11 +5,12 @@ import (
 	"image/color"
 	"sort"
 
-	"github.com/bayesperf/bayesperf/internal/plotfile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/bayesperf/bayesperf/internal/plotfile"
 )
 
 // worstEvents is how many events the plot shows over time.
@@ -116,9 +117,7 @@ func seriesPlot(r *Result, pe PerEvent) (*plot.Plot, error) {
 }
 
 func errorPlot(r *Result) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = "error by estimator (mean and median WAPE over events)"
-	p.Y.Label.Text = "WAPE"
+	p := newPlot("error by estimator (mean and median WAPE over events)", "WAPE")
 	mean := make(plotter.Values, len(r.Names))
 	med := make(plotter.Values, len(r.Names))
 	for i, n := range r.Names {
@@ -147,9 +146,7 @@ func errorPlot(r *Result) (*plot.Plot, error) {
 // and a line at 1 (as bad as Linux on its worst event): the geometric-mean error
 // reduction of the other panel can hide one event made far worse.
 func harmPlot(r *Result) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = "do no harm: worst WAPE / linux WAPE over events"
-	p.Y.Label.Text = "worst ratio"
+	p := newPlot("do no harm: worst WAPE / linux WAPE over events", "worst ratio")
 	ratios := make(plotter.Values, len(r.Names))
 	labels := make([]string, len(r.Names))
 	for i, n := range r.Names {
@@ -175,4 +172,12 @@ func harmPlot(r *Result) (*plot.Plot, error) {
 	p.Add(b, one)
 	p.NominalX(labels...)
 	return p, nil
+}
+
+// newPlot is an empty plot with its title and y axis label.
+func newPlot(title, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = y
+	return p
 }

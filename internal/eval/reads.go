@@ -100,8 +100,8 @@ func ScoreReads(r io.Reader) (*Result, error) {
 	}
 	names := []string{Linux, BayesPerfRR}
 	sum := replay.Summarize(truth, answers, names, Linux, events)
-	res := &Result{Events: len(order), Intervals: nIv, Names: names,
-		Estimators: sum.Estimators, ErrorReduction: sum.ErrorReduction, PerEvent: make([]PerEvent, len(order))}
+	res := &Result{Report: replay.Report{Events: len(order), Intervals: nIv,
+		Estimators: sum.Estimators, ErrorReduction: sum.ErrorReduction}, Names: names, PerEvent: make([]PerEvent, len(order))}
 	for e, s := range order {
 		pe := PerEvent{Event: s.name, Metrics: map[string]Metric{}, Totals: map[string]inference.Estimate{},
 			Series: map[string][]float64{Linux: s.linux, BayesPerfRR: s.served}, Truths: s.truth}

@@ -13,9 +13,10 @@ import (
 	"github.com/bayesperf/bayesperf/internal/statfmt"
 )
 
-func scrape(t *testing.T, x *Exporter) (string, string) {
+// scrape gets h's exposition as Prometheus 2.x asks for it: the content type and the body.
+func scrape(t *testing.T, h interface{ Handler() http.Handler }) (string, string) {
 	t.Helper()
-	srv := httptest.NewServer(x.Handler())
+	srv := httptest.NewServer(h.Handler())
 	defer srv.Close()
 	req, _ := http.NewRequest("GET", srv.URL, nil)
 	// What Prometheus 2.x sends.
@@ -160,18 +161,7 @@ func TestCreatedAnnouncesReset(t *testing.T) {
 // gauge labelled with its name.
 func TestSidecarHealth(t *testing.T) {
 	h := SidecarHealth{Clients: 2, Events: 9, MirrorReads: 1000, RecordsMirrored: 50, RecordsLost: 3, Stage: "vpmu", StageOff: true}
-	x := NewSidecar(func() SidecarHealth { return h })
-	srv := httptest.NewServer(x.Handler())
-	defer srv.Close()
-	req, _ := http.NewRequest("GET", srv.URL, nil)
-	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0")
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	body := string(b)
+	_, body := scrape(t, NewSidecar(func() SidecarHealth { return h }))
 	for _, want := range []string{
 		"bayesperf_sidecar_clients_total 2.0",
 		"bayesperf_sidecar_events_total 9.0",

@@ -348,11 +348,16 @@ func (c *client) unregister(handle uint32) int32 {
 	return 0
 }
 
+// event returns the client's event of handle, nil if it has none.
+func (c *client) event(handle uint32) *event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.events[handle]
+}
+
 // mapRing creates the sampling mirror of a registered event.
 func (c *client) mapRing(m shim.Map) (int32, int) {
-	c.mu.Lock()
-	e := c.events[m.Handle]
-	c.mu.Unlock()
+	e := c.event(m.Handle)
 	if e == nil {
 		return -int32(unix.ENOENT), -1
 	}
@@ -377,9 +382,7 @@ func (c *client) mapRing(m shim.Map) (int32, int) {
 }
 
 func (c *client) unmapRing(handle uint32) int32 {
-	c.mu.Lock()
-	e := c.events[handle]
-	c.mu.Unlock()
+	e := c.event(handle)
 	if e == nil {
 		return -int32(unix.ENOENT)
 	}
@@ -419,9 +422,7 @@ func (c *client) flush(handle uint32, paused bool) int32 {
 }
 
 func (c *client) refresh(handle uint32) int32 {
-	c.mu.Lock()
-	e := c.events[handle]
-	c.mu.Unlock()
+	e := c.event(handle)
 	if e == nil {
 		return -int32(unix.ENOENT)
 	}

@@ -28,13 +28,23 @@ func Open(cfg Config) (*PMU, error) {
 			p.Close()
 		}
 	}()
+	var err error
 	if cfg.Snapshots != nil {
-		if err := p.openSnapshots(); err != nil {
-			return nil, err
-		}
-		ok = true
-		return p, nil
+		err = p.openSnapshots()
+	} else {
+		err = p.openCopies()
 	}
+	if err != nil {
+		return nil, err
+	}
+	ok = true
+	return p, nil
+}
+
+// openCopies opens the copies that read(2) reads: the clock, the always-on copies (the
+// truth, and the copies derivable views are computed from) and every view's own copies.
+func (p *PMU) openCopies() error {
+	cfg := p.cfg
 	c := newCopies(len(cfg.Events), len(cfg.Views), cfg.Truth)
 	p.bc = c
 	flags := uint64(0)
@@ -45,15 +55,6 @@ func Open(cfg Config) (*PMU, error) {
 	if cfg.EnableOnExec {
 		onExec = perfabi.FlagDisabled | perfabi.FlagEnableOnExec
 	}
-	first := make([][]bool, len(cfg.Views)) // first configuration of each view
-	for v, view := range cfg.Views {
-		first[v] = make([]bool, len(cfg.Events))
-		for _, e := range view.Schedule.Counted(0) {
-			if int(e) >= 0 && int(e) < len(cfg.Events) {
-				first[v][e] = true
-			}
-		}
-	}
 	// The clock is a dummy event: only its times are read, so it counts nothing in
 	// kernel mode either way, and excluding the kernel lets a user open it where
 	// perf_event_paranoid allows user-mode measurement only (2), as with :u events.
@@ -62,7 +63,7 @@ func Open(cfg Config) (*PMU, error) {
 		Flags:      flags | onExec | perfabi.FlagExcludeKern | perfabi.FlagExcludeHV}
 	var err error
 	if c.clock, err = perf.Open(ca, cfg.Pid, cfg.CPU, nil); err != nil {
-		return nil, fmt.Errorf("open virtual clock: %w", err)
+		return fmt.Errorf("open virtual clock: %w", err)
 	}
 	c.clock.Name = "vpmu-clock"
 	// The always-on copies, one per distinct event: identical events (perf stat -e
@@ -102,7 +103,7 @@ func Open(cfg Config) (*PMU, error) {
 		if c.derived[i] {
 			k, err := open(d.Attr, d.Name)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			c.copyOf[i] = k
 			if cfg.Truth {
@@ -116,9 +117,30 @@ func Open(cfg Config) (*PMU, error) {
 		for _, a := range parts[i] {
 			k, err := open(a, d.Name)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			c.truthOf[i] = append(c.truthOf[i], k)
+		}
+	}
+	if err := c.openViews(cfg, flags, onExec); err != nil {
+		return err
+	}
+	c.opened()
+	p.init()
+	p.pins = c.pins()
+	return nil
+}
+
+// openViews opens, disabled, the views' own copies of the events that are not derivable;
+// the copies a view counts in its first configuration are enabled at the exec with onExec.
+func (c *copies) openViews(cfg Config, flags, onExec uint64) error {
+	first := make([][]bool, len(cfg.Views)) // first configuration of each view
+	for v, view := range cfg.Views {
+		first[v] = make([]bool, len(cfg.Events))
+		for _, e := range view.Schedule.Counted(0) {
+			if int(e) >= 0 && int(e) < len(cfg.Events) {
+				first[v][e] = true
+			}
 		}
 	}
 	for vi, v := range cfg.Views {
@@ -139,17 +161,13 @@ func Open(cfg Config) (*PMU, error) {
 			a.ReadFormat = perfabi.FormatTotalTimeEnabled | perfabi.FormatTotalTimeRunning
 			e, err := perf.Open(a, cfg.Pid, cfg.CPU, nil)
 			if err != nil {
-				return nil, fmt.Errorf("open %s copy of %s: %w", v.Name, d.Name, err)
+				return fmt.Errorf("open %s copy of %s: %w", v.Name, d.Name, err)
 			}
 			e.Name = d.Name
 			c.views[vi][i] = e
 		}
 	}
-	c.opened()
-	p.init()
-	p.pins = c.pins()
-	ok = true
-	return p, nil
+	return nil
 }
 
 // derivable says whether an event's views can be derived from one always-on copy of it:

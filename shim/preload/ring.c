@@ -151,6 +151,24 @@ static int rings_off(void)
 	return v != NULL && v[0] == '0';
 }
 
+/* give_back_mirror undoes a mirror_mmap that cannot complete: it unmaps what was mapped
+ * (p, the tool's view; mw, the writable view when p is read-only; kr, the kernel's ring;
+ * MAP_FAILED where nothing was) and tells the sidecar to drop the mirror. Returns
+ * MAP_FAILED, so that the tool is given the kernel's ring. */
+static void *give_back_mirror(struct bp_event *ev, size_t len, void *p, void *mw, void *kr)
+{
+	if (p != MAP_FAILED)
+		real_munmap()(p, len);
+	if (kr != MAP_FAILED)
+		real_munmap()(kr, len);
+	if (mw != MAP_FAILED && mw != p)
+		real_munmap()(mw, len);
+	pthread_mutex_lock(&conn_lock);
+	handle_call_locked(BP_MSG_UNMAP, ev->handle, 0);
+	pthread_mutex_unlock(&conn_lock);
+	return MAP_FAILED;
+}
+
 /* mirror_mmap maps the sidecar's mirror of ev's ring in place of the kernel's. Returns
  * MAP_FAILED when the kernel's ring must be mapped instead (the caller does that). */
 static void *mirror_mmap(struct bp_event *ev, void *addr, size_t len, int prot, int flags, int fd)
@@ -186,16 +204,8 @@ static void *mirror_mmap(struct bp_event *ev, void *addr, size_t len, int prot, 
 	if (p != MAP_FAILED && mw != MAP_FAILED)
 		kr = real_mmap()(NULL, len, prot & (PROT_READ | PROT_WRITE), MAP_SHARED, fd, 0);
 	real_close()(mfd);
-	if (kr == MAP_FAILED) {
-		if (mw != MAP_FAILED && mw != p)
-			real_munmap()(mw, len);
-		if (p != MAP_FAILED)
-			real_munmap()(p, len);
-		pthread_mutex_lock(&conn_lock);
-		handle_call_locked(BP_MSG_UNMAP, ev->handle, 0);
-		pthread_mutex_unlock(&conn_lock);
-		return MAP_FAILED;
-	}
+	if (kr == MAP_FAILED)
+		return give_back_mirror(ev, len, p, mw, kr);
 	pthread_mutex_lock(&tab_lock);
 	int slot = -1;
 	for (int i = 0; i < BP_MAX_RINGS && slot < 0; i++)
@@ -208,16 +218,8 @@ static void *mirror_mmap(struct bp_event *ev, void *addr, size_t len, int prot, 
 		__atomic_add_fetch(&nrings, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&tab_lock);
-	if (slot < 0) { /* table full: give this one back and use the kernel's */
-		real_munmap()(p, len);
-		real_munmap()(kr, len);
-		if (mw != p)
-			real_munmap()(mw, len);
-		pthread_mutex_lock(&conn_lock);
-		handle_call_locked(BP_MSG_UNMAP, ev->handle, 0);
-		pthread_mutex_unlock(&conn_lock);
-		return MAP_FAILED;
-	}
+	if (slot < 0) /* table full: give this one back and use the kernel's */
+		return give_back_mirror(ev, len, p, mw, kr);
 	DEBUG("ring of handle %u (%zu bytes) mirrored at %p\n", ev->handle, len, p);
 	return p;
 }

@@ -1,6 +1,6 @@
 /* hardening_foreign: another user's raw protocol client of a root sidecar started with
- * --allow-uid (test/hardening_rootsidecar_test.go). It speaks the socket protocol itself
- * (no shim) and tries what the shim never does:
+ * --allow-uid (TestHardeningRootSidecarOtherUser, test/hardening_privilege_test.go). It
+ * speaks the socket protocol itself (no shim) and tries what the shim never does:
  *
  *   hardening_foreign SOCKET_PATH NOFILE
  *

@@ -269,35 +269,7 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 	}
 	if read {
 		if len(k.readSet) == 0 || k.readSet[idx] {
-			// The end of the target is looked for at the start of a round only, so
-			// that every read of a round refers to the same boundary: a tool reads
-			// once more after its command exits (perf stat does), and that round
-			// gets the final totals.
-			if !k.finished && perf.TaskFinished(k.target) {
-				s.finish(c)
-			}
-			if !k.finished {
-				if k.infer {
-					if err := c.runner.SplitNow(); err != nil {
-						s.logf("vstage: client %d: step at read: %v", k.client, err)
-					}
-				}
-				if err := k.feed(c.runner.Drain()); err != nil {
-					s.logf("vstage: client %d: %v", k.client, err)
-				}
-			}
-			k.snapshot()
-			if k.intervals {
-				r := round{slice: k.fd.Slices, lx: k.lx.at(), reads: make([]readPoint, len(k.names))}
-				if k.lxKernel != nil {
-					r.lxK = k.lxKernel.at()
-				}
-				k.rounds = append(k.rounds, r)
-				if k.md != nil {
-					// The report asks for the span from this round to the next.
-					k.md.Mark(k.fd.Slices)
-				}
-			}
+			s.startRound(c)
 			clear(k.readSet)
 		}
 		k.readSet[idx] = true
@@ -353,6 +325,41 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 		}
 	}
 	return corrected
+}
+
+// startRound begins a round of reads of a corrected client: a read of an event the
+// current round has read already begins the next.
+func (s *Stage) startRound(c *client) {
+	k := c.corr
+	// The end of the target is looked for at the start of a round only, so
+	// that every read of a round refers to the same boundary: a tool reads
+	// once more after its command exits (perf stat does), and that round
+	// gets the final totals.
+	if !k.finished && perf.TaskFinished(k.target) {
+		s.finish(c)
+	}
+	if !k.finished {
+		if k.infer {
+			if err := c.runner.SplitNow(); err != nil {
+				s.logf("vstage: client %d: step at read: %v", k.client, err)
+			}
+		}
+		if err := k.feed(c.runner.Drain()); err != nil {
+			s.logf("vstage: client %d: %v", k.client, err)
+		}
+	}
+	k.snapshot()
+	if k.intervals {
+		r := round{slice: k.fd.Slices, lx: k.lx.at(), reads: make([]readPoint, len(k.names))}
+		if k.lxKernel != nil {
+			r.lxK = k.lxKernel.at()
+		}
+		k.rounds = append(k.rounds, r)
+		if k.md != nil {
+			// The report asks for the span from this round to the next.
+			k.md.Mark(k.fd.Slices)
+		}
+	}
 }
 
 // history is the model's Options.History for a client of n events: the slices whose
