@@ -14,6 +14,7 @@ import (
 // repeatReport is the part of --report these tests read.
 type repeatReport struct {
 	Clients []struct {
+		Client int           `json:"client"`
 		Pid    int           `json:"pid"`
 		Slices int           `json:"slices"`
 		Totals []reportEvent `json:"totals"`
@@ -35,8 +36,10 @@ func readRepeat(t *testing.T, sf, rf string) (map[string]uint64, repeatReport) {
 // 10% (the workload's faults vary by about 1% from run to run). Before, the sidecar
 // built each repetition's PMU on the first repetition's child, which was gone: the
 // report and the truth covered the first run only (truth 620 page faults for 3 runs of
-// about 630), and the other runs were not multiplexed at all. Root (tracepoint-free, but
-// the virtual PMU opens copies on the child). About 5 s.
+// about 630), and the other runs were not multiplexed at all. Each child has one entry
+// and one line of -v saying it is gone: perf registers its events one by one, each a
+// rebuild, and before, each rebuild logged "gone ... final totals". Root (tracepoint-free,
+// but the virtual PMU opens copies on the child). About 5 s.
 func TestDropinRepeatTruth(t *testing.T) {
 	needRoot(t, "the virtual PMU opens copies of the events on perf's children")
 	tmp := t.TempDir()
@@ -49,7 +52,7 @@ func TestDropinRepeatTruth(t *testing.T) {
 		t.Fatalf("native perf stat -r 3: status %d\n%s", native.status, native.stderr)
 	}
 	avg := byEvent(parseStatCSV(t, native.stderr, false))["page-faults"].num(t)
-	r := run(t, patientShim, append([]string{bp, "run", "--virtual-counters", "2", "--stats", sf, "--report", rf, "--"}, perfArgs...)...)
+	r := run(t, patientShim, append([]string{bp, "run", "-v", "--virtual-counters", "2", "--stats", sf, "--report", rf, "--"}, perfArgs...)...)
 	if r.status != 0 {
 		t.Fatalf("bayesperf run: status %d\n%s", r.status, r.stderr)
 	}
@@ -60,8 +63,17 @@ func TestDropinRepeatTruth(t *testing.T) {
 			pids[c.Pid] = true
 		}
 	}
-	if len(pids) != 3 {
-		t.Errorf("report: %d targets with slices and all 3 events, want 3 (one per repetition): %+v", len(pids), rep.Clients)
+	if len(pids) != 3 || len(rep.Clients) != 3 {
+		t.Errorf("report: %d entries, %d targets with slices and all 3 events; want 3 of each (one per repetition): %+v", len(rep.Clients), len(pids), rep.Clients)
+	}
+	gone := goneTargets(r.stderr)
+	for _, c := range rep.Clients {
+		if n := gone[[2]int{c.Client, c.Pid}]; n != 1 {
+			t.Errorf("client %d target %d: %d lines of the log say it is gone, want 1", c.Client, c.Pid, n)
+		}
+	}
+	if len(gone) != len(rep.Clients) {
+		t.Errorf("the log says %d targets are gone, the report has %d: %v", len(gone), len(rep.Clients), gone)
 	}
 	got := float64(truth["page-faults"])
 	t.Logf("truth page-faults %v over 3 runs; native perf stat -r 3 average %v", got, avg)
@@ -124,8 +136,12 @@ func TestDropinPerThreadTruth(t *testing.T) {
 		}
 	}
 	_, rep := readRepeat(t, sf, rf)
-	truth := map[int]float64{} // per thread: task-clock truth in ms, over its reports
+	truth := map[int]float64{} // per thread: task-clock truth in ms, over its report
+	entries := map[[2]int]int{}
 	for _, c := range rep.Clients {
+		if entries[[2]int{c.Client, c.Pid}]++; entries[[2]int{c.Client, c.Pid}] == 2 {
+			t.Errorf("report: client %d thread %d has more than one entry", c.Client, c.Pid)
+		}
 		for _, e := range c.Totals {
 			if e.Event == "task-clock" && e.Truth != nil {
 				truth[c.Pid] += float64(*e.Truth) / 1e6

@@ -165,6 +165,13 @@ func TestDropinSelfMonitoring(t *testing.T) {
 // outside.
 func stressNG(t *testing.T, prefix ...string) map[string]float64 {
 	t.Helper()
+	out, _ := stressNGRun(t, prefix...)
+	return out
+}
+
+// stressNGRun is stressNG that also returns the run, for what bayesperf logged.
+func stressNGRun(t *testing.T, prefix ...string) (map[string]float64, result) {
+	t.Helper()
 	argv := append(prefix, "stress-ng", "--cpu", "1", "--cpu-ops", "2000", "--perf", "-t", "10")
 	if _, err := os.Stat("/sys/kernel/debug/tracing/events"); err != nil {
 		argv = append([]string{"unshare", "-m", "sh", "-c", `mount -t debugfs none /sys/kernel/debug && exec "$@"`, "sh"}, argv...)
@@ -188,7 +195,7 @@ func stressNG(t *testing.T, prefix ...string) map[string]float64 {
 	if len(out) < 10 {
 		t.Fatalf("stress-ng --perf printed %d counts:\n%s%s", len(out), r.stdout, r.stderr)
 	}
-	return out
+	return out, r
 }
 
 // stressExact are the counts of stress-ng --perf that count the stressor's own work,
@@ -237,7 +244,13 @@ func TestDropinStressNGPerf(t *testing.T) {
 		{"vc2", []string{"--virtual-counters", "2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := stressNG(t, append(append([]string{bp, "run"}, tc.flags...), "--")...)
+			prefix := append([]string{bp, "run"}, tc.flags...)
+			var sf, rf string
+			if tc.name == "vc2" {
+				sf, rf = filepath.Join(t.TempDir(), "stats.json"), filepath.Join(t.TempDir(), "report.json")
+				prefix = append(prefix, "-v", "--stats", sf, "--report", rf)
+			}
+			got, r := stressNGRun(t, append(prefix, "--")...)
 			var names []string
 			for name := range want {
 				names = append(names, name)
@@ -259,6 +272,68 @@ func TestDropinStressNGPerf(t *testing.T) {
 					t.Errorf("%s: %.0f through bayesperf, 0 in every native window", name, got[name])
 				}
 			}
+			checkStressReport(t, r.stderr, sf, rf, want["Page Faults Total"])
 		})
+	}
+}
+
+// goneLine is what -v logs when a target of a client's virtual PMU ends.
+var goneLine = regexp.MustCompile(`vstage: client (\d+): target pid (\d+) gone after \d+ slices`)
+
+// goneTargets counts the lines of -v's log (stderr) that say a target ended, by client
+// and target.
+func goneTargets(stderr string) map[[2]int]int {
+	out := map[[2]int]int{}
+	for _, f := range goneLine.FindAllStringSubmatch(stderr, -1) {
+		c, _ := strconv.Atoi(f[1])
+		p, _ := strconv.Atoi(f[2])
+		out[[2]int{c, p}]++
+	}
+	return out
+}
+
+// checkStressReport checks what bayesperf run -v --stats --report said of stress-ng
+// --perf (issue 15): stress-ng registers its 59 events one by one on itself, each a
+// rebuild of its virtual PMU whose copies count at once (the events are not enabled on
+// exec), and before, every rebuild logged "target gone ... final totals" (58 lines) and
+// left a report entry of its own (59 entries of 1 to 59 events). Now the one client and
+// target has one entry over all its events and every PMU's slices, one such line, and
+// a truth of page faults over the whole life of its PMUs, so at least the faults of
+// stress-ng's window (pf, natively) and the --stats truth.
+func checkStressReport(t *testing.T, stderr, sf, rf string, pf noise) {
+	t.Helper()
+	var rep repeatReport
+	readJSON(t, rf, &rep)
+	st := readStats(t, sf)
+	gone := goneTargets(stderr)
+	seen := map[[2]int]bool{}
+	for _, c := range rep.Clients {
+		k := [2]int{c.Client, c.Pid}
+		if seen[k] {
+			t.Errorf("report: client %d target %d has more than one entry", c.Client, c.Pid)
+		}
+		seen[k] = true
+		if gone[k] != 1 {
+			t.Errorf("client %d target %d: %d lines say it is gone, want 1", c.Client, c.Pid, gone[k])
+		}
+	}
+	if len(rep.Clients) != 1 || len(gone) != 1 {
+		t.Fatalf("report has %d entries and the log %d targets gone, want 1 each (stress-ng's stressor): %v", len(rep.Clients), len(gone), gone)
+	}
+	c := rep.Clients[0]
+	if uint64(len(c.Totals)) != st.Events || c.Slices == 0 {
+		t.Errorf("report: %d events over %d slices, want the %d registered over some", len(c.Totals), c.Slices, st.Events)
+	}
+	for _, e := range c.Totals {
+		if e.Event != "page-faults" {
+			continue
+		}
+		if e.Truth == nil || e.Lo == nil || e.Hi == nil {
+			t.Fatalf("report: page-faults %+v without truth or interval", e)
+		}
+		t.Logf("report: page-faults %.0f [%.0f, %.0f], truth %d over %d slices; stats truth %d", e.Value, *e.Lo, *e.Hi, *e.Truth, c.Slices, st.Truth["page-faults"])
+		if float64(*e.Truth) < pf.lo || *e.Truth != st.Truth["page-faults"] {
+			t.Errorf("report's truth of page-faults %v: want at least the window's %.0f natively, and the stats' %d", e.Truth, pf.lo, st.Truth["page-faults"])
+		}
 	}
 }

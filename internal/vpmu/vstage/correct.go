@@ -30,6 +30,7 @@ type correction struct {
 	client   int
 	target   int
 	names    []string
+	handles  []uint32 // the client's handle of each event, in the order of names
 	infer    bool
 	sched    string
 	coll     string       // the collector of the client's virtual PMU
@@ -207,9 +208,11 @@ func (k *correction) snapshot() {
 	}
 }
 
-// finish ends the client's PMU once its target is gone: the last slice, the smoother's
-// final pass, the final totals.
-func (s *Stage) finish(c *client) {
+// finish ends the client's PMU: the last slice, the smoother's final pass, the final
+// totals. gone says its target has ended (or the tool is done with it), which is logged
+// once per client and target; a PMU finished because it is being rebuilt (the tool
+// registered one more event) is not an end.
+func (s *Stage) finish(c *client, gone bool) {
 	k := c.corr
 	if k.finished {
 		return
@@ -225,7 +228,13 @@ func (s *Stage) finish(c *client) {
 	if k.md != nil {
 		k.md.Finish()
 	}
-	s.logf("vstage: client %d: target pid %d gone after %d slices: final totals", k.client, k.target, k.fd.Slices)
+	if gone {
+		slices := k.fd.Slices
+		if c.past != nil {
+			slices += c.past.report.Slices
+		}
+		s.logf("vstage: client %d: target pid %d gone after %d slices: final totals", k.client, k.target, slices)
+	}
 	k.snapshot()
 	// Keep what the client would read from now on and close the copies at once: while
 	// the tool still has its own events open (it reads them after its command exits)
@@ -274,7 +283,7 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 			// once more after its command exits (perf stat does), and that round
 			// gets the final totals.
 			if !k.finished && perf.TaskFinished(k.target) {
-				s.finish(c)
+				s.finish(c, true)
 			}
 			if !k.finished {
 				if k.infer {

@@ -21,7 +21,9 @@
 // perf stat --per-thread -p one per thread, perf stat -r one per repetition's child.
 // Once the tool has closed every event of a target (Unregistered), or is gone (Forget),
 // that PMU is finished and closed and its report kept, so reports and truth cover every
-// target and repetition. Copies
+// target and repetition; Logf says so once per target ("target pid N gone"). A
+// client's target has one entry in the report, the sum of the PMUs its registrations
+// rebuilt (report.go: pastReport), since each PMU counts from its build. Copies
 // start at the target's next exec when the client's events have enable_on_exec and the
 // target has not exec'd yet (it still runs the client's binary, as perf stat's forked
 // child does until its exec); otherwise at once. An event registered after the target has

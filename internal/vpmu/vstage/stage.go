@@ -3,6 +3,7 @@ package vstage
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -71,7 +72,7 @@ type Stage struct {
 	clients map[clientKey]*client
 	names   perf.Namer
 	closing sync.WaitGroup // PMUs being closed in the background
-	retired []ClientReport // reports of clients whose PMU was rebuilt
+	retired []ClientReport // reports of clients and targets that are finished
 	used    map[string]int // virtual PMUs built, by collector
 }
 
@@ -94,6 +95,7 @@ type client struct {
 	corr   *correction  // per-PMU correction and report state
 	final  []perf.Count // once finished: the virtual values at the end (the PMU is closed)
 	logged string       // the last collector line logged for the client
+	past   *pastReport  // the report of the PMUs rebuilt before the current one
 	never  int          // events never counted (unfit groups) when last logged
 	budget [2]int       // with Auto: the hardware events and counters when last logged
 	// windows follows the tool's own enable, disable and reset of each event (window.go),
@@ -266,6 +268,7 @@ func (s *Stage) Forget(id int) {
 // c.mu is held.
 func (s *Stage) drop(c *client) {
 	if c.runner == nil {
+		s.keep(c) // the PMUs before a rebuild that failed
 		return
 	}
 	s.retire(c, false)
@@ -403,6 +406,7 @@ func (s *Stage) rebuild(id int, c *client) {
 			corr.never[e] = true
 		}
 		corr.sched = views[0].Name
+		corr.handles = slices.Clone(c.order)
 		if len(views) > 1 {
 			l := newLinuxSums(len(descs))
 			corr.lxKernel = &l
@@ -685,6 +689,7 @@ func (s *Stage) Close() error {
 				c.pmu.Close()
 			}
 		}
+		s.keep(c)
 		c.mu.Unlock()
 	}
 	s.closing.Wait()
