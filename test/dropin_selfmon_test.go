@@ -277,19 +277,26 @@ func TestDropinStressNGPerf(t *testing.T) {
 	}
 }
 
-// goneLine is what -v logs when a target of a client's virtual PMU ends.
-var goneLine = regexp.MustCompile(`vstage: client (\d+): target pid (\d+) gone after \d+ slices`)
+// goneLine is what -v logs when a target of a client's virtual PMU ends: a task
+// ("pid N") or a CPU ("CPU N").
+var goneLine = regexp.MustCompile(`vstage: client (\d+): target ((?:pid|CPU) \d+) gone after \d+ slices`)
 
-// goneTargets counts the lines of -v's log (stderr) that say a target ended, by client
-// and target.
-func goneTargets(stderr string) map[[2]int]int {
-	out := map[[2]int]int{}
+// goneTargets counts the lines of -v's log (stderr) that say a target ended, by
+// targetKey.
+func goneTargets(stderr string) map[string]int {
+	out := map[string]int{}
 	for _, f := range goneLine.FindAllStringSubmatch(stderr, -1) {
-		c, _ := strconv.Atoi(f[1])
-		p, _ := strconv.Atoi(f[2])
-		out[[2]int{c, p}]++
+		out[f[1]+" "+f[2]]++
 	}
 	return out
+}
+
+// targetKey names a report entry's client and target as goneTargets does.
+func targetKey(client, pid, cpu int) string {
+	if pid == -1 {
+		return fmt.Sprintf("%d CPU %d", client, cpu)
+	}
+	return fmt.Sprintf("%d pid %d", client, pid)
 }
 
 // checkStressReport checks what bayesperf run -v --stats --report said of stress-ng
@@ -306,9 +313,9 @@ func checkStressReport(t *testing.T, stderr, sf, rf string, pf noise) {
 	readJSON(t, rf, &rep)
 	st := readStats(t, sf)
 	gone := goneTargets(stderr)
-	seen := map[[2]int]bool{}
+	seen := map[string]bool{}
 	for _, c := range rep.Clients {
-		k := [2]int{c.Client, c.Pid}
+		k := targetKey(c.Client, c.Pid, c.CPU)
 		if seen[k] {
 			t.Errorf("report: client %d target %d has more than one entry", c.Client, c.Pid)
 		}

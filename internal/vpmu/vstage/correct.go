@@ -28,7 +28,8 @@ import (
 // each read. A round begins at a read of an event already read in the current round.
 type correction struct {
 	client   int
-	target   int
+	target   int // the task, or -1 for every task on cpu
+	cpu      int // -1 for a task target
 	names    []string
 	handles  []uint32 // the client's handle of each event, in the order of names
 	infer    bool
@@ -124,7 +125,7 @@ func linuxBetween(a, b []float64, e int) inference.Estimate {
 	return inference.Estimate{Value: c * en / r, Status: st}
 }
 
-func (s *Stage) newCorrection(descs []perf.EventDesc, names []string, rels []relation.Relation, target int) (*correction, error) {
+func (s *Stage) newCorrection(descs []perf.EventDesc, names []string, rels []relation.Relation, target, cpu int) (*correction, error) {
 	if !s.Infer && !s.Truth {
 		return nil, nil
 	}
@@ -132,7 +133,7 @@ func (s *Stage) newCorrection(descs []perf.EventDesc, names []string, rels []rel
 	if iv <= 0 {
 		iv = vpmu.MuxInterval()
 	}
-	k := &correction{target: target, names: names, infer: s.Infer, sched: s.Schedule,
+	k := &correction{target: target, cpu: cpu, names: names, infer: s.Infer, sched: s.Schedule,
 		lx: newLinuxSums(len(descs)), fd: pipeline.Feed{Unit: float64(iv.Nanoseconds())}, intervals: s.Intervals,
 		truthAt: make([]uint64, len(descs)), pub: make(pipeline.Floor, len(descs)), readSet: map[int]bool{}}
 	if k.sched == "" {
@@ -143,7 +144,11 @@ func (s *Stage) newCorrection(descs []perf.EventDesc, names []string, rels []rel
 		for i, d := range descs {
 			attrs[i] = d.Attr
 		}
-		// The virtual PMU's targets are tasks: task-clock is a clock.
+		// A task target's task-clock is a clock; a CPU's events have none
+		// (pipeline.IsClock).
+		if target == -1 {
+			attrs = nil
+		}
 		md, err := pipeline.NewModel(pipeline.ModelConfig{Names: names, Relations: rels, Attrs: attrs,
 			Options: model.Options{History: history(len(descs)), Marked: true}})
 		if err != nil {
@@ -233,7 +238,7 @@ func (s *Stage) finish(c *client, gone bool) {
 		if c.past != nil {
 			slices += c.past.report.Slices
 		}
-		s.logf("vstage: client %d: target pid %d gone after %d slices: final totals", k.client, k.target, slices)
+		s.logf("vstage: client %d: target %s gone after %d slices: final totals", k.client, targetName(k.target, k.cpu), slices)
 	}
 	k.snapshot()
 	// Keep what the client would read from now on and close the copies at once: while
@@ -282,7 +287,7 @@ func (s *Stage) correctInfer(c *client, e sidecar.Event, v *shim.Values, read bo
 			// that every read of a round refers to the same boundary: a tool reads
 			// once more after its command exits (perf stat does), and that round
 			// gets the final totals.
-			if !k.finished && perf.TaskFinished(k.target) {
+			if !k.finished && k.target != -1 && perf.TaskFinished(k.target) {
 				s.finish(c, true)
 			}
 			if !k.finished {

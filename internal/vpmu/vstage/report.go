@@ -16,10 +16,11 @@ type Report struct {
 	Clients []ClientReport `json:"clients"`
 }
 
-// ClientReport is one client's virtual PMU (one target).
+// ClientReport is one client's virtual PMUs on one target: a task, or a CPU.
 type ClientReport struct {
 	Client   int    `json:"client"`
-	Pid      int    `json:"pid"`      // the target task
+	Pid      int    `json:"pid"`      // the target task; -1 for every task on CPU
+	CPU      int    `json:"cpu"`      // the target CPU; -1 for a task on any
 	Correct  string `json:"correct"`  // bayesperf or none: what the tool was given
 	Schedule string `json:"schedule"` // kernel or bayesperf
 	// Collector is how the virtual PMU read its copies: bpf (in-kernel snapshots at
@@ -112,7 +113,8 @@ func (s *Stage) Report() Report {
 	}
 	s.mu.Unlock()
 	sort.Slice(keys, func(i, j int) bool {
-		return keys[i].id < keys[j].id || keys[i].id == keys[j].id && keys[i].pid < keys[j].pid
+		a, b := keys[i], keys[j]
+		return a.id < b.id || a.id == b.id && (a.pid < b.pid || a.pid == b.pid && a.cpu < b.cpu)
 	})
 	var reports []ClientReport
 	for _, k := range keys {
@@ -257,7 +259,7 @@ func (s *Stage) TruthTotals() map[string]uint64 {
 
 // clientReport builds the report of a finished correction.
 func (s *Stage) clientReport(k *correction) ClientReport {
-	cr := ClientReport{Client: k.client, Pid: k.target, Correct: "none", Schedule: k.sched, Collector: k.coll, Slices: k.fd.Slices}
+	cr := ClientReport{Client: k.client, Pid: k.target, CPU: k.cpu, Correct: "none", Schedule: k.sched, Collector: k.coll, Slices: k.fd.Slices}
 	if k.infer {
 		cr.Correct = "bayesperf"
 	}
