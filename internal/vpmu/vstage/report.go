@@ -7,6 +7,8 @@ import (
 
 	"github.com/bayesperf/bayesperf/inference"
 	"github.com/bayesperf/bayesperf/internal/pipeline"
+	"github.com/bayesperf/bayesperf/internal/sidecar"
+	"github.com/bayesperf/bayesperf/shim"
 )
 
 // Report is what `bayesperf run --report` writes: per client, per event, the corrected
@@ -61,7 +63,9 @@ type EventReport struct {
 	// of the deltas of its reads): what perf stat -I prints. Absent in totals.
 	Tool *float64 `json:"tool,omitempty"`
 	// Truth is the hidden always-on copy's count over the span (with --stats or
-	// --report), taken at the instants the tool's values refer to.
+	// --report), taken at the instants the tool's values refer to; in an interval,
+	// for an event the tool counts in windows of its own (ENABLE..DISABLE, window.go),
+	// what its own kernel event counted in them: its native count.
 	Truth  *uint64 `json:"truth,omitempty"`
 	Status string  `json:"status"`
 }
@@ -323,6 +327,31 @@ func (s *Stage) clientReport(k *correction) ClientReport {
 		from, lxFrom, lxKFrom = r.slice, r.lx, r.lxK
 	}
 	return cr
+}
+
+// served records in the current round what the tool was given for e once its windows
+// were followed (window.go), and, as the truth, what its own kernel event counted in
+// them (counts, per member: the kernel never multiplexes the events whose windows are
+// followed, so the count is exact): the report's "tool" and "truth" of a
+// self-monitoring tool are then the value it printed and its native count, beside the
+// model's estimate of the round's span. c.mu is held.
+func (k *correction) served(c *client, e sidecar.Event, v shim.Values, counts []uint64) {
+	if len(k.rounds) == 0 {
+		return
+	}
+	r := k.rounds[len(k.rounds)-1]
+	hs := append([]uint32{e.Handle}, c.members(e.Handle)...)
+	for m, h := range hs {
+		j, ok := c.index[h]
+		if !ok || m >= len(v.Members) || m >= len(counts) || j >= len(r.reads) || !r.reads[j].has {
+			continue
+		}
+		p := &r.reads[j]
+		p.value, p.enabled, p.running = v.Members[m].Value, v.Enabled, v.Running
+		if p.hasTruth {
+			p.truth = counts[m]
+		}
+	}
 }
 
 // span reports every event over slices [from, to): bayesperf's estimate, the kernel's

@@ -216,7 +216,9 @@ func (s *Stage) correctClient(k clientKey, c *client, idx []int, read bool, even
 		} else {
 			corrected = s.correctInfer(c, events[i], &values[i], read)
 		}
-		s.followWindows(c, events[i], counts, kern, corrected, &values[i])
+		if s.followWindows(c, events[i], counts, kern, corrected, &values[i]) && c.corr != nil && read {
+			c.corr.served(c, events[i], values[i], counts)
+		}
 	}
 }
 
