@@ -14,7 +14,9 @@ import (
 // repeatReport is the part of --report these tests read.
 type repeatReport struct {
 	Clients []struct {
+		Client int           `json:"client"`
 		Pid    int           `json:"pid"`
+		CPU    int           `json:"cpu"`
 		Slices int           `json:"slices"`
 		Totals []reportEvent `json:"totals"`
 	} `json:"clients"`
@@ -35,8 +37,10 @@ func readRepeat(t *testing.T, sf, rf string) (map[string]uint64, repeatReport) {
 // 10% (the workload's faults vary by about 1% from run to run). Before, the sidecar
 // built each repetition's PMU on the first repetition's child, which was gone: the
 // report and the truth covered the first run only (truth 620 page faults for 3 runs of
-// about 630), and the other runs were not multiplexed at all. Root (tracepoint-free, but
-// the virtual PMU opens copies on the child). About 5 s.
+// about 630), and the other runs were not multiplexed at all. Each child has one entry
+// and one line of -v saying it is gone: perf registers its events one by one, each a
+// rebuild, and before, each rebuild logged "gone ... final totals". Root (tracepoint-free,
+// but the virtual PMU opens copies on the child). About 5 s.
 func TestDropinRepeatTruth(t *testing.T) {
 	needRoot(t, "the virtual PMU opens copies of the events on perf's children")
 	tmp := t.TempDir()
@@ -49,7 +53,7 @@ func TestDropinRepeatTruth(t *testing.T) {
 		t.Fatalf("native perf stat -r 3: status %d\n%s", native.status, native.stderr)
 	}
 	avg := byEvent(parseStatCSV(t, native.stderr, false))["page-faults"].num(t)
-	r := run(t, patientShim, append([]string{bp, "run", "--virtual-counters", "2", "--stats", sf, "--report", rf, "--"}, perfArgs...)...)
+	r := run(t, patientShim, append([]string{bp, "run", "-v", "--virtual-counters", "2", "--stats", sf, "--report", rf, "--"}, perfArgs...)...)
 	if r.status != 0 {
 		t.Fatalf("bayesperf run: status %d\n%s", r.status, r.stderr)
 	}
@@ -60,8 +64,17 @@ func TestDropinRepeatTruth(t *testing.T) {
 			pids[c.Pid] = true
 		}
 	}
-	if len(pids) != 3 {
-		t.Errorf("report: %d targets with slices and all 3 events, want 3 (one per repetition): %+v", len(pids), rep.Clients)
+	if len(pids) != 3 || len(rep.Clients) != 3 {
+		t.Errorf("report: %d entries, %d targets with slices and all 3 events; want 3 of each (one per repetition): %+v", len(rep.Clients), len(pids), rep.Clients)
+	}
+	gone := goneTargets(r.stderr)
+	for _, c := range rep.Clients {
+		if n := gone[targetKey(c.Client, c.Pid, c.CPU)]; n != 1 {
+			t.Errorf("client %d target %d: %d lines of the log say it is gone, want 1", c.Client, c.Pid, n)
+		}
+	}
+	if len(gone) != len(rep.Clients) {
+		t.Errorf("the log says %d targets are gone, the report has %d: %v", len(gone), len(rep.Clients), gone)
 	}
 	got := float64(truth["page-faults"])
 	t.Logf("truth page-faults %v over 3 runs; native perf stat -r 3 average %v", got, avg)
@@ -124,8 +137,12 @@ func TestDropinPerThreadTruth(t *testing.T) {
 		}
 	}
 	_, rep := readRepeat(t, sf, rf)
-	truth := map[int]float64{} // per thread: task-clock truth in ms, over its reports
+	truth := map[int]float64{} // per thread: task-clock truth in ms, over its report
+	entries := map[[2]int]int{}
 	for _, c := range rep.Clients {
+		if entries[[2]int{c.Client, c.Pid}]++; entries[[2]int{c.Client, c.Pid}] == 2 {
+			t.Errorf("report: client %d thread %d has more than one entry", c.Client, c.Pid)
+		}
 		for _, e := range c.Totals {
 			if e.Event == "task-clock" && e.Truth != nil {
 				truth[c.Pid] += float64(*e.Truth) / 1e6
@@ -197,4 +214,76 @@ func cpuMs(t *testing.T, pid, tid int) float64 {
 		t.Fatalf("thread %d: schedstat %q: %v", tid, b, err)
 	}
 	return ns / 1e6
+}
+
+// TestDropinPerCPUReport: `perf stat -a` (one event per CPU each) under
+// --virtual-counters 2 --correct none --schedule kernel (the round robin: every event
+// counts 2/3 of the time) with --stats and --report. Before, the virtual
+// PMU left per-CPU events alone: perf printed them counted 100% of the time, the report
+// had no entry and the --stats truth none. Now each CPU is a virtual PMU as a real
+// CPU's is: perf prints every event multiplexed (3 events on 2 counters), the report
+// has one entry per online CPU with all 3 events and some slices, -v says once that
+// each is done, and the truth of page faults summed over the CPUs, which is the
+// --stats truth, is at least the faults of the workload perf runs, counted natively by
+// perf stat beside it (the CPUs count the workload and whatever else runs). Root. A few
+// seconds.
+func TestDropinPerCPUReport(t *testing.T) {
+	needRoot(t, "the virtual PMU opens per-CPU copies of the events")
+	tmp := t.TempDir()
+	sf, rf := filepath.Join(tmp, "stats.json"), filepath.Join(tmp, "report.json")
+	bp := dropinBin(t, "bayesperf")
+	work := []string{bp, "workload", "syscalls", "--duration", "300ms"}
+	native := nativeStat(t, append([]string{"-e", "page-faults", "--"}, work...)...)["page-faults"].num(t)
+	r := run(t, patientShim, append([]string{bp, "run", "-v", "--virtual-counters", "2", "--correct", "none", "--schedule", "kernel", "--stats", sf, "--report", rf, "--",
+		"perf", "stat", "-a", "-x,", "-e", "page-faults,context-switches,minor-faults", "--"}, work...)...)
+	if r.status != 0 {
+		t.Fatalf("bayesperf run: status %d\n%s", r.status, r.stderr)
+	}
+	// perf -x, prints "value,unit,event,run time,percent,,": the share of time counted.
+	for _, l := range strings.Split(r.stderr, "\n") {
+		f := strings.Split(l, ",")
+		if len(f) < 5 || strings.HasPrefix(l, "bayesperf") {
+			continue
+		}
+		if pc, err := strconv.ParseFloat(f[4], 64); err != nil || pc >= 100 || pc <= 0 {
+			t.Errorf("perf printed %q: want the event counted part of the time (multiplexed)", l)
+		}
+	}
+	truth, rep := readRepeat(t, sf, rf)
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		t.Fatal(err)
+	}
+	online := 0
+	for _, rg := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		lo, hi, _ := strings.Cut(rg, "-")
+		a, _ := strconv.Atoi(lo)
+		z := a
+		if hi != "" {
+			z, _ = strconv.Atoi(hi)
+		}
+		online += z - a + 1
+	}
+	gone := goneTargets(r.stderr)
+	cpus := map[int]bool{}
+	var faults uint64
+	for _, c := range rep.Clients {
+		k := targetKey(c.Client, c.Pid, c.CPU)
+		if c.Pid != -1 || c.CPU < 0 || cpus[c.CPU] || len(c.Totals) != 3 || c.Slices == 0 || gone[k] != 1 {
+			t.Errorf("report entry %s: %d events over %d slices, %d lines say it is done; want one entry per CPU, 3 events, some slices, 1 line", k, len(c.Totals), c.Slices, gone[k])
+		}
+		cpus[c.CPU] = true
+		for _, e := range c.Totals {
+			if e.Event == "page-faults" && e.Truth != nil {
+				faults += *e.Truth
+			}
+		}
+	}
+	if len(cpus) != online {
+		t.Errorf("report: %d CPUs, want the %d online", len(cpus), online)
+	}
+	t.Logf("truth of page faults over %d CPUs %d (--stats %d); the workload's own natively %.0f", len(cpus), faults, truth["page-faults"], native)
+	if faults != truth["page-faults"] || float64(faults) < native {
+		t.Errorf("truth of page faults %d over the CPUs, --stats %d: want them equal and at least the workload's %.0f", faults, truth["page-faults"], native)
+	}
 }

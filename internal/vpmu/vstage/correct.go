@@ -28,8 +28,10 @@ import (
 // each read. A round begins at a read of an event already read in the current round.
 type correction struct {
 	client   int
-	target   int
+	target   int // the task, or -1 for every task on cpu
+	cpu      int // -1 for a task target
 	names    []string
+	handles  []uint32 // the client's handle of each event, in the order of names
 	infer    bool
 	sched    string
 	coll     string       // the collector of the client's virtual PMU
@@ -123,7 +125,7 @@ func linuxBetween(a, b []float64, e int) inference.Estimate {
 	return inference.Estimate{Value: c * en / r, Status: st}
 }
 
-func (s *Stage) newCorrection(descs []perf.EventDesc, names []string, rels []relation.Relation, target int) (*correction, error) {
+func (s *Stage) newCorrection(descs []perf.EventDesc, names []string, rels []relation.Relation, target, cpu int) (*correction, error) {
 	if !s.Infer && !s.Truth {
 		return nil, nil
 	}
@@ -131,7 +133,7 @@ func (s *Stage) newCorrection(descs []perf.EventDesc, names []string, rels []rel
 	if iv <= 0 {
 		iv = vpmu.MuxInterval()
 	}
-	k := &correction{target: target, names: names, infer: s.Infer, sched: s.Schedule,
+	k := &correction{target: target, cpu: cpu, names: names, infer: s.Infer, sched: s.Schedule,
 		lx: newLinuxSums(len(descs)), fd: pipeline.Feed{Unit: float64(iv.Nanoseconds())}, intervals: s.Intervals,
 		truthAt: make([]uint64, len(descs)), pub: make(pipeline.Floor, len(descs)), readSet: map[int]bool{}}
 	if k.sched == "" {
@@ -142,7 +144,11 @@ func (s *Stage) newCorrection(descs []perf.EventDesc, names []string, rels []rel
 		for i, d := range descs {
 			attrs[i] = d.Attr
 		}
-		// The virtual PMU's targets are tasks: task-clock is a clock.
+		// A task target's task-clock is a clock; a CPU's events have none
+		// (pipeline.IsClock).
+		if target == -1 {
+			attrs = nil
+		}
 		md, err := pipeline.NewModel(pipeline.ModelConfig{Names: names, Relations: rels, Attrs: attrs,
 			Options: model.Options{History: history(len(descs)), Marked: true}})
 		if err != nil {
@@ -207,9 +213,11 @@ func (k *correction) snapshot() {
 	}
 }
 
-// finish ends the client's PMU once its target is gone: the last slice, the smoother's
-// final pass, the final totals.
-func (s *Stage) finish(c *client) {
+// finish ends the client's PMU: the last slice, the smoother's final pass, the final
+// totals. gone says its target has ended (or the tool is done with it), which is logged
+// once per client and target; a PMU finished because it is being rebuilt (the tool
+// registered one more event) is not an end.
+func (s *Stage) finish(c *client, gone bool) {
 	k := c.corr
 	if k.finished {
 		return
@@ -225,7 +233,13 @@ func (s *Stage) finish(c *client) {
 	if k.md != nil {
 		k.md.Finish()
 	}
-	s.logf("vstage: client %d: target pid %d gone after %d slices: final totals", k.client, k.target, k.fd.Slices)
+	if gone {
+		slices := k.fd.Slices
+		if c.past != nil {
+			slices += c.past.report.Slices
+		}
+		s.logf("vstage: client %d: target %s gone after %d slices: final totals", k.client, targetName(k.target, k.cpu), slices)
+	}
 	k.snapshot()
 	// Keep what the client would read from now on and close the copies at once: while
 	// the tool still has its own events open (it reads them after its command exits)
@@ -335,8 +349,8 @@ func (s *Stage) startRound(c *client) {
 	// that every read of a round refers to the same boundary: a tool reads
 	// once more after its command exits (perf stat does), and that round
 	// gets the final totals.
-	if !k.finished && perf.TaskFinished(k.target) {
-		s.finish(c)
+	if !k.finished && k.target != -1 && perf.TaskFinished(k.target) {
+		s.finish(c, true)
 	}
 	if !k.finished {
 		if k.infer {

@@ -18,10 +18,13 @@
 // on that target (package vpmu), the first time it sees them and again whenever the
 // client's set of events on it grows; the kernel's own events of the client keep
 // counting untouched. A client counting several targets gets a virtual PMU per target:
-// perf stat --per-thread -p one per thread, perf stat -r one per repetition's child.
+// perf stat --per-thread -p one per thread, perf stat -r one per repetition's child,
+// perf stat -a one per CPU.
 // Once the tool has closed every event of a target (Unregistered), or is gone (Forget),
 // that PMU is finished and closed and its report kept, so reports and truth cover every
-// target and repetition. Copies
+// target and repetition; Logf says so once per target ("target pid N gone"). A
+// client's target has one entry in the report, the sum of the PMUs its registrations
+// rebuilt (report.go: pastReport), since each PMU counts from its build. Copies
 // start at the target's next exec when the client's events have enable_on_exec and the
 // target has not exec'd yet (it still runs the client's binary, as perf stat's forked
 // child does until its exec); otherwise at once. An event registered after the target has
@@ -94,10 +97,14 @@
 // layout (value, then enabled, running, id, lost), which a stage that changes values
 // relies on.
 //
-// Only task targets are virtualised (pid >= 0 with cpu -1, or pid 0 meaning the client
-// itself); per-CPU events pass through unchanged, as do events whose copies cannot be
-// opened. Errors never reach the client: they leave the kernel's values in place and are
-// reported through Logf.
+// Targets are tasks (pid >= 0 with cpu -1, or pid 0 meaning the client itself) and,
+// with --virtual-counters, CPUs (pid -1: perf stat -a gets a virtual PMU per CPU, as a
+// real CPU has a PMU each). A CPU's PMU reads its copies with read(2), since the
+// snapshotting collector follows tasks; its model has no clock event
+// (pipeline.IsClock); it ends when the tool closes its events or is gone. With Auto a
+// CPU's events keep the kernel's schedule. Events of one task on one CPU pass through
+// unchanged, as do events whose copies cannot be opened. Errors never reach the client:
+// they leave the kernel's values in place and are reported through Logf.
 //
 // Stage is safe for concurrent use: the sidecar calls it for different clients
 // concurrently (for one client, one call at a time), and each virtual PMU is built and

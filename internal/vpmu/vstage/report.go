@@ -1,10 +1,14 @@
 package vstage
 
 import (
+	"math"
+	"slices"
 	"sort"
 
 	"github.com/bayesperf/bayesperf/inference"
 	"github.com/bayesperf/bayesperf/internal/pipeline"
+	"github.com/bayesperf/bayesperf/internal/sidecar"
+	"github.com/bayesperf/bayesperf/shim"
 )
 
 // Report is what `bayesperf run --report` writes: per client, per event, the corrected
@@ -14,10 +18,11 @@ type Report struct {
 	Clients []ClientReport `json:"clients"`
 }
 
-// ClientReport is one client's virtual PMU (one target).
+// ClientReport is one client's virtual PMUs on one target: a task, or a CPU.
 type ClientReport struct {
 	Client   int    `json:"client"`
-	Pid      int    `json:"pid"`      // the target task
+	Pid      int    `json:"pid"`      // the target task; -1 for every task on CPU
+	CPU      int    `json:"cpu"`      // the target CPU; -1 for a task on any
 	Correct  string `json:"correct"`  // bayesperf or none: what the tool was given
 	Schedule string `json:"schedule"` // kernel or bayesperf
 	// Collector is how the virtual PMU read its copies: bpf (in-kernel snapshots at
@@ -58,33 +63,50 @@ type EventReport struct {
 	// of the deltas of its reads): what perf stat -I prints. Absent in totals.
 	Tool *float64 `json:"tool,omitempty"`
 	// Truth is the hidden always-on copy's count over the span (with --stats or
-	// --report), taken at the instants the tool's values refer to.
+	// --report), taken at the instants the tool's values refer to; in an interval,
+	// for an event the tool counts in windows of its own (ENABLE..DISABLE, window.go),
+	// what its own kernel event counted in them: its native count.
 	Truth  *uint64 `json:"truth,omitempty"`
 	Status string  `json:"status"`
 }
 
-// retire finishes a client's PMU that is being discarded (rebuilt or closed) and keeps
-// its report; a PMU rebuilt (rebuilt) before its target ran has none. c.mu is held.
+// retire finishes a client's PMU that is being discarded, rebuilt (the tool registered
+// one more event) or closed (its target, or the client, is gone), and merges its report
+// into the client's (pastReport): one entry per client and target, over every PMU it
+// was rebuilt into, kept once the PMU is closed. A PMU rebuilt before its target ran
+// adds nothing. c.mu is held.
 func (s *Stage) retire(c *client, rebuilt bool) {
 	if c.corr == nil {
 		c.runner.Stop()
-		return
+	} else {
+		s.finish(c, !rebuilt)
+		if c.corr.fd.Slices > 0 || !rebuilt {
+			// A PMU rebuilt before its target ran (the tool was still opening events)
+			// has nothing to report, even if the tool read its events meanwhile (with the
+			// BPF collector a read round could land there, and the report listed an
+			// empty client).
+			c.past = c.past.merge(s.clientReport(c.corr), c.corr.handles)
+		}
 	}
-	s.finish(c)
-	if c.corr.fd.Slices > 0 || !rebuilt {
-		// A PMU rebuilt before its target ran (the tool was still opening events)
-		// has nothing to report, even if the tool read its events meanwhile (with the
-		// BPF collector a read round could land there, and the report listed an
-		// empty client).
-		cr := s.clientReport(c.corr)
-		s.mu.Lock()
-		s.retired = append(s.retired, cr)
-		s.mu.Unlock()
+	if !rebuilt {
+		s.keep(c)
 	}
 }
 
+// keep moves the report of a client and target that is done into the stage's. c.mu is
+// held.
+func (s *Stage) keep(c *client) {
+	if c.past == nil {
+		return
+	}
+	s.mu.Lock()
+	s.retired = append(s.retired, c.past.report)
+	s.mu.Unlock()
+	c.past = nil
+}
+
 // Report finishes every client's PMU (their targets must be gone: the sidecar calls it
-// at exit) and returns the report of every client seen.
+// at exit) and returns the report of every client and target seen, one entry each.
 func (s *Stage) Report() Report {
 	s.mu.Lock()
 	keys := make([]clientKey, 0, len(s.clients))
@@ -95,21 +117,131 @@ func (s *Stage) Report() Report {
 	}
 	s.mu.Unlock()
 	sort.Slice(keys, func(i, j int) bool {
-		return keys[i].id < keys[j].id || keys[i].id == keys[j].id && keys[i].pid < keys[j].pid
+		a, b := keys[i], keys[j]
+		return a.id < b.id || a.id == b.id && (a.pid < b.pid || a.pid == b.pid && a.cpu < b.cpu)
 	})
 	var reports []ClientReport
 	for _, k := range keys {
 		c := live[k]
 		c.mu.Lock()
+		past := c.past
 		if c.corr != nil && c.runner != nil {
-			s.finish(c)
-			reports = append(reports, s.clientReport(c.corr))
+			s.finish(c, true)
+			past = past.merge(s.clientReport(c.corr), c.corr.handles)
+		}
+		if past != nil {
+			reports = append(reports, past.report)
 		}
 		c.mu.Unlock()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Report{Clients: append(append([]ClientReport(nil), s.retired...), reports...)}
+}
+
+// pastReport is the report of a client's PMUs on one target so far, merged: perf stat
+// and stress-ng register their events one by one, each registration a rebuild, and a
+// PMU's counts start from zero, so the client's report is the sum of its PMUs'.
+type pastReport struct {
+	report  ClientReport
+	handles []uint32 // the client's handle of each of report.Totals
+}
+
+// merge returns p (nil: nothing yet) followed by the report cr of the next PMU, whose
+// events have the client's handles; p is left as it was. An event's totals are summed
+// over the PMUs that counted it (matched by handle): values, the kernel's scaling and
+// truths add up (the PMUs follow each other in time), and so do the intervals' half
+// widths, in quadrature (each PMU has a model of its own); the status is the least
+// direct of its parts', a part that was not counted making an exact total scaled. The
+// intervals follow each other, their slices numbered on from the PMUs before.
+func (p *pastReport) merge(cr ClientReport, handles []uint32) *pastReport {
+	if p == nil {
+		return &pastReport{report: cr, handles: slices.Clone(handles)}
+	}
+	old := p.report
+	out := &pastReport{report: cr}
+	r := &out.report
+	r.Slices = old.Slices + cr.Slices
+	if old.Collector != cr.Collector && (old.Collector == "read" || cr.Collector == "read") {
+		r.Collector = "read" // as Stage.Collector: any read(2) fallback
+	}
+	byHandle := map[uint32]EventReport{}
+	for i, h := range p.handles {
+		if i < len(old.Totals) {
+			byHandle[h] = old.Totals[i]
+		}
+	}
+	for i, h := range handles {
+		if i >= len(cr.Totals) {
+			continue
+		}
+		if e, ok := byHandle[h]; ok {
+			byHandle[h] = addEvents(e, cr.Totals[i])
+		} else {
+			byHandle[h] = cr.Totals[i]
+		}
+	}
+	out.handles = make([]uint32, 0, len(byHandle))
+	for h := range byHandle {
+		out.handles = append(out.handles, h)
+	}
+	slices.Sort(out.handles)
+	r.Totals = make([]EventReport, len(out.handles))
+	for i, h := range out.handles {
+		r.Totals[i] = byHandle[h]
+	}
+	r.Intervals = append(make([]IntervalReport, 0, len(old.Intervals)+len(cr.Intervals)), old.Intervals...)
+	for _, iv := range cr.Intervals {
+		iv.Index += len(old.Intervals)
+		iv.FromSlice += old.Slices
+		iv.ToSlice += old.Slices
+		r.Intervals = append(r.Intervals, iv)
+	}
+	return out
+}
+
+// statusRank orders statuses from the most direct.
+var statusRank = map[string]int{
+	inference.StatusExact.String():    1,
+	inference.StatusScaled.String():   2,
+	inference.StatusInferred.String(): 3,
+}
+
+// addEvents is one event's totals over two consecutive spans.
+func addEvents(a, b EventReport) EventReport {
+	out := EventReport{Event: b.Event, Value: a.Value + b.Value, Linux: a.Linux + b.Linux}
+	if a.Lo != nil || b.Lo != nil {
+		half := func(e EventReport, lo bool) float64 {
+			switch {
+			case e.Lo == nil || e.Hi == nil:
+				return 0
+			case lo:
+				return e.Value - *e.Lo
+			}
+			return *e.Hi - e.Value
+		}
+		lo := out.Value - math.Hypot(half(a, true), half(b, true))
+		hi := out.Value + math.Hypot(half(a, false), half(b, false))
+		out.Lo, out.Hi = &lo, &hi
+	}
+	if a.Truth != nil || b.Truth != nil {
+		var t uint64
+		for _, e := range []EventReport{a, b} {
+			if e.Truth != nil {
+				t += *e.Truth
+			}
+		}
+		out.Truth = &t
+	}
+	ra, rb := statusRank[a.Status], statusRank[b.Status]
+	out.Status = a.Status
+	if rb > ra {
+		out.Status = b.Status
+	}
+	if (ra == 0) != (rb == 0) && max(ra, rb) == statusRank[inference.StatusExact.String()] {
+		out.Status = inference.StatusScaled.String()
+	}
+	return out
 }
 
 // TruthTotals sums the truth of every event over every client, by event name (nil without
@@ -131,7 +263,7 @@ func (s *Stage) TruthTotals() map[string]uint64 {
 
 // clientReport builds the report of a finished correction.
 func (s *Stage) clientReport(k *correction) ClientReport {
-	cr := ClientReport{Client: k.client, Pid: k.target, Correct: "none", Schedule: k.sched, Collector: k.coll, Slices: k.fd.Slices}
+	cr := ClientReport{Client: k.client, Pid: k.target, CPU: k.cpu, Correct: "none", Schedule: k.sched, Collector: k.coll, Slices: k.fd.Slices}
 	if k.infer {
 		cr.Correct = "bayesperf"
 	}
@@ -195,6 +327,31 @@ func (s *Stage) clientReport(k *correction) ClientReport {
 		from, lxFrom, lxKFrom = r.slice, r.lx, r.lxK
 	}
 	return cr
+}
+
+// served records in the current round what the tool was given for e once its windows
+// were followed (window.go), and, as the truth, what its own kernel event counted in
+// them (counts, per member: the kernel never multiplexes the events whose windows are
+// followed, so the count is exact): the report's "tool" and "truth" of a
+// self-monitoring tool are then the value it printed and its native count, beside the
+// model's estimate of the round's span. c.mu is held.
+func (k *correction) served(c *client, e sidecar.Event, v shim.Values, counts []uint64) {
+	if len(k.rounds) == 0 {
+		return
+	}
+	r := k.rounds[len(k.rounds)-1]
+	hs := append([]uint32{e.Handle}, c.members(e.Handle)...)
+	for m, h := range hs {
+		j, ok := c.index[h]
+		if !ok || m >= len(v.Members) || m >= len(counts) || j >= len(r.reads) || !r.reads[j].has {
+			continue
+		}
+		p := &r.reads[j]
+		p.value, p.enabled, p.running = v.Members[m].Value, v.Enabled, v.Running
+		if p.hasTruth {
+			p.truth = counts[m]
+		}
+	}
 }
 
 // span reports every event over slices [from, to): bayesperf's estimate, the kernel's

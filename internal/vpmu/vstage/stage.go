@@ -3,6 +3,7 @@ package vstage
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -71,16 +72,18 @@ type Stage struct {
 	clients map[clientKey]*client
 	names   perf.Namer
 	closing sync.WaitGroup // PMUs being closed in the background
-	retired []ClientReport // reports of clients whose PMU was rebuilt
+	retired []ClientReport // reports of clients and targets that are finished
 	used    map[string]int // virtual PMUs built, by collector
 }
 
-// clientKey is one virtual PMU: a client's events on one target task. A tool that
-// counts several targets (perf stat --per-thread -p, one target per thread; perf stat
-// -r, a new child per repetition) gets one each.
+// clientKey is one virtual PMU: a client's events on one target task, or on one CPU
+// (pid -1). A tool that counts several targets (perf stat --per-thread -p, one target
+// per thread; perf stat -r, a new child per repetition; perf stat -a, one per CPU) gets
+// one each, as a real CPU has a PMU each.
 type clientKey struct {
 	id  int
 	pid int32
+	cpu int32 // -1 for a task target
 }
 
 type client struct {
@@ -94,6 +97,7 @@ type client struct {
 	corr   *correction  // per-PMU correction and report state
 	final  []perf.Count // once finished: the virtual values at the end (the PMU is closed)
 	logged string       // the last collector line logged for the client
+	past   *pastReport  // the report of the PMUs rebuilt before the current one
 	never  int          // events never counted (unfit groups) when last logged
 	budget [2]int       // with Auto: the hardware events and counters when last logged
 	// windows follows the tool's own enable, disable and reset of each event (window.go),
@@ -193,7 +197,7 @@ func (s *Stage) correctClient(k clientKey, c *client, idx []int, read bool, even
 		s.rebuild(k.id, c)
 		c.restartWindows()
 		if c.runner != nil {
-			s.logf("vstage: client %d: virtual PMU of %d events of pid %d built in %v", k.id, len(c.index), k.pid, time.Since(t0).Round(time.Microsecond))
+			s.logf("vstage: client %d: virtual PMU of %d events of %s built in %v", k.id, len(c.index), targetName(int(k.pid), int(k.cpu)), time.Since(t0).Round(time.Microsecond))
 		}
 	}
 	if c.runner == nil {
@@ -212,13 +216,31 @@ func (s *Stage) correctClient(k clientKey, c *client, idx []int, read bool, even
 		} else {
 			corrected = s.correctInfer(c, events[i], &values[i], read)
 		}
-		s.followWindows(c, events[i], counts, kern, corrected, &values[i])
+		if s.followWindows(c, events[i], counts, kern, corrected, &values[i]) && c.corr != nil && read {
+			c.corr.served(c, events[i], values[i], counts)
+		}
 	}
 }
 
 // keyOf is the virtual PMU an event belongs to: its client's, on its target (a group's
 // members share their leader's).
-func keyOf(e sidecar.Event) clientKey { return clientKey{e.Client, e.Pid} }
+func keyOf(e sidecar.Event) clientKey { return clientKey{e.Client, e.Pid, e.CPU} }
+
+// virtualises says the stage presents e through a virtual PMU: an event of a task on
+// any CPU, or with --virtual-counters of every task on one CPU (perf stat -a). With
+// Auto, a CPU's events keep the kernel's schedule (and kstage's correction after this
+// stage), as before the virtual PMU followed CPUs.
+func (s *Stage) virtualises(e sidecar.Event) bool {
+	return e.CPU == -1 && e.Pid >= 0 || !s.Auto && e.Pid == -1 && e.CPU >= 0
+}
+
+// targetName names a virtual PMU's target in the log: "pid N" or "CPU N".
+func targetName(pid, cpu int) string {
+	if pid == -1 {
+		return fmt.Sprintf("CPU %d", cpu)
+	}
+	return fmt.Sprintf("pid %d", pid)
+}
 
 // Unregistered forgets an event the tool closed. Once a target's events are all closed
 // (perf stat -r after each repetition), its virtual PMU is finished and closed, and its
@@ -266,6 +288,7 @@ func (s *Stage) Forget(id int) {
 // c.mu is held.
 func (s *Stage) drop(c *client) {
 	if c.runner == nil {
+		s.keep(c) // the PMUs before a rebuild that failed
 		return
 	}
 	s.retire(c, false)
@@ -365,7 +388,7 @@ func (s *Stage) rebuild(id int, c *client) {
 	}
 	var hs []uint32
 	for h, e := range c.events {
-		if e.CPU == -1 && e.Pid >= 0 {
+		if s.virtualises(e) {
 			hs = append(hs, h)
 		}
 	}
@@ -393,7 +416,7 @@ func (s *Stage) rebuild(id int, c *client) {
 	if !ok {
 		return
 	}
-	corr, err := s.newCorrection(descs, names, rels, target)
+	corr, err := s.newCorrection(descs, names, rels, target, int(first.CPU))
 	if err != nil {
 		s.logf("vstage: correction for client %d: %v; publishing the virtual PMU's values", id, err)
 	}
@@ -403,6 +426,7 @@ func (s *Stage) rebuild(id int, c *client) {
 			corr.never[e] = true
 		}
 		corr.sched = views[0].Name
+		corr.handles = slices.Clone(c.order)
 		if len(views) > 1 {
 			l := newLinuxSums(len(descs))
 			corr.lxKernel = &l
@@ -412,6 +436,10 @@ func (s *Stage) rebuild(id int, c *client) {
 	c.truth = truth
 	cfg := vpmu.Config{Events: descs, Views: views, Pid: target, CPU: perf.AnyCPU,
 		Inherit: inherit, EnableOnExec: onExec && notExecd(target, int(first.ClientPid)), Truth: truth}
+	if target == -1 {
+		// Every task on one CPU: nothing to inherit or exec.
+		cfg.CPU, cfg.Inherit, cfg.EnableOnExec = int(first.CPU), false, false
+	}
 	p, coll, why, err := s.open(cfg)
 	if err != nil {
 		s.logf("vstage: open virtual PMU for client %d: %v", id, err)
@@ -449,8 +477,8 @@ func (s *Stage) rebuild(id int, c *client) {
 
 // descriptions describes the client's events hs (in handle order) that count the first
 // one's target, for one virtual PMU, and sets c.index and c.order to them; it returns
-// the target (the client itself for pid 0) and whether any is enabled on exec or
-// inherited.
+// the target (the client itself for pid 0; -1 for a CPU, first.CPU) and whether any is
+// enabled on exec or inherited.
 func (c *client) descriptions(id int, hs []uint32) (descs []perf.EventDesc, first sidecar.Event, target int, onExec, inherit bool) {
 	// One target per PMU: the first event's (perf stat opens all on the same one).
 	first = c.events[hs[0]]
@@ -462,7 +490,7 @@ func (c *client) descriptions(id int, hs []uint32) (descs []perf.EventDesc, firs
 	c.order = c.order[:0]
 	for _, h := range hs {
 		e := c.events[h]
-		if int(e.Pid) != int(first.Pid) {
+		if e.Pid != first.Pid || e.CPU != first.CPU {
 			continue
 		}
 		a := perf.Attr{Type: e.Attr.Type, Size: perfabi.AttrSize, Config: e.Attr.Config,
@@ -609,7 +637,9 @@ func (s *Stage) drainBacklog(c *client, r *vpmu.Runner) {
 // and, for read, why not bpf (" (why)").
 func (s *Stage) open(cfg vpmu.Config) (*vpmu.PMU, string, string, error) {
 	why := s.ReadWhy
-	if s.Snapshots != nil {
+	if cfg.Pid == -1 {
+		why = "a CPU target: the snapshotting collector follows tasks"
+	} else if s.Snapshots != nil {
 		cfg.Snapshots = s.Snapshots
 		p, err := vpmu.Open(cfg)
 		if err == nil {
@@ -685,6 +715,7 @@ func (s *Stage) Close() error {
 				c.pmu.Close()
 			}
 		}
+		s.keep(c)
 		c.mu.Unlock()
 	}
 	s.closing.Wait()

@@ -53,6 +53,12 @@ import (
 // read, apportioned as a whole: exact on a view that schedules the event all along,
 // and otherwise the view's share of the interval spread over the window.
 //
+// With few counters and many events a window's counts can be missed altogether: the
+// view is then 0 in the window, and so is the value served (stress-ng's 59 events on 2
+// counters, whose window's system calls fall in 2 of its slices); the report's round
+// gives the tool's native count beside it, and the model's estimate with its interval.
+// docs/selfmon.md has the figures, and what serving the model's mean instead gave.
+//
 // The copy and the view are read just before the tool's count (Sample, before the
 // server reads the kernel), so the tool's count is never behind them: while the window
 // is open the share is 1, and what the tool counted after the copy was read is
@@ -157,20 +163,20 @@ func (w *window) gate(r *vpmu.Runner, k, en, run uint64, resets uint16, virt per
 // when the view was multiplexed.
 // Within a window the published value never decreases. An event the tool opened
 // enabled (or enabled on exec) and never switched, reset or refreshed since counts from
-// its start to its end, as the copies do: it is left as it is (perf stat). c.mu is
-// held.
-func (s *Stage) followWindows(c *client, e sidecar.Event, counts []uint64, kern shim.Values, corrected bool, v *shim.Values) {
+// its start to its end, as the copies do: it is left as it is (perf stat). It says
+// whether it followed the tool's windows. c.mu is held.
+func (s *Stage) followWindows(c *client, e sidecar.Event, counts []uint64, kern shim.Values, corrected bool, v *shim.Values) bool {
 	if c.runner == nil || len(counts) != len(v.Members) {
-		return
+		return false
 	}
 	if w := c.windows[e.Handle]; (w == nil || !w.follow) && !openedDisabled(e) && (!kern.Counted || kern.Resets == 0 && kern.Switches == 0) {
-		return
+		return false
 	}
 	handles := []uint32{e.Handle}
 	if len(v.Members) > 1 {
 		handles = append(handles, c.members(e.Handle)...)
 		if len(handles) != len(v.Members) {
-			return
+			return false
 		}
 	}
 	if c.windows == nil {
@@ -181,7 +187,7 @@ func (s *Stage) followWindows(c *client, e sidecar.Event, counts []uint64, kern 
 	for m, h := range handles {
 		j, ok := c.index[h]
 		if !ok {
-			return
+			return false
 		}
 		w := c.windows[h]
 		if w == nil {
@@ -196,7 +202,7 @@ func (s *Stage) followWindows(c *client, e sidecar.Event, counts []uint64, kern 
 			w.sampled = nil
 			var err error
 			if truth, view, err = c.sampleOne(j, truth); err != nil {
-				return
+				return false
 			}
 		}
 		val, r := w.gate(c.runner, counts[m], en, run, kern.Resets, view, truth, hasTruth)
@@ -217,6 +223,7 @@ func (s *Stage) followWindows(c *client, e sidecar.Event, counts []uint64, kern 
 		running = en
 	}
 	v.Enabled, v.Running = en, running
+	return true
 }
 
 // Sample reads, for the events of a call that follow the tool's windows, the always-on
