@@ -354,9 +354,9 @@ func (md *Model) update(h []entry, y, r float64, event int) {
 	md.updateDense(h, y, r)
 }
 
-func (md *Model) updateDense(h []entry, y, r float64) {
-	k := md.k
-	ph := md.ph
+// covWith returns P·hᵀ, the state's covariance with the combination h, in md.ph.
+func (md *Model) covWith(h []entry) []float64 {
+	k, ph := md.k, md.ph
 	clear(ph)
 	for _, a := range h {
 		row := md.P[a.i*k : a.i*k+k]
@@ -364,6 +364,12 @@ func (md *Model) updateDense(h []entry, y, r float64) {
 			ph[j] += a.c * v
 		}
 	}
+	return ph
+}
+
+func (md *Model) updateDense(h []entry, y, r float64) {
+	k := md.k
+	ph := md.covWith(h)
 	s, mu := r, 0.0
 	for _, a := range h {
 		s += a.c * ph[a.i]
@@ -491,14 +497,7 @@ func (md *Model) truncate(g []entry, k0, at float64) {
 	newMu := mu + sd*lam
 	newVar := s2 * math.Max(1-lam*(lam+alpha), 1e-9)
 	// Shift the mean along P g and shrink the variance in that direction.
-	ph := md.ph
-	clear(ph)
-	for _, a := range g {
-		row := md.P[a.i*k : a.i*k+k]
-		for j, v := range row {
-			ph[j] += a.c * v
-		}
-	}
+	ph := md.covWith(g)
 	shift := (newMu - mu) / s2
 	shrink := (1 - newVar/s2) / s2
 	for j := range k {
