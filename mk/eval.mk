@@ -35,3 +35,14 @@ live-traces: $(BIN)/bayesperf
 		$(BIN)/bayesperf eval -e $(DEMO_EVENTS) --counters 4 --fixed task-clock --json \
 			--save-trace internal/eval/testdata/live-$$w.csv -- $(BIN)/bayesperf workload $$w --duration 3s --seed 1 >/dev/null; \
 	done
+
+.PHONY: corpus corpus-phases
+# corpus prints TestCorpus's figures on the corpus's validation half and what falls
+# short of issue 13's acceptance (CORPUS_HALF=tune: the tuning half).
+CORPUS_HALF ?= valid
+corpus:
+	BAYESPERF_CORPUS=$(CORPUS_HALF) $(GO) test -count=1 -run '^TestCorpus$$' -v ./internal/eval/
+# corpus-phases replays every corpus trace once per start of bayesperf's schedule cycle
+# and prints the spread of each trace's figures (a few minutes).
+corpus-phases:
+	BAYESPERF_CORPUS=$(CORPUS_HALF) BAYESPERF_CORPUS_PHASES=1 $(GO) test -count=1 -timeout 30m -run '^TestCorpusPhases$$' -v ./internal/eval/

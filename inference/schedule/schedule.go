@@ -87,6 +87,18 @@ func (s *Schedule) At(t int) []EventID {
 	return s.Configs[t%len(s.Configs)]
 }
 
+// Rotated returns the schedule started k configurations into its cycle: its slice t
+// counts what s counts in slice t+k. Where a run starts in the cycle is arbitrary;
+// replaying every start shows how much a figure owes to that choice.
+func (s *Schedule) Rotated(k int) *Schedule {
+	r := &Schedule{Fixed: s.Fixed}
+	if n := len(s.Configs); n > 0 {
+		k = ((k % n) + n) % n
+		r.Configs = append(slices.Clone(s.Configs[k:]), s.Configs[:k]...)
+	}
+	return r
+}
+
 // Counted returns every event counted in slice t: the fixed events and At(t).
 func (s *Schedule) Counted(t int) []EventID {
 	out := make([]EventID, 0, len(s.Fixed)+len(s.At(t)))

@@ -3,6 +3,7 @@ package eval
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,29 +97,65 @@ func ScoreCorpusTrace(dir string, fam CorpusFamily, file string, universe []stri
 // ScoreCorpusTraceWith is ScoreCorpusTrace with the learned estimators of m as well
 // (none when m is nil), as `bayesperf eval --trace FILE --model M` scores them.
 func ScoreCorpusTraceWith(dir string, fam CorpusFamily, file string, universe []string, m *learned.Model) (*Result, error) {
-	tr, err := replay.ReadFile(file, replay.ReadOptions{TimeColumn: fam.TimeColumn})
+	tr, opt, err := corpusTrace(dir, fam, file, universe)
 	if err != nil {
 		return nil, err
 	}
-	rels := relation.Builtins()
-	if fam.Relations != "" {
-		fh, err := os.Open(filepath.Join(dir, fam.Relations))
-		if err != nil {
-			return nil, err
-		}
-		more, err := relation.ParseFile(fam.Relations, fh)
-		fh.Close()
-		if err != nil {
-			return nil, err
-		}
-		rels = append(rels, more...)
-	}
-	opt := Options{Counters: fam.Counters, Relations: relation.BindUniverse(rels, tr.Events, universe), Learned: m}
+	opt.Learned = m
 	obs, err := FromTrace(tr, fam.Counters, fam.Fixed, opt.Relations)
 	if err != nil {
 		return nil, err
 	}
 	return Score(obs, opt)
+}
+
+// ScoreCorpusPhases scores the trace as ScoreCorpusTrace does once per start of
+// bayesperf's schedule cycle (FromTraceAt): result p has the cycle started p
+// configurations in; result 0 is ScoreCorpusTrace's. Where a run starts in the cycle is
+// arbitrary, so the spread over the results is how much one figure owes to luck.
+func ScoreCorpusPhases(dir string, fam CorpusFamily, file string, universe []string) ([]*Result, error) {
+	tr, opt, err := corpusTrace(dir, fam, file, universe)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Result
+	phases := 1 // until the first replay says how long the cycle is
+	for p := 0; p < phases; p++ {
+		obs, err := FromTraceAt(tr, fam.Counters, fam.Fixed, opt.Relations, p)
+		if err != nil {
+			return nil, err
+		}
+		phases = max(obs.Phases, 1)
+		res, err := Score(obs, opt)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// corpusTrace reads a trace of the family with its scoring options: the built-in
+// relations plus the family's relation file, bound against universe.
+func corpusTrace(dir string, fam CorpusFamily, file string, universe []string) (*replay.Trace, Options, error) {
+	tr, err := replay.ReadFile(file, replay.ReadOptions{TimeColumn: fam.TimeColumn})
+	if err != nil {
+		return nil, Options{}, err
+	}
+	rels := relation.Builtins()
+	if fam.Relations != "" {
+		fh, err := os.Open(filepath.Join(dir, fam.Relations))
+		if err != nil {
+			return nil, Options{}, err
+		}
+		more, err := relation.ParseFile(fam.Relations, fh)
+		fh.Close()
+		if err != nil {
+			return nil, Options{}, err
+		}
+		rels = append(rels, more...)
+	}
+	return tr, Options{Counters: fam.Counters, Relations: relation.BindUniverse(rels, tr.Events, universe)}, nil
 }
 
 // Command is the `bayesperf eval` command line that scores file as the family does.
@@ -162,4 +199,52 @@ func FamilyOf(file string) (CorpusFamily, bool) {
 		}
 	}
 	return CorpusFamily{}, false
+}
+
+// PhaseSpread is what a trace's figures do over every start of bayesperf's schedule
+// cycle (ScoreCorpusPhases), for bayesperf against Linux's scaling.
+type PhaseSpread struct {
+	Phases int
+	// Reduction is the error reduction's geometric mean over the starts, Min and Max
+	// its extremes.
+	Reduction, MinReduction, MaxReduction float64
+	// WAPEAbove counts the starts whose mean WAPE is above Linux's; MaxWAPERatio is the
+	// largest mean WAPE / Linux's.
+	WAPEAbove    int
+	MaxWAPERatio float64
+	// WorstRatio is the largest worst_ratio over the starts, of WorstEvent.
+	WorstRatio float64
+	WorstEvent string
+	// Harmed is the mean number of harmed events per start.
+	Harmed float64
+}
+
+// SpreadOverPhases summarises ScoreCorpusPhases's results.
+func SpreadOverPhases(rs []*Result) PhaseSpread {
+	if len(rs) == 0 {
+		return PhaseSpread{}
+	}
+	ps := PhaseSpread{Phases: len(rs), MinReduction: math.Inf(1)}
+	logSum := 0.0
+	for _, r := range rs {
+		red := r.ErrorReduction[BayesPerf]
+		logSum += math.Log(red)
+		ps.MinReduction = math.Min(ps.MinReduction, red)
+		ps.MaxReduction = math.Max(ps.MaxReduction, red)
+		bp, lx := r.Estimators[BayesPerf], r.Estimators[Linux]
+		if bp.WAPE > lx.WAPE {
+			ps.WAPEAbove++
+		}
+		if lx.WAPE > 0 {
+			ps.MaxWAPERatio = math.Max(ps.MaxWAPERatio, bp.WAPE/lx.WAPE)
+		}
+		if bp.WorstRatio != nil && *bp.WorstRatio > ps.WorstRatio {
+			ps.WorstRatio, ps.WorstEvent = *bp.WorstRatio, *bp.WorstEvent
+		}
+		if bp.Harmed != nil {
+			ps.Harmed += float64(*bp.Harmed) / float64(len(rs))
+		}
+	}
+	ps.Reduction = math.Exp(logSum / float64(len(rs)))
+	return ps
 }

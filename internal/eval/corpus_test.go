@@ -157,3 +157,44 @@ func deref[T any](p *T) T {
 	}
 	return *p
 }
+
+// TestCorpusPhases is a diagnostic, skipped unless BAYESPERF_CORPUS_PHASES is set (make
+// corpus-phases): it replays every trace of a corpus half (BAYESPERF_CORPUS=tune: the
+// tuning half) once per start of bayesperf's schedule cycle and prints, per trace, the
+// spread of the figures TestCorpus judges at the first start only.
+//
+//	BAYESPERF_CORPUS_PHASES=1 go test -count=1 -run TestCorpusPhases -v ./internal/eval/
+func TestCorpusPhases(t *testing.T) {
+	if os.Getenv("BAYESPERF_CORPUS_PHASES") == "" {
+		t.Skip("diagnostic: make corpus-phases (BAYESPERF_CORPUS_PHASES=1)")
+	}
+	half := Valid
+	if os.Getenv("BAYESPERF_CORPUS") == Tune {
+		half = Tune
+	}
+	split, err := ReadSplit(corpusDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r perf.Resolver
+	universe := append(perf.SymbolNames(), r.Tracepoints()...)
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-22s %6s %22s %11s %14s %9s  %s\n", "trace ("+half+")", "starts", "reduction (min-max)",
+		"WAPE>linux", "max WAPE/lx", "harmed", "worst_ratio (event)")
+	for _, fam := range CorpusFamilies {
+		files, err := CorpusTraces(corpusDir, fam, split, half)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			rs, err := ScoreCorpusPhases(corpusDir, fam, f, universe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps := SpreadOverPhases(rs)
+			fmt.Fprintf(&b, "%-22s %6d %7.2fx (%.2f-%.2f) %11d %14.2f %9.1f  %.2fx (%s)\n", filepath.Base(f), ps.Phases,
+				ps.Reduction, ps.MinReduction, ps.MaxReduction, ps.WAPEAbove, ps.MaxWAPERatio, ps.Harmed, ps.WorstRatio, ps.WorstEvent)
+		}
+	}
+	t.Log(b.String())
+}

@@ -38,6 +38,9 @@ type Observations struct {
 	// Own is the run under bayesperf's own schedule; nil when none was available, and
 	// then the bayesperf estimator is left out.
 	Own []inference.Slice
+	// Phases is the length of bayesperf's schedule cycle: the starts FromTraceAt can
+	// replay (0 without Own).
+	Phases int
 }
 
 // Options tune Score.

@@ -23,6 +23,12 @@ func OwnSchedule(sp schedule.Spec, events []string, rels []relation.Relation) (*
 // events: the kernel's round robin (singleton flexible groups in column order) and, when
 // available, bayesperf's schedule.
 func FromTrace(tr *replay.Trace, counters int, fixed []string, rels []relation.Relation) (Observations, error) {
+	return FromTraceAt(tr, counters, fixed, rels, 0)
+}
+
+// FromTraceAt is FromTrace with bayesperf's schedule started phase configurations into
+// its cycle (schedule.Schedule.Rotated); the kernel's round robin is the same.
+func FromTraceAt(tr *replay.Trace, counters int, fixed []string, rels []relation.Relation, phase int) (Observations, error) {
 	sp, err := replay.KernelSpec(tr, counters, fixed)
 	if err != nil {
 		return Observations{}, err
@@ -37,7 +43,8 @@ func FromTrace(tr *replay.Trace, counters int, fixed []string, rels []relation.R
 		return Observations{}, fmt.Errorf("build bayesperf schedule: %w", err)
 	}
 	if own != nil {
-		obs.Own = replay.Simulate(tr, own)
+		obs.Own = replay.Simulate(tr, own.Rotated(phase))
+		obs.Phases = own.Len()
 	}
 	return obs, nil
 }
