@@ -82,6 +82,17 @@ func runDropinStat(t *testing.T, flags ...string) (correctedRun, reportClient) {
 	if strings.Contains(r.stderr, "bayesperf: ") {
 		t.Fatalf("the shim gave up on the sidecar:\n%s", r.stderr)
 	}
+	if _, err := os.Stat(rf); err != nil {
+		// The sidecar wrote no report: it died, or run killed it.
+		var lines []string
+		for l := range strings.Lines(r.stderr) {
+			if strings.Contains(l, "bayesperf") || strings.Contains(l, "panic") || strings.HasPrefix(l, "\t") || strings.HasPrefix(l, "goroutine") {
+				lines = append(lines, l)
+			}
+		}
+		sb, _ := os.ReadFile(sf)
+		t.Fatalf("no report: %v; stats %s; bayesperf's lines on stderr:\n%s", err, sb, strings.Join(lines, ""))
+	}
 	var out correctedRun
 	// perf's intervals, in the order it prints them (one timestamp per interval).
 	last := ""
