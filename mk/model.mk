@@ -18,9 +18,9 @@ model-bench:
 	$(GO) test -run '^$$' -bench 'BenchmarkSmooth/events=(8|16|35|64)$$' -benchtime 50x -cpu 1 ./inference/model/
 
 # Diagnostics of the model: each prints per-trace and per-event figures that the tests
-# do not judge (their test files say what they showed). DIAG_TRACES narrows the traces
-# (comma-separated names, default all); CUT and SKIP cut the live traces for
-# model-diag-cut.
+# do not judge (inference/model/diag_test.go says what each showed). DIAG_TRACES
+# narrows the traces (comma-separated names, default all); CUT and SKIP cut the live
+# traces for model-diag-cut.
 DIAG_TRACES ?= all
 CUT    ?= 500
 SKIP   ?= 0

@@ -4,7 +4,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/bayesperf/bayesperf/inference/graph"
 	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/replay"
 	"github.com/bayesperf/bayesperf/inference/schedule"
@@ -45,27 +44,13 @@ func TestDerive(t *testing.T) {
 // instructions:k 80% low in some intervals; error reduction 1.9x and 2.3x). Every
 // interval's estimate must now be the truth.
 func TestDeriveShortSlices(t *testing.T) {
-	tr, err := replay.ReadFile("testdata/pmu/arm64-mixed-1s-i3x4.csv", replay.ReadOptions{TimeColumn: "time_ns"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := timedTrace(t, "testdata/pmu/arm64-mixed-1s-i3x4.csv")
 	rels := relation.BindUniverse(relation.Builtins(), tr.Events, nil)
-	sp := schedule.Spec{Events: len(tr.Events), Counters: 2}
-	kern, err := schedule.Kernel(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	own, err := schedule.Overlap(sp, graph.FromRelations(tr.Events, rels), schedule.OverlapOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	kern, own := schedules(t, tr.Events, rels, schedule.Spec{Events: len(tr.Events), Counters: 2})
 	rr := mustNew(t, tr.Events, rels, Options{})
 	bp := mustNew(t, tr.Events, rels, Options{})
-	res, err := replay.Score(tr, []replay.Contender{{Estimator: named{rr, "bayesperf-rr"}, Schedule: kern},
-		{Estimator: bp, Schedule: own}}, replay.Options{Counters: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := replayScore(t, tr, replay.Options{Counters: 2}, replay.Contender{Estimator: named{rr, "bayesperf-rr"}, Schedule: kern},
+		replay.Contender{Estimator: bp, Schedule: own})
 	for _, name := range []string{"bayesperf-rr", "bayesperf"} {
 		worst := 0.0
 		for i, truth := range res.Truth {

@@ -145,25 +145,6 @@ func TestParentReadBeforeChildrenDoesNotSplit(t *testing.T) {
 	}
 }
 
-// mustNew is New, failing t on an error.
-func mustNew(t *testing.T, events []string, rels []relation.Relation, opt Options) *Model {
-	t.Helper()
-	md, err := New(events, rels, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return md
-}
-
-func mustRelation(t *testing.T, text string) relation.Relation {
-	t.Helper()
-	r, err := relation.ParseLine(text)
-	if err != nil || r == nil {
-		t.Fatalf("parse %q: %v", text, err)
-	}
-	return *r
-}
-
 // TestReportedValuesKeepExactIdentities: the values Estimate reports, not only the
 // posterior means, satisfy exact identities in every interval, also where slices
 // counted whole are reported as counted and values are clipped at zero; and every

@@ -4,128 +4,11 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/bayesperf/bayesperf/inference"
-	"github.com/bayesperf/bayesperf/inference/graph"
-	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/replay"
-	"github.com/bayesperf/bayesperf/inference/schedule"
 )
-
-// liveScore replays a live trace (../../internal/eval/testdata/live-*.csv) the way
-// `bayesperf eval --trace FILE --time-column time_ns --counters 4 [--fixed ...]`
-// does: each row a slice of its time_ns, the kernel's round robin for linux, linear
-// and bayesperf-rr, bayesperf's overlap schedule for bayesperf, the built-in relations
-// bound to the run's events.
-func liveScore(t *testing.T, path string, fixed []string, opt Options) *replay.Result {
-	t.Helper()
-	tr, err := replay.ReadFile(path, replay.ReadOptions{TimeColumn: "time_ns"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rels, kern, own := liveSchedules(t, tr, fixed)
-	rr := mustNew(t, tr.Events, rels, opt)
-	bp := mustNew(t, tr.Events, rels, opt)
-	cs := replay.Baselines(len(tr.Events), kern)
-	cs = append(cs, replay.Contender{Estimator: named{rr, "bayesperf-rr"}, Schedule: kern},
-		replay.Contender{Estimator: bp, Schedule: own})
-	res, err := replay.Score(tr, cs, replay.Options{Counters: realCounters, Online: liveOnline})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
-
-// dropin is bayesperf as the drop-in path serves it (internal/vpmu/vstage): a tool
-// reading running totals, each the posterior mean of the event's total up to the read
-// given everything so far, published values never decreasing, and taking differences
-// (perf stat -I). Asked online for interval [from, to), it returns the published total
-// at to minus the one at from.
-type dropin struct {
-	*Model
-	pub []float64
-}
-
-func (d *dropin) Name() string { return "bayesperf-dropin" }
-
-func (d *dropin) Estimate(from, to int) []inference.Estimate {
-	tot := d.Model.Estimate(0, to)
-	if d.pub == nil {
-		d.pub = make([]float64, len(tot))
-	}
-	out := make([]inference.Estimate, len(tot))
-	for e, x := range tot {
-		p := math.Max(d.pub[e], x.Value)
-		out[e] = inference.Estimate{Value: p - d.pub[e], Status: x.Status}
-		d.pub[e] = p
-	}
-	return out
-}
-
-// traceSchedules builds, for tr at realCounters with the fixed events, the kernel's round
-// robin and bayesperf's overlap schedule over rels, as `bayesperf eval --trace` does.
-func traceSchedules(t *testing.T, tr *replay.Trace, rels []relation.Relation, fixed []string) (kern, own *schedule.Schedule) {
-	t.Helper()
-	sp, err := replay.KernelSpec(tr, realCounters, fixed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if kern, err = schedule.Kernel(sp); err != nil {
-		t.Fatal(err)
-	}
-	if own, err = schedule.Overlap(sp, graph.FromRelations(tr.Events, rels), schedule.OverlapOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return kern, own
-}
-
-// liveSchedules binds the built-in relations to tr's events and builds both schedules.
-func liveSchedules(t *testing.T, tr *replay.Trace, fixed []string) (rels []relation.Relation, kern, own *schedule.Schedule) {
-	t.Helper()
-	rels = relation.Bind(relation.Builtins(), tr.Events)
-	kern, own = traceSchedules(t, tr, rels, fixed)
-	return rels, kern, own
-}
-
-// dropinOptions are the model's options as vstage sets them: a task's enabled time is
-// its task-clock, so the model is told.
-func dropinOptions(tr *replay.Trace) Options {
-	var opt Options
-	if tr.EventIndex("task-clock") >= 0 {
-		opt.Clocks = []string{"task-clock"}
-	}
-	return opt
-}
-
-// liveDropin replays a live trace as liveScore does and returns the error reduction of
-// bayesperf served as the drop-in path serves it (dropin, on bayesperf's schedule), and
-// of its online values (each interval estimated right after it ends), against linux.
-func liveDropin(t *testing.T, path string, fixed []string) (cum, online float64) {
-	t.Helper()
-	tr, err := replay.ReadFile(path, replay.ReadOptions{TimeColumn: "time_ns"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rels, kern, own := liveSchedules(t, tr, fixed)
-	opt := dropinOptions(tr)
-	a := mustNew(t, tr.Events, rels, opt)
-	b := mustNew(t, tr.Events, rels, opt)
-	cs := replay.Baselines(len(tr.Events), kern)[:1]
-	cs = append(cs, replay.Contender{Estimator: &dropin{Model: a}, Schedule: own},
-		replay.Contender{Estimator: b, Schedule: own})
-	res, err := replay.Score(tr, cs, replay.Options{Counters: realCounters, Online: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.ErrorReduction["bayesperf-dropin"], res.ErrorReduction["bayesperf"]
-}
-
-// liveOnline scores the live values (each interval estimated right after it ends, as a
-// tool reading through the drop-in path sees them) instead of the smoothed ones.
-var liveOnline bool
 
 // liveBias logs, per event, the run's truth and the signed error of the estimators'
 // totals (sum over intervals): a model biased low shows as a negative column.
@@ -165,12 +48,7 @@ func liveBias(res *replay.Result) string {
 //
 //	go test -count=1 -run TestLiveTraces -v ./inference/model/
 func TestLiveTraces(t *testing.T) {
-	files, _ := filepath.Glob("../../internal/eval/testdata/live-*.csv")
-	mine, _ := filepath.Glob("testdata/live/*.csv")
-	files = append(files, mine...)
-	if len(files) == 0 {
-		t.Fatal("no live traces: run make live-traces")
-	}
+	files := liveTraces(t)
 	var report strings.Builder
 	fmt.Fprintf(&report, "\n%-22s %-6s %-13s %9s %9s %11s %10s\n", "trace", "fixed", "estimator", "reduction", "meanWAPE", "medianWAPE", "coverage95")
 	gm := map[string]float64{}
@@ -184,7 +62,7 @@ func TestLiveTraces(t *testing.T) {
 		lg := map[string]float64{}
 		for _, f := range files {
 			res := liveScore(t, f, fixed, Options{})
-			name := strings.TrimSuffix(filepath.Base(f), ".csv")
+			name := traceName(f)
 			for _, est := range []string{"linux", "linear", "bayesperf-rr", "bayesperf"} {
 				s := res.Estimators[est]
 				cov := "-"

@@ -1,76 +1,15 @@
 package model
 
 import (
-	"fmt"
 	"math"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/bayesperf/bayesperf/inference"
+	"github.com/bayesperf/bayesperf/inference/relation"
 	"github.com/bayesperf/bayesperf/inference/replay"
+	"github.com/bayesperf/bayesperf/inference/schedule"
 )
-
-// TestOracleCovariance is a diagnostic, not an acceptance test: it replaces what the
-// model learns online (levels, spreads, correlations) by the same quantities computed
-// from the whole true trace, with a static walk (persistence 0) and with the default
-// persistence, on the kernel's round robin. It shows how much of the gap to the
-// acceptance figure is learning and how much is the model itself. A last line does the
-// same with the mean and covariance fitted, by EM for a Gaussian with missing values,
-// to the multiplexed observations alone (what an offline pass at Finish could learn):
-// how much of the oracle's gain a full-rank covariance learned from the schedule's
-// co-counted slices recovers.
-//
-//	go test -run TestOracleCovariance -v ./inference/model/
-func TestOracleCovariance(t *testing.T) {
-	files, _ := filepath.Glob("../replay/testdata/*.csv")
-	mine, _ := filepath.Glob("testdata/*.csv")
-	files = append(files, mine...)
-	type run struct {
-		a      float64
-		fitted bool
-	}
-	for _, r := range []run{{0, false}, {1 - defaultReversion, false}, {0, true}} {
-		a := r.a
-		lg, line := 0.0, ""
-		for _, f := range files {
-			tr, rels := traceOf(t, f)
-			var fixed []string
-			for _, x := range realFixed {
-				if tr.EventIndex(x) >= 0 {
-					fixed = append(fixed, x)
-				}
-			}
-			kern, err := replay.KernelSchedule(tr, realCounters, fixed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			md := mustNew(t, tr.Events, rels, Options{})
-			if md.k != len(tr.Events) {
-				t.Fatalf("%s: exact identities: the oracle needs one state per event", f)
-			}
-			md.lrn.oracle = trueWalk(tr)
-			if r.fitted {
-				md.lrn.oracle = fittedWalk(tr, replay.Simulate(tr, kern), 20)
-			}
-			md.lrn.oracleA = a
-			cs := append(replay.Baselines(len(tr.Events), kern), replay.Contender{Estimator: md, Schedule: kern})
-			res, err := replay.Score(tr, cs, replay.Options{Counters: realCounters})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := res.ErrorReduction["bayesperf"]
-			lg += math.Log(r)
-			line += fmt.Sprintf(" %s %.2fx", strings.TrimSuffix(filepath.Base(f), ".csv"), r)
-		}
-		src := "true"
-		if r.fitted {
-			src = "EM-fitted"
-		}
-		t.Logf("%s covariance, persistence %.2f, kernel round robin: geometric mean %.2fx |%s", src, a, math.Exp(lg/float64(len(files))), line)
-	}
-}
 
 // trueWalk computes each event's mean rate, standard deviation and the correlations
 // over the whole trace (correlations shrunk by 3% so that the matrix is well inside the
@@ -165,11 +104,27 @@ func fittedWalk(tr *replay.Trace, obs []inference.Slice, iters int) *oracleWalk 
 			if !cholesky(l, no) {
 				continue
 			}
-			w := make([]float64, no)
-			for a, i := range on {
-				w[a] = x[i] - mu[i]
+			// Σ_OO⁻¹ from its Cholesky factor: the rows of Σ_OO⁻¹·I.
+			eye, ones := make([]float64, no*no), make([]float64, no)
+			for a := range no {
+				eye[a*no+a], ones[a] = 1, 1
 			}
-			cholSolveVec(l, no, w)
+			inv := make([]float64, no*no)
+			cholSolveRows(l, no, eye, ones, inv)
+			solve := func(b []float64) []float64 { // Σ_OO⁻¹·b
+				out := make([]float64, no)
+				for a := range no {
+					for c, v := range b {
+						out[a] += inv[a*no+c] * v
+					}
+				}
+				return out
+			}
+			d := make([]float64, no)
+			for a, i := range on {
+				d[a] = x[i] - mu[i]
+			}
+			w := solve(d)
 			gain := make([][]float64, len(off)) // Σ_OO⁻¹ Σ_O,m per uncounted m
 			for p, m := range off {
 				v := mu[m]
@@ -179,8 +134,7 @@ func fittedWalk(tr *replay.Trace, obs []inference.Slice, iters int) *oracleWalk 
 					col[a] = S[m*n+i]
 				}
 				x[m] = v
-				cholSolveVec(l, no, col)
-				gain[p] = col
+				gain[p] = solve(col)
 			}
 			for i := range n {
 				sx[i] += x[i]
@@ -221,20 +175,47 @@ func fittedWalk(tr *replay.Trace, obs []inference.Slice, iters int) *oracleWalk 
 	return o
 }
 
-// cholSolveVec solves L·Lᵀ·x = b in place for the lower-triangular factor in l.
-func cholSolveVec(l []float64, k int, b []float64) {
-	for i := range k {
-		s := b[i]
-		for j := range i {
-			s -= l[i*k+j] * b[j]
+// readWalk is trueWalk with each event's level and spread taken only from the slices
+// the schedule reads it in: the correlations still come from the whole true trace (the
+// program's structure, which a learner could at best discover), but an event's scale
+// only from what its own readings show. An event the schedule never reads while it
+// counts has level 0 and no spread here, where trueWalk hands its true mean over the
+// run to the smoother: on a short trace (sqlite: 31 slices in 2 intervals) that mean is
+// nearly the answer.
+func readWalk(tr *replay.Trace, s *schedule.Schedule) *oracleWalk {
+	o := trueWalk(tr)
+	n := len(tr.Events)
+	sum, sq, cnt := make([]float64, n), make([]float64, n), make([]float64, n)
+	for t, row := range tr.Counts {
+		for _, e := range s.Counted(t) {
+			if int(e) < 0 || int(e) >= n {
+				continue
+			}
+			y := float64(row[e]) / tr.Durations[t]
+			sum[e] += y
+			sq[e] += y * y
+			cnt[e]++
 		}
-		b[i] = s / l[i*k+i]
 	}
-	for i := k - 1; i >= 0; i-- {
-		s := b[i]
-		for j := i + 1; j < k; j++ {
-			s -= l[j*k+i] * b[j]
+	for e := range n {
+		o.level[e], o.sd[e] = 0, 1e-12
+		if cnt[e] > 0 {
+			m := sum[e] / cnt[e]
+			o.level[e] = m
+			o.sd[e] = math.Sqrt(math.Max(sq[e]/cnt[e]-m*m, 0)) + 1e-12
 		}
-		b[i] = s / l[i*k+i]
 	}
+	return o
+}
+
+// oracleModel is a model of tr's events whose learned walk is replaced by the oracle
+// o with persistence a (the trace at path: for the message).
+func oracleModel(t *testing.T, path string, tr *replay.Trace, rels []relation.Relation, o *oracleWalk, a float64) *Model {
+	t.Helper()
+	md := mustNew(t, tr.Events, rels, Options{})
+	if md.k != len(tr.Events) {
+		t.Fatalf("%s: exact identities: the oracle needs one state per event", path)
+	}
+	md.lrn.oracle, md.lrn.oracleA = o, a
+	return md
 }

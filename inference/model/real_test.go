@@ -3,106 +3,26 @@ package model
 import (
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/bayesperf/bayesperf/inference/metrics"
-	"github.com/bayesperf/bayesperf/inference/relation"
-	"github.com/bayesperf/bayesperf/inference/replay"
 )
-
-// realFixed are the events that sit on fixed counters in the replays, the way cycles
-// and instructions do on a real CPU: always-on, busy events (Ir is callgrind's
-// instructions).
-var realFixed = []string{"task-clock", "raw_syscalls:sys_enter", "Ir"}
-
-// traceOf reads a trace and the relations that go with it: the built-ins, plus the
-// relation file next to callgrind traces. Every row is replayed as one slice of
-// duration 1, as the traces' README (../replay/testdata/README.md) prescribes: the
-// wall-clock column is metadata, not a slice weight (per-task counters advance only
-// while the task runs, and perf's timer was sometimes late: one find row spans 1.87 s
-// against 10 ms nominal, which weighted by wall time turns into a 175-fold burst of
-// every uncounted event). The time column is still named when reading, so that it is
-// not taken for an event.
-func traceOf(t *testing.T, path string) (*replay.Trace, []relation.Relation) {
-	t.Helper()
-	var tr *replay.Trace
-	var err error
-	for _, col := range []string{"wall_ns", "interval_ns", ""} {
-		tr, err = replay.ReadFile(path, replay.ReadOptions{TimeColumn: col})
-		if err == nil {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range tr.Durations {
-		tr.Durations[i] = 1
-	}
-	rels := relation.Builtins()
-	if strings.HasPrefix(filepath.Base(path), "cg-") {
-		rels = append(rels, callgrindRelations(t, filepath.Dir(path))...)
-	}
-	return tr, relation.Bind(rels, tr.Events)
-}
-
-const realCounters = 4 // programmable counters, as on many x86 cores with SMT
-
-// realScore replays one trace to linux, linear, bayesperf on the kernel's round robin
-// (bayesperf-rr) and bayesperf on its own overlap schedule, with the replay package's
-// scoring, and returns the result.
-func realScore(t *testing.T, path string) *replay.Result {
-	t.Helper()
-	tr, rels := traceOf(t, path)
-	var fixed []string
-	for _, f := range realFixed {
-		if tr.EventIndex(f) >= 0 {
-			fixed = append(fixed, f)
-		}
-	}
-	kern, own := traceSchedules(t, tr, rels, fixed)
-	rr := mustNew(t, tr.Events, rels, Options{})
-	bp := mustNew(t, tr.Events, rels, Options{})
-	cs := replay.Baselines(len(tr.Events), kern)
-	cs = append(cs, replay.Contender{Estimator: named{rr, "bayesperf-rr"}, Schedule: kern},
-		replay.Contender{Estimator: bp, Schedule: own})
-	res, err := replay.Score(tr, cs, replay.Options{Counters: realCounters})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
-
-// named renames an estimator, so that two configurations of the model can be scored
-// side by side.
-type named struct {
-	*Model
-	name string
-}
-
-func (n named) Name() string { return n.name }
 
 // TestRealTraces prints, per real-program trace, the brief's figures for linux, linear,
 // bayesperf on the kernel's round robin and bayesperf on its own schedule.
 //
 //	go test -run TestRealTraces -v ./inference/model/
 func TestRealTraces(t *testing.T) {
-	files, _ := filepath.Glob("../replay/testdata/*.csv")
-	mine, _ := filepath.Glob("testdata/*.csv")
-	if len(files)+len(mine) == 0 {
-		t.Fatal("no traces: run make traces / make model-traces")
-	}
+	all := realTraces(t)
 	var report strings.Builder
 	fmt.Fprintf(&report, "\n%-10s %-13s %9s %9s %11s %10s\n", "trace", "estimator", "reduction", "meanWAPE", "medianWAPE", "coverage95")
 	lg := map[string]float64{}
-	all := append(files, mine...)
 	strays := 0                      // traces whose bayesperf coverage95 is outside [0.85, 0.99]
 	pooled := map[string][]float64{} // WAPE of every (trace, event) pair with a truth
 	for _, f := range all {
 		res := realScore(t, f)
-		name := strings.TrimSuffix(filepath.Base(f), ".csv")
+		name := traceName(f)
 		for _, ev := range res.PerEvent {
 			if ev.Metrics["linux"].Defined {
 				for _, est := range []string{"linux", "bayesperf"} {

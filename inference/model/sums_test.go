@@ -1,72 +1,10 @@
 package model
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/bayesperf/bayesperf/inference"
-	"github.com/bayesperf/bayesperf/inference/graph"
-	"github.com/bayesperf/bayesperf/inference/metrics"
-	"github.com/bayesperf/bayesperf/inference/relation"
-	"github.com/bayesperf/bayesperf/inference/replay"
-	"github.com/bayesperf/bayesperf/inference/schedule"
 )
-
-// callgrindRelations reads the relations of callgrind's events, callgrind.rel in dir
-// (the corpus's or the replay package's test data).
-func callgrindRelations(t *testing.T, dir string) []relation.Relation {
-	t.Helper()
-	f, err := os.Open(filepath.Join(dir, "callgrind.rel"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rels, err := relation.ParseFile("callgrind.rel", f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rels
-}
-
-// corpusReplay replays a callgrind trace of the corpus (tuning half) as the corpus's
-// README says, on bayesperf's own schedule, and returns the trace, the reporting
-// intervals and the final estimates per interval.
-func corpusReplay(t *testing.T, name string) (*replay.Trace, [][2]int, [][]inference.Estimate) {
-	t.Helper()
-	dir := "../replay/testdata/corpus"
-	tr, err := replay.ReadFile(filepath.Join(dir, name), replay.ReadOptions{TimeColumn: "basic_blocks"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rels := relation.Bind(append(relation.Builtins(), callgrindRelations(t, dir)...), tr.Events)
-	sp, err := replay.KernelSpec(tr, 4, []string{"Ir"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	own, err := schedule.Overlap(sp, graph.FromRelations(tr.Events, rels), schedule.OverlapOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	md := mustNew(t, tr.Events, rels, Options{})
-	ivs := replay.Intervals(tr.Slices(), replay.DefaultWindow)
-	ans, err := replay.Feed(md, replay.Simulate(tr, own), ivs, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr, ivs, ans
-}
-
-// eventScores scores event e's estimates over the intervals against the trace.
-func eventScores(tr *replay.Trace, ivs [][2]int, ans [][]inference.Estimate, e int) metrics.Event {
-	truth := make([]float64, len(ivs))
-	est := make([]inference.Estimate, len(ivs))
-	for k, iv := range ivs {
-		truth[k] = tr.Truth(iv[0], iv[1])[e]
-		est[k] = ans[k][e]
-	}
-	return metrics.ForEvent(truth, est)
-}
 
 // TestSumIntervalsCoverTheirTruth: the derived totals of a callgrind trace (exact sums
 // of other events) have intervals that cover their truth about as often as their terms'
