@@ -98,6 +98,11 @@ type Stats struct {
 	// scheduler keeps it off the CPU), and under a loaded 2-core VM it reached 40-170ms.
 	// A late slice is merged into the next snapshot: nothing is lost.
 	MaxSliceLag time.Duration
+	// Slices counts the slice boundaries the kernel's ticks made, whether Next returned
+	// each as a snapshot or a late Next merged several; IdleSlices those of them at which
+	// no tracked thread had run since the previous one. Unlike the number of snapshots,
+	// neither depends on how promptly the Go side ran.
+	Slices, IdleSlices uint64
 }
 
 // slot is one thread (or CPU) and its events.
@@ -157,10 +162,15 @@ type Collector struct {
 	// firstRound: the boundary was a tick that found no tracked thread running, so a tracked
 	// thread may be running on another CPU whose tick of the same round is still to come
 	firstRound bool
-	gone       bool // every tracked thread has exited
-	exitWaited bool // the wait for gone threads to be finished (awaitExit) is over
-	exitBy     time.Time
-	done       bool // the final snapshot has been returned
+	// Stats.Slices and IdleSlices: boundaryNs is roundNs as an on-time Next would have
+	// kept it, moved whether a tracked thread ran since that boundary.
+	nslices, idleSlices uint64
+	boundaryNs          int64
+	moved               bool
+	gone                bool // every tracked thread has exited
+	exitWaited          bool // the wait for gone threads to be finished (awaitExit) is over
+	exitBy              time.Time
+	done                bool // the final snapshot has been returned
 	// finished says whether a thread has passed the point where the kernel detaches its
 	// events (perf.TaskFinished; a test makes a target's exit slow with it).
 	finished func(tid int) bool
@@ -344,7 +354,7 @@ func (c *Collector) SetEnabled(i int, on bool) error {
 func (c *Collector) Stats() (Stats, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := Stats{Threads: max(c.nfollowed, len(c.slots)), LostThreads: c.lost, BadRecords: c.bad, MaxFollowLatency: c.followLat, MaxSliceLag: c.sliceLag, Held: c.held}
+	st := Stats{Threads: max(c.nfollowed, len(c.slots)), LostThreads: c.lost, BadRecords: c.bad, MaxFollowLatency: c.followLat, MaxSliceLag: c.sliceLag, Held: c.held, Slices: c.nslices, IdleSlices: c.idleSlices}
 	if c.closed {
 		return st, ErrClosed
 	}

@@ -536,32 +536,35 @@ func TestSlicesOfASleeper(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkDeltas(t, snaps, end)
-	// The helper runs at least every napRun+napSleep, so it ran in every slice of its life
-	// (wall/slice of them). Half of that leaves room for a loaded machine; ticks alone
-	// (a snapshot only when the target is running at a tick) gave 1-3 where this gives
-	// 51-55, with 53-55 slices of wall time.
-	if want := int(wall/slice) / 2; len(snaps) < want {
-		t.Errorf("%d snapshots over %v of a target running in every %v slice, want at least %d", len(snaps), wall, slice, want)
-	}
-	// Nearly every slice but the final read(2) one shows the target having run: a slice
-	// is not ended by a tick round in which it did not run. A clean-clone make test once
-	// saw one exception, the second snapshot (a switch right after the first snapshot, at
-	// the helper's start): at most two are allowed.
-	var idle []int
-	for k := 1; k < len(snaps)-1; k++ {
-		if snaps[k].Counts[evTaskClock].Value == snaps[k-1].Counts[evTaskClock].Value {
-			idle = append(idle, k)
-		}
-	}
-	if len(idle) > 2 {
-		t.Errorf("snapshots %v of %d: no task-clock since the previous one", idle, len(snaps))
-	}
-	if d := end.Counts[evContextSwitches].Value; d < napCount {
-		t.Errorf("context switches: %d, want at least %d", d, napCount)
-	}
 	st, err := c.Stats()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// What is checked is the kernel's slicing (Stats.Slices, IdleSlices), not the number
+	// of snapshots: a Next that runs late (MaxSliceLag above a slice, when the Go side is
+	// starved on a loaded machine) merges slices into one snapshot, and a snapshot may then
+	// hold values past its boundary, leaving the next one with no task-clock. Under
+	// stress-ng --cpu 2 that failed 2 runs in 30 (35 snapshots for 79 slices of wall time
+	// with a lag of 144ms; snapshots [4 8 50] without task-clock with a lag of 13ms).
+	//
+	// The helper's napCount runs start at least napRun+napSleep apart, more than half a
+	// slice, so an interval between two rounds of ticks holds at most two starts, and the
+	// round after each interval holding one ends a slice: at least napCount/2 slices
+	// however slowly the helper gets the CPU (idle: 51-55 for 53-55 slices of wall time;
+	// under stress-ng --cpu 2, 60-71 for 62-111). Ticks alone (a slice only when the
+	// target is running at a tick) gave 1-3.
+	if want := uint64(napCount / 2); st.Slices < want {
+		t.Errorf("%d slices over %v of a target running %d times, want at least %d", st.Slices, wall, napCount, want)
+	}
+	// Nearly every slice shows the target having run: a slice is not ended by a tick
+	// round in which it did not run. A clean-clone make test once saw one exception, the
+	// second snapshot (a switch right after the first snapshot, at the helper's start):
+	// at most two are allowed.
+	if st.IdleSlices > 2 {
+		t.Errorf("%d of %d slices ended with no tracked thread run since the previous one", st.IdleSlices, st.Slices)
+	}
+	if d := end.Counts[evContextSwitches].Value; d < napCount {
+		t.Errorf("context switches: %d, want at least %d", d, napCount)
 	}
 	t.Logf("%d snapshots over %v (%d slices of wall time), stats %+v", len(snaps), wall, wall/slice, st)
 }

@@ -254,6 +254,13 @@ func (c *Collector) consume() {
 		// The ticks of one round (every CPU's timer fires within microseconds of the others)
 		// end one slice: a tick record arriving after Next returned its round's snapshot
 		// (another CPU's, late) adds its values to the next slice without ending one.
+		if (r.Kind == kindTick || r.Kind == kindRound) && int64(r.TimeNs) >= c.boundaryNs+int64(c.slice)/2 {
+			c.nslices++
+			if !c.moved {
+				c.idleSlices++
+			}
+			c.moved, c.boundaryNs = false, int64(r.TimeNs)
+		}
 		if (r.Kind == kindTick || r.Kind == kindRound) && !c.fresh && int64(r.TimeNs) >= c.roundNs+int64(c.slice)/2 {
 			c.fresh, c.firstNs, c.roundNs = true, int64(r.TimeNs), int64(r.TimeNs)
 			c.firstRound = r.Kind == kindRound
@@ -301,6 +308,7 @@ func (c *Collector) handle(r record) {
 		for i, v := range r.Vals {
 			// A value that could not be read comes as zeros; counters never go backwards.
 			if v.Value >= s.last[i].Value && v.Enabled >= s.last[i].Enabled && (v != perf.Count{}) {
+				c.moved = c.moved || v.Enabled > s.last[i].Enabled || v.Value > s.last[i].Value
 				s.last[i] = v
 			}
 		}
