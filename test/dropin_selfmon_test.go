@@ -31,6 +31,19 @@ func noiseOf(vals []float64) noise {
 
 func (n noise) has(v float64) bool { return v >= n.lo && v <= n.hi }
 
+// nativeNoise is, per count, the noise of the native runs' values.
+func nativeNoise(runs []map[string]float64) map[string]noise {
+	want := map[string]noise{}
+	for name := range runs[0] {
+		var v []float64
+		for _, r := range runs {
+			v = append(v, r[name])
+		}
+		want[name] = noiseOf(v)
+	}
+	return want
+}
+
 // selfmonLine matches a line of test/c/selfmon.
 var selfmonLine = regexp.MustCompile(`^(\S+) total (\d+) scaled (\d+) enabled (\d+) running (\d+)$`)
 
@@ -220,22 +233,18 @@ func TestDropinStressNGPerf(t *testing.T) {
 		t.Skip("needs stress-ng, which make deps installs (mk/shim.mk)")
 	}
 	bp := dropinBin(t, "bayesperf")
-	// Five native runs: the stressor's page faults vary by a few between runs (485-488),
+	// Five native runs: the stressor's page faults vary by a few between runs (482-489),
 	// and three runs that happened to agree (486 each) made the noise 0 and failed CI on
-	// a run through bayesperf that read 484.
+	// a run through bayesperf that read 484; ten more are taken when a count falls
+	// outside the noise of these (see vc64).
 	var native []map[string]float64
 	for range 5 {
 		native = append(native, stressNG(t))
 	}
-	want := map[string]noise{}
+	want := nativeNoise(native)
 	zero := map[string]bool{}
 	for name := range native[0] {
-		var v []float64
-		for _, n := range native {
-			v = append(v, n[name])
-		}
-		want[name] = noiseOf(v)
-		zero[name] = slices.Max(v) == 0
+		zero[name] = want[name].hi == 0
 	}
 	for _, tc := range []struct {
 		name  string
@@ -261,10 +270,27 @@ func TestDropinStressNGPerf(t *testing.T) {
 				t.Logf("%-26s %8.0f, native %s", name, got[name], fmt.Sprint(want[name]))
 			}
 			if tc.name == "vc64" {
-				for _, name := range stressExact {
-					if n := want[name]; !n.has(got[name]) {
-						t.Errorf("%s: %.0f through bayesperf, native %.0f..%.0f (with the spread)", name, got[name], n.lo, n.hi)
+				outside := func() (bad []string) {
+					for _, name := range stressExact {
+						if !want[name].has(got[name]) {
+							bad = append(bad, name)
+						}
 					}
+					return bad
+				}
+				if len(outside()) > 0 {
+					// Five native runs can agree by chance and call the noise 0 (five of
+					// 486 page faults in one CI run, 485 through bayesperf): before
+					// calling a difference ours, let ten more native runs say how much
+					// the count varies.
+					for range 10 {
+						native = append(native, stressNG(t))
+					}
+					want = nativeNoise(native)
+				}
+				for _, name := range outside() {
+					n := want[name]
+					t.Errorf("%s: %.0f through bayesperf, native %.0f..%.0f over %d runs (with the spread)", name, got[name], n.lo, n.hi, len(native))
 				}
 				return
 			}
