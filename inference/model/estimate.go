@@ -57,14 +57,6 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 			s = math.Max(s, math.Sqrt(v))
 		}
 		est := inference.Estimate{Value: val, Lo: val - q*s, Hi: val + q*s, HasInterval: true, Status: inference.StatusInferred}
-		if len(md.rows[e]) == 1 && counted == 0 && md.likelyNone(e, val) {
-			// Per interval the median is the point estimate of least absolute
-			// error (WAPE's): where no slice of the interval counted any of the
-			// event and the uncounted ones more likely than not saw none of it (a
-			// sparse event between its bursts), it is zero. The interval stays.
-			est.Value = 0
-			est.Lo = math.Min(est.Lo, 0)
-		}
 		if !md.opt.AllowNegative {
 			// Counts are never negative, so what the slices counted whole already
 			// saw is a floor for the interval's count.
@@ -148,9 +140,7 @@ func (md *Model) reconcile(out []inference.Estimate, counted []float64) {
 		}
 		moved := false
 		for j := range x {
-			// Rounding alone must not hold a value that sits at its floor (a sparse
-			// event reported as zero) there for good: a bound may still raise it.
-			if w[j] > 0 && x[j] < floor[j]-1e-9*math.Max(1, math.Abs(x0[j])) {
+			if w[j] > 0 && x[j] < floor[j] {
 				x0[j], w[j], moved = floor[j], 0, true
 			}
 		}
@@ -179,7 +169,6 @@ func (md *Model) reconcile(out []inference.Estimate, counted []float64) {
 		if out[e].Status != inference.StatusInferred || math.IsNaN(x[j]) || math.IsInf(x[j], 0) {
 			continue
 		}
-		x[j] = math.Max(x[j], floor[j])
 		d := x[j] - out[e].Value
 		out[e].Value = x[j]
 		// The interval moves with the value and keeps covering the value before the
@@ -485,22 +474,6 @@ func (md *Model) scatter(e, un, n int, val float64) float64 {
 		return 0
 	}
 	return v
-}
-
-// likelyNone reports whether event e's count over uncounted slices expected to hold
-// u is more likely zero than not: a negative binomial count of mean u and variance
-// dispersion·u (Poisson for a dispersion of 1, the walk's scatter of a bursty event
-// above it), as scatter describes it, has P(0) = (1/D)^(u/(D−1)) (e^−u for D = 1).
-func (md *Model) likelyNone(e int, u float64) bool {
-	if !(u > 0) {
-		return false
-	}
-	d := md.lrn.dispersion(e)
-	logP0 := -u
-	if d > 1+1e-9 {
-		logP0 = -u * math.Log(d) / (d - 1)
-	}
-	return logP0 >= -math.Ln2
 }
 
 // withCounts replaces, in event e's sum over [from, to), the smoothed rate of the
