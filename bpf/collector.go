@@ -134,7 +134,7 @@ type Collector struct {
 
 	togMu     sync.Mutex   // serialises SetEnabled calls
 	fdMu      sync.RWMutex // read-held while fds are used without mu; write-held to close them
-	mu        sync.Mutex   // guards everything below; the consumer holds it while applying a record, the follower but for opening a thread's events (unlocked)
+	mu        sync.Mutex   // guards everything below; the consumer holds it while applying a record, but for opening a thread's events (unlocked)
 	closed    bool
 	slots     []*slot
 	byTid     map[int]int  // live threads' slots
@@ -144,8 +144,6 @@ type Collector struct {
 	retired   []perf.Count // final values of retired threads, summed
 	nfollowed int          // threads followed since the start
 	recent    []int        // the last recentTids tids followed, in order
-	toFollow  []newThread  // threads on_fork reported, for the follower, in order
-	following map[int]bool // the tids in toFollow or being followed
 	enabled   []bool
 	alive     int
 	lost      int
@@ -179,11 +177,9 @@ type Collector struct {
 	rawPrev []perf.Count
 	gated   []perf.Count
 
-	wake       chan struct{} // the consumer has applied records
-	followWake chan struct{} // the consumer has added to toFollow
-	quit       chan struct{} // closed by Close
-	stopped    chan struct{} // closed when the consumer returns
-	followDone chan struct{} // closed when the follower returns
+	wake    chan struct{} // the consumer has applied records
+	quit    chan struct{} // closed by Close
+	stopped chan struct{} // closed when the consumer returns
 }
 
 var _ perf.Collector = (*Collector)(nil)
@@ -240,7 +236,7 @@ func buildCollector(opts Options, l *Loader) (*Collector, error) {
 		return nil, fmt.Errorf("new bpf collector: find target %d: %w", opts.Pid, err)
 	}
 
-	c := &Collector{opts: opts, nr: len(kevents), kevents: kevents, kidx: kidx, slice: opts.Slice, byTid: map[int]int{}, following: map[int]bool{}, nslots: nslots,
+	c := &Collector{opts: opts, nr: len(kevents), kevents: kevents, kidx: kidx, slice: opts.Slice, byTid: map[int]int{}, nslots: nslots,
 		finished: perf.TaskFinished}
 	c.retired = make([]perf.Count, c.nr)
 	c.enabled = make([]bool, len(opts.Events))
@@ -262,9 +258,7 @@ func buildCollector(opts Options, l *Loader) (*Collector, error) {
 		return nil, err
 	}
 	c.wake, c.quit, c.stopped = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
-	c.followWake, c.followDone = make(chan struct{}, 1), make(chan struct{})
 	go c.consume()
-	go c.follow()
 	return c, nil
 }
 
@@ -417,7 +411,6 @@ func (c *Collector) Close() error {
 	c.mu.Unlock()
 	c.rd.Close() // interrupts the consumer's read; it then sees closed and returns
 	<-c.stopped
-	<-c.followDone // it may be opening a thread's events, which release must then close
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.release()

@@ -218,10 +218,9 @@ func (c *Collector) batchGrace() time.Duration {
 // new threads are followed at once however late Next is called.
 func (c *Collector) consume() {
 	defer close(c.stopped)
-	// Following a new thread races with the thread itself (this goroutine sees its fork
-	// record, the follower opens its events), and a target that saturates the CPUs would
-	// otherwise starve this goroutine (perf bench sched messaging -t on 2 cores: 30 of 80
-	// threads lost). So it gets its own OS thread at nice -10 when allowed (root);
+	// Following a new thread races with the thread itself, and a target that saturates the
+	// CPUs would otherwise starve this goroutine (perf bench sched messaging -t on 2 cores:
+	// 30 of 80 threads lost). So it gets its own OS thread at nice -10 when allowed (root);
 	// the thread dies with the goroutine (it never unlocks), so no other goroutine inherits
 	// the priority.
 	runtime.LockOSThread()
@@ -326,31 +325,27 @@ func (c *Collector) handle(r record) {
 		}
 	case kindFork, kindHeld:
 		tid := int(r.Tid)
-		held := r.Kind == kindHeld
-		if held {
+		if r.Kind == kindHeld {
+			// Stopped before its first instruction: let it run once its events are open
+			// (or it is known lost). The program made the SIGSTOP pending before this
+			// record could be read, so the SIGCONT cannot come first.
+			defer c.cont(tid)
 			c.held++
 		}
-		if _, ok := c.byTid[tid]; ok || c.following[tid] {
-			if held {
-				// Stopped before its first instruction: already followed (found by
-				// listing /proc), so it may run.
-				c.cont(tid)
-			}
+		if _, ok := c.byTid[tid]; ok {
+			return // already found by listing /proc
+		}
+		if err := c.addThread(tid, unix.BPF_EXIST); err != nil {
+			c.thrMap.Delete(uint32(tid))
+			c.lostTid = tid // its GONE record may follow: count it once
+			c.lost++
 			return
 		}
-		// The follower opens its events: opening them here would stop the records of the
-		// threads already followed, and with them the slices, for as long as that takes.
-		c.following[tid] = true
-		c.alive++ // until followed or lost: the target is not gone while it waits
-		c.toFollow = append(c.toFollow, newThread{tid: tid, timeNs: int64(r.TimeNs), held: held})
-		select {
-		case c.followWake <- struct{}{}:
-		default:
-		}
+		c.followLat = max(c.followLat, time.Duration(monotonicNow()-int64(r.TimeNs)))
 	case kindGone:
 		// A thread whose slot was assigned just as it exited is not lost: its events
-		// hold its counts. One the follower has not opened yet is counted by it.
-		if !c.following[int(r.Tid)] && int(r.Tid) != c.lostTid && !slices.Contains(c.recent[max(0, len(c.recent)-64):], int(r.Tid)) {
+		// hold its counts.
+		if int(r.Tid) != c.lostTid && !slices.Contains(c.recent[max(0, len(c.recent)-64):], int(r.Tid)) {
 			c.lost++
 		}
 	}

@@ -3,7 +3,6 @@ package bpf
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"time"
 
@@ -45,63 +44,6 @@ func (c *Collector) addThread(tid int, flags uint64) error {
 	return nil
 }
 
-// newThread is a thread on_fork reported, waiting for the follower to open its events.
-type newThread struct {
-	tid    int
-	timeNs int64 // its fork record's time
-	held   bool  // stopped until its events are open (Options.HoldProcesses)
-}
-
-// follow opens the events of the threads the consumer saw created (handle), in the
-// order they were created, until Close. It runs apart from the consumer so that the
-// records of the threads already followed keep being applied, and slices keep ending,
-// while it waits in perf_event_open: a tracepoint event's open takes a lock of the
-// kernel's tracing code that every tracepoint event's open and close take, which on a
-// loaded machine made following one thread take up to 400ms, all of it without a slice.
-func (c *Collector) follow() {
-	defer close(c.followDone)
-	// A new thread races with its own start: like the consumer, the follower must not be
-	// starved by a target that saturates the CPUs (see consume).
-	runtime.LockOSThread()
-	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), -10)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for {
-		for len(c.toFollow) == 0 && !c.closed {
-			c.unlocked(func() {
-				select {
-				case <-c.followWake:
-				case <-c.quit:
-				}
-			})
-		}
-		if c.closed {
-			return
-		}
-		t := c.toFollow[0]
-		c.toFollow = slices.Delete(c.toFollow, 0, 1)
-		err := c.addThread(t.tid, unix.BPF_EXIST)
-		delete(c.following, t.tid)
-		c.alive--
-		if err != nil {
-			c.thrMap.Delete(uint32(t.tid))
-			c.lostTid = t.tid // its GONE record may follow: count it once
-			c.lost++
-		} else {
-			c.followLat = max(c.followLat, time.Duration(monotonicNow()-t.timeNs))
-		}
-		if t.held {
-			// The program made the SIGSTOP pending before the record could be read, so
-			// the SIGCONT cannot come first.
-			c.cont(t.tid)
-		}
-		if c.alive == 0 && !c.systemWide() {
-			c.gone = true // the last thread exited before it could be followed
-			c.notify()
-		}
-	}
-}
-
 var errNoSlot = errors.New("no free slot: more live threads than Options.MaxThreads")
 
 // freeSlot returns a slot for a new thread: a never used one, else one of a retired
@@ -127,9 +69,9 @@ func (c *Collector) freeSlot() (int, error) {
 }
 
 // unlocked runs f without c.mu, which the caller holds, so that a sleep or system calls
-// in f do not hold up the consumer, Next, Peek, Wait and SetEnabled (a tool's read waits
-// for Peek). Only the follower goroutine, or start before it exists, follows threads, so
-// no other follows one meanwhile; whoever re-takes c.mu finds the collector possibly changed
+// in f do not hold up Next, Peek, Wait and SetEnabled (a tool's read waits for Peek).
+// Only the consumer goroutine, or start before it exists, follows threads, so no other
+// follows one meanwhile; whoever re-takes c.mu finds the collector possibly changed
 // (slots retired, events switched, the collector closed) and must not rely on what it
 // saw before. Close releases the slots only after the consumer has returned.
 func (c *Collector) unlocked(f func()) {
