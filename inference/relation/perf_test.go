@@ -159,8 +159,9 @@ func TestBuiltinsHoldPerInterval(t *testing.T) {
 	rels := Bind(Builtins(), events)
 	totals := map[string]float64{}
 	exact, n := 0, 0
-	running := make([]float64, len(rels)) // per relation, Σ (left − right) so far
-	sign := make([]float64, len(rels))    // the sign the running difference has taken
+	runL := make([]float64, len(rels)) // per relation, Σ left so far
+	runR := make([]float64, len(rels)) // per relation, Σ right so far
+	sign := make([]float64, len(rels)) // the sign the running difference has taken
 	for _, stamp := range stamps {
 		vals := intervals[stamp]
 		for e, v := range vals {
@@ -175,11 +176,11 @@ func TestBuiltinsHoldPerInterval(t *testing.T) {
 			if l == rr || r.Op == Ge && l >= rr {
 				exact++
 			}
-			if r.Tol > 0 {
-				continue // a tolerance relation: judged on the totals only
-			}
-			running[i] += l - rr
-			if d := running[i]; d != 0 {
+			// A relation with a tolerance may also differ by that much of its sides.
+			runL[i] += l
+			runR[i] += rr
+			d := runL[i] - runR[i]
+			if math.Abs(d) > r.Tol*math.Max(math.Abs(runL[i]), math.Abs(runR[i])) {
 				if sign[i] == 0 {
 					sign[i] = math.Copysign(1, d)
 				} else if math.Copysign(1, d) != sign[i] {
