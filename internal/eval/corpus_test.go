@@ -48,6 +48,23 @@ var (
 	}
 )
 
+// corpusHalf is the corpus half a test replays (BAYESPERF_CORPUS=tune: the tuning
+// half, else the validation half), the corpus's split, and the event names this
+// machine knows, which the relations are bound against.
+func corpusHalf(t *testing.T) (half string, split map[string]string, universe []string) {
+	t.Helper()
+	half = Valid
+	if os.Getenv("BAYESPERF_CORPUS") == Tune {
+		half = Tune
+	}
+	split, err := ReadSplit(corpusDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r perf.Resolver
+	return half, split, append(perf.SymbolNames(), r.Tracepoints()...)
+}
+
 // TestCorpus replays the validation half of the corpus (BAYESPERF_CORPUS=tune: the
 // tuning half, reported but never failed) and judges bayesperf on every trace against
 // linux's scaling on the same observations: mean WAPE and total error, the worst
@@ -57,17 +74,8 @@ var (
 //
 //	go test -count=1 -run TestCorpus -v ./internal/eval/
 func TestCorpus(t *testing.T) {
-	half := Valid
-	if os.Getenv("BAYESPERF_CORPUS") == Tune {
-		half = Tune
-	}
+	half, split, universe := corpusHalf(t)
 	strict := os.Getenv("BAYESPERF_CORPUS_STRICT") != ""
-	split, err := ReadSplit(corpusDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r perf.Resolver
-	universe := append(perf.SymbolNames(), r.Tracepoints()...)
 	var report strings.Builder
 	fmt.Fprintf(&report, "\n%-22s %9s %15s %15s %7s %9s  %s\n", "trace ("+half+")", "reduction",
 		"meanWAPE/linux", "total/linux", "cov95", "sharpness", "worst_ratio (event), harmed")
@@ -168,16 +176,7 @@ func TestCorpusPhases(t *testing.T) {
 	if os.Getenv("BAYESPERF_CORPUS_PHASES") == "" {
 		t.Skip("diagnostic: make corpus-phases (BAYESPERF_CORPUS_PHASES=1)")
 	}
-	half := Valid
-	if os.Getenv("BAYESPERF_CORPUS") == Tune {
-		half = Tune
-	}
-	split, err := ReadSplit(corpusDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r perf.Resolver
-	universe := append(perf.SymbolNames(), r.Tracepoints()...)
+	half, split, universe := corpusHalf(t)
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%-22s %6s %22s %11s %14s %9s  %s\n", "trace ("+half+")", "starts", "reduction (min-max)",
 		"WAPE>linux", "max WAPE/lx", "harmed", "worst_ratio (event)")
