@@ -369,11 +369,29 @@ static inline void ep_alias(int oldfd, int newfd)
 /* ---------------------------------------------------------------------------------- */
 /* Counting reads (read.c) and the clock a mirror's age is judged by.                  */
 
-static inline uint64_t now_ns(void)
+/* clock_fn is the kernel's own clock_gettime in the vDSO (the clocks of this file),
+ * called directly: libc's clock_gettime is a wrapper around the same function, reached
+ * through a PLT entry and an indirect call, and costs a read from the mirror about 2 ns
+ * more (a third of the coarse clock's cost). resolve_clock sets it before the first
+ * event is registered (conn.c); NULL before, and libc's clock_gettime where the vDSO
+ * has no such function. */
+typedef int (*clock_gettime_fn)(clockid_t, struct timespec *);
+extern clock_gettime_fn clock_fn;
+void resolve_clock(void);
+
+static inline uint64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
+	clock_gettime_fn f = __atomic_load_n(&clock_fn, __ATOMIC_RELAXED);
+	if (UNLIKELY(f == NULL))
+		f = clock_gettime;
+	f(id, &ts); /* vDSO: no system call */
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 /* coarse_ns is CLOCK_MONOTONIC_COARSE: the time of a recent timekeeping tick, so reading
@@ -382,9 +400,7 @@ static inline uint64_t now_ns(void)
  * project's VMs it often lags by more than one tick. */
 static inline uint64_t coarse_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return clock_ns(CLOCK_MONOTONIC_COARSE);
 }
 
 /* coarse_fresh is the largest coarse age (CLOCK_MONOTONIC_COARSE minus a page's
