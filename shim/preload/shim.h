@@ -188,7 +188,11 @@ void *resolve(void **slot, const char *name);
 #define BP_REAL_DECLARE(ret, name, params)                                  \
 	typedef ret(*name##_fn) params;                                     \
 	extern void *real_##name##_slot;                                    \
-	static inline name##_fn real_##name(void) { return (name##_fn)resolve(&real_##name##_slot, #name); }
+	static inline name##_fn real_##name(void)                          \
+	{                                                                   \
+		void *p = __atomic_load_n(&real_##name##_slot, __ATOMIC_ACQUIRE); \
+		return (name##_fn)(LIKELY(p != NULL) ? p : resolve(&real_##name##_slot, #name)); \
+	}
 BP_REAL_FUNCS(BP_REAL_DECLARE)
 
 /* ---------------------------------------------------------------------------------- */
