@@ -288,6 +288,7 @@ static void atfork_child(void)
 	conn_fd = -1;
 	conn_state = CONN_NONE;
 	client_page = NULL;
+	forget_shard();
 	conn_epoch++;
 	__atomic_add_fetch(&sync_gen, 1, __ATOMIC_RELEASE);
 }

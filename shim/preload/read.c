@@ -13,34 +13,43 @@
 /* Counting reads from the mirror.                                                    */
 
 /* The fast read path counts in this thread's shard of the client page (single writer: a
- * plain add, a few ns cheaper than a locked one); see bp_client_page. */
-static TLS uint32_t shard_slot; /* 1 + this thread's shard; 0: none yet; > BP_CLIENT_SHARDS: none left */
+ * plain add, a few ns cheaper than a locked one); see bp_client_page. mirror_shard
+ * (shim.h) points at it, so that the count is one thread-local load and one add. */
+TLS uint64_t *mirror_shard;
+static TLS int shard_none; /* every shard was taken before this thread's first read */
 static uint32_t next_shard;
 
-static __attribute__((noinline)) void count_mirror_read_slow(struct bp_client_page *cp)
+static __attribute__((noinline)) void count_mirror_read_slow(void)
 {
-	if (shard_slot == 0) {
+	struct bp_client_page *cp = __atomic_load_n(&client_page, __ATOMIC_RELAXED);
+	if (cp == NULL)
+		return;
+	if (!shard_none) {
 		uint32_t s = __atomic_fetch_add(&next_shard, 1, __ATOMIC_RELAXED);
-		shard_slot = s < BP_CLIENT_SHARDS ? s + 1 : BP_CLIENT_SHARDS + 1;
 		if (s < BP_CLIENT_SHARDS) {
-			__atomic_fetch_add(&cp->mirror_read_shards[s], 1, __ATOMIC_RELAXED);
+			mirror_shard = &cp->mirror_read_shards[s];
+			__atomic_fetch_add(mirror_shard, 1, __ATOMIC_RELAXED);
 			return;
 		}
+		shard_none = 1;
 	}
 	__atomic_fetch_add(&cp->mirror_reads, 1, __ATOMIC_RELAXED);
 }
 
+void forget_shard(void)
+{
+	mirror_shard = NULL;
+	shard_none = 0;
+	next_shard = 0;
+}
+
 static inline void count_mirror_read(void)
 {
-	struct bp_client_page *cp = __atomic_load_n(&client_page, __ATOMIC_RELAXED);
-	if (UNLIKELY(cp == NULL))
-		return;
-	uint32_t s = shard_slot - 1;
-	if (UNLIKELY(s >= BP_CLIENT_SHARDS)) {
-		count_mirror_read_slow(cp);
+	uint64_t *c = mirror_shard;
+	if (UNLIKELY(c == NULL)) {
+		count_mirror_read_slow();
 		return;
 	}
-	uint64_t *c = &cp->mirror_read_shards[s];
 #if defined(__x86_64__)
 	/* One unlocked instruction: a signal handler of this thread that reads a perf fd
 	 * cannot fall between its load and its store. */
@@ -242,13 +251,13 @@ _Static_assert(PERF_FORMAT_TOTAL_TIME_ENABLED == 1 && PERF_FORMAT_TOTAL_TIME_RUN
  * page: the same seqlock read and layout as mirror_copy, straight-line. Returns the bytes
  * written, or 0 when anything is unusual (odd or moving seq, page not OK, group format,
  * short buffer, not fresh): the caller then takes the slow path, which decides afresh and
- * overwrites buf (so buf may already hold this copy when the page turns out stale).
+ * overwrites buf (so buf may already hold this copy, or a torn one).
  *
- * Every field of a single-event read is loaded whatever the format (they lie in the
- * page's first two cache lines, which the read touches anyway) and stored by format bit,
- * so the copy is a few predictable branches, no loop and no memcpy of variable size; it
- * goes to buf before the clock is read, so that only the stale bound's operands live
- * across that call. */
+ * Each field goes from the page straight to buf inside the seqlock, as in mirror_copy:
+ * a few predictable branches by format bit, no loop, no memcpy of variable size, and no
+ * value held in a register across the clock call (which would have to be saved and
+ * restored around it). The branches fall through for perf stat's format,
+ * TOTAL_TIME_ENABLED|TOTAL_TIME_RUNNING; any other costs a taken jump or two. */
 static inline __attribute__((always_inline)) ssize_t fast_copy(const struct bp_mirror_page *pg, void *buf,
 								size_t count)
 {
@@ -258,28 +267,29 @@ static inline __attribute__((always_inline)) ssize_t fast_copy(const struct bp_m
 	uint64_t upd = LOAD(pg->hdr.update_ns);
 	uint64_t fmt = LOAD(pg->hdr.read_format);
 	uint32_t nr = LOAD(pg->hdr.nr);
-	uint64_t value = LOAD(pg->values[0].value), en = LOAD(pg->hdr.enabled), run = LOAD(pg->hdr.running);
-	uint64_t id = LOAD(pg->values[0].id), lost = LOAD(pg->values[0].lost);
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	uint32_t s2 = __atomic_load_n(&pg->hdr.seq, __ATOMIC_RELAXED);
 	/* perf_read_one: { value, enabled?, running?, id?, lost? }, in read_format bit order.
 	 * A group's need is 0, so need - 1 >= count sends it to mirror_copy, as it does a
-	 * short buffer. */
+	 * short buffer. fmt may be torn here, but need is checked against count before
+	 * anything is stored. */
 	size_t need = single_size[fmt & 31];
-	if (UNLIKELY((s1 & 1) || s2 != s1 || state != BP_MIRROR_OK || nr == 0 || need - 1 >= count))
+	if (UNLIKELY(need - 1 >= count))
 		return 0;
 	char *o = buf;
-#define PUT(x) (memcpy(o, &(uint64_t){x}, 8), o += 8)
-	PUT(value);
-	if (fmt & PERF_FORMAT_TOTAL_TIME_ENABLED)
-		PUT(en);
-	if (fmt & PERF_FORMAT_TOTAL_TIME_RUNNING)
-		PUT(run);
-	if (fmt & PERF_FORMAT_ID)
-		PUT(id);
-	if (fmt & PERF_FORMAT_LOST)
-		PUT(lost);
+#define PUT(x) (memcpy(o, &(uint64_t){LOAD(x)}, 8), o += 8)
+	PUT(pg->values[0].value);
+	if (LIKELY(fmt & PERF_FORMAT_TOTAL_TIME_ENABLED))
+		PUT(pg->hdr.enabled);
+	if (LIKELY(fmt & PERF_FORMAT_TOTAL_TIME_RUNNING))
+		PUT(pg->hdr.running);
+	if (UNLIKELY(fmt & PERF_FORMAT_ID))
+		PUT(pg->values[0].id);
+	if (UNLIKELY(fmt & PERF_FORMAT_LOST))
+		PUT(pg->values[0].lost);
 #undef PUT
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	uint32_t s2 = __atomic_load_n(&pg->hdr.seq, __ATOMIC_RELAXED);
+	if (UNLIKELY((s1 & 1) || s2 != s1 || state != BP_MIRROR_OK || nr == 0))
+		return 0;
 	/* Fresh: final values, or published within the staleness bound (clock read after
 	 * the copy, so the age is never underestimated) and not to be refreshed at every
 	 * read (BP_MIRROR_F_SYNC). */
@@ -294,7 +304,7 @@ static __attribute__((noinline)) ssize_t call_real_read(int fd, void *buf, size_
 
 /* read_event serves a read of the registered event ev. Out of line, so that a read of
  * any other fd (do_read) saves no register and makes no call before it jumps to libc. */
-static __attribute__((noinline)) ssize_t read_event(struct bp_event *ev, int fd, void *buf, size_t count)
+static __attribute__((noinline)) ssize_t read_event(int fd, void *buf, size_t count, struct bp_event *ev)
 {
 	if (UNLIKELY(guard))
 		return call_real_read(fd, buf, count);
@@ -318,7 +328,7 @@ static inline ssize_t do_read(int fd, void *buf, size_t count)
 {
 	struct bp_event *ev = lookup(fd);
 	if (LIKELY(ev != NULL))
-		return read_event(ev, fd, buf, count);
+		return read_event(fd, buf, count, ev);
 	void *f = __atomic_load_n(&real_read_slot, __ATOMIC_ACQUIRE);
 	if (LIKELY(f != NULL))
 		return ((read_fn)f)(fd, buf, count);

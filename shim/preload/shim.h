@@ -407,6 +407,12 @@ static inline uint64_t coarse_ns(void)
 	return clock_ns(CLOCK_MONOTONIC_COARSE);
 }
 
+/* mirror_shard is this thread's counter of mirror reads in the client page (read.c), NULL
+ * until its first one. forget_shard clears it and hands the shards out afresh: a forked
+ * child (the forking thread alone) counts in the client page of its own connection. */
+extern TLS uint64_t *mirror_shard;
+void forget_shard(void);
+
 /* coarse_fresh is the largest coarse age (CLOCK_MONOTONIC_COARSE minus a page's
  * update_ns) at which a page is fresh for sure: stale_ns minus two ticks of the coarse
  * clock, set at the connection; INT64_MIN (the coarse clock decides nothing fresh) when
