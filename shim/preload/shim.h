@@ -46,9 +46,10 @@
  *
  * This header is internal: it is never installed, and the ABI shared with the sidecar
  * is bayesperf_abi.h. Everything it declares is hidden (libbayesperf.map exports the
- * interposers only). A read served from a mirror takes a few tens of ns: the functions on
- * that path are in read.c or static inline here, never a call into another file. Each .c
- * includes this header first (it defines _GNU_SOURCE).
+ * interposers only). A read served from a mirror takes about a dozen ns, bound by the
+ * number of its instructions: the functions on that path are in read.c or static inline
+ * here, never a call into another file. Each .c includes this header first (it defines
+ * _GNU_SOURCE).
  */
 #ifndef BAYESPERF_SHIM_H
 #define BAYESPERF_SHIM_H
@@ -373,10 +374,10 @@ static inline void ep_alias(int oldfd, int newfd)
 /* ---------------------------------------------------------------------------------- */
 /* Counting reads (read.c) and the clock a mirror's age is judged by.                  */
 
-/* clock_fn is the kernel's own clock_gettime in the vDSO (the clocks of this file),
+/* clock_fn is the kernel's own clock_gettime in the vDSO (for the clocks below),
  * called directly: libc's clock_gettime is a wrapper around the same function, reached
  * through a PLT entry and an indirect call, and costs a read from the mirror about 2 ns
- * more (a third of the coarse clock's cost). resolve_clock sets it before the first
+ * more (a quarter of the coarse clock's cost). resolve_clock sets it before the first
  * event is registered (conn.c); NULL before, and libc's clock_gettime where the vDSO
  * has no such function. */
 typedef int (*clock_gettime_fn)(clockid_t, struct timespec *);
