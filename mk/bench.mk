@@ -10,7 +10,7 @@ FUZZ_TARGETS += ./internal/bench:FuzzParseRaw
 
 $(BIN)/bayesperf-readbench: internal/bench/c/readbench.c shim/preload/bayesperf_abi.h
 	@mkdir -p $(BIN)
-	$(CC) $(READBENCH_CFLAGS) -o $@ internal/bench/c/readbench.c
+	$(CC) $(READBENCH_CFLAGS) $(X86_JCC_CFLAGS) -o $@ internal/bench/c/readbench.c
 
 .PHONY: latency
 # latency regenerates docs/latency.md and its chart (docs/latency.svg, .png) from one real

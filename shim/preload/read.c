@@ -1,9 +1,9 @@
 /*
  * read.c: counting reads. read, __read_chk and readv of a registered perf fd are served
- * from the event's mirror page in the kernel's read_format layout (the hot path: do_read
- * and everything it calls are in this file or static inline in shim.h), refreshed by the
- * sidecar when the page may be behind, and from the kernel, kept monotonic, after a
- * fallback.
+ * from the event's mirror page in the kernel's read_format layout (the hot path:
+ * read_event and everything it calls are in this file or static inline in shim.h),
+ * refreshed by the sidecar when the page may be behind, and from the kernel, kept
+ * monotonic, after a fallback.
  */
 #include "shim.h"
 
@@ -13,34 +13,43 @@
 /* Counting reads from the mirror.                                                    */
 
 /* The fast read path counts in this thread's shard of the client page (single writer: a
- * plain add, a few ns cheaper than a locked one); see bp_client_page. */
-static TLS uint32_t shard_slot; /* 1 + this thread's shard; 0: none yet; > BP_CLIENT_SHARDS: none left */
+ * plain add, a few ns cheaper than a locked one); see bp_client_page. mirror_shard
+ * (shim.h) points at it, so that the count is one thread-local load and one add. */
+TLS uint64_t *mirror_shard;
+static TLS int shard_none; /* every shard was taken before this thread's first read */
 static uint32_t next_shard;
 
-static __attribute__((noinline)) void count_mirror_read_slow(struct bp_client_page *cp)
+static __attribute__((noinline)) void count_mirror_read_slow(void)
 {
-	if (shard_slot == 0) {
+	struct bp_client_page *cp = __atomic_load_n(&client_page, __ATOMIC_RELAXED);
+	if (cp == NULL)
+		return;
+	if (!shard_none) {
 		uint32_t s = __atomic_fetch_add(&next_shard, 1, __ATOMIC_RELAXED);
-		shard_slot = s < BP_CLIENT_SHARDS ? s + 1 : BP_CLIENT_SHARDS + 1;
 		if (s < BP_CLIENT_SHARDS) {
-			__atomic_fetch_add(&cp->mirror_read_shards[s], 1, __ATOMIC_RELAXED);
+			mirror_shard = &cp->mirror_read_shards[s];
+			__atomic_fetch_add(mirror_shard, 1, __ATOMIC_RELAXED);
 			return;
 		}
+		shard_none = 1;
 	}
 	__atomic_fetch_add(&cp->mirror_reads, 1, __ATOMIC_RELAXED);
 }
 
+void forget_shard(void)
+{
+	mirror_shard = NULL;
+	shard_none = 0;
+	next_shard = 0;
+}
+
 static inline void count_mirror_read(void)
 {
-	struct bp_client_page *cp = __atomic_load_n(&client_page, __ATOMIC_RELAXED);
-	if (UNLIKELY(cp == NULL))
-		return;
-	uint32_t s = shard_slot - 1;
-	if (UNLIKELY(s >= BP_CLIENT_SHARDS)) {
-		count_mirror_read_slow(cp);
+	uint64_t *c = mirror_shard;
+	if (UNLIKELY(c == NULL)) {
+		count_mirror_read_slow();
 		return;
 	}
-	uint64_t *c = &cp->mirror_read_shards[s];
 #if defined(__x86_64__)
 	/* One unlocked instruction: a signal handler of this thread that reads a perf fd
 	 * cannot fall between its load and its store. */
@@ -227,12 +236,30 @@ static int mirror_read(struct bp_event *ev, void *buf, size_t count, ssize_t *re
 	return 1;
 }
 
+/* single_size[fmt & 31] is the size of a single event's read in read_format fmt (the
+ * bits below 32: ENABLED, RUNNING, ID, GROUP, LOST), 0 with PERF_FORMAT_GROUP. */
+#define SZ(f) ((f) & PERF_FORMAT_GROUP ? 0 : 8 * (1 + !!((f) & 1) + !!((f) & 2) + !!((f) & 4) + !!((f) & 16)))
+#define SZ4(f) SZ(f), SZ(f + 1), SZ(f + 2), SZ(f + 3)
+static const uint8_t single_size[32] = {SZ4(0), SZ4(4), SZ4(8), SZ4(12), SZ4(16), SZ4(20), SZ4(24), SZ4(28)};
+#undef SZ4
+#undef SZ
+_Static_assert(PERF_FORMAT_TOTAL_TIME_ENABLED == 1 && PERF_FORMAT_TOTAL_TIME_RUNNING == 2 && PERF_FORMAT_ID == 4 &&
+		       PERF_FORMAT_GROUP == 8 && PERF_FORMAT_LOST == 16,
+	       "read_format bits as in perf_event.h");
+
 /* fast_copy serves the common read of one event (no PERF_FORMAT_GROUP) from a fresh
  * page: the same seqlock read and layout as mirror_copy, straight-line. Returns the bytes
  * written, or 0 when anything is unusual (odd or moving seq, page not OK, group format,
  * short buffer, not fresh): the caller then takes the slow path, which decides afresh and
- * overwrites buf. */
-static inline ssize_t fast_copy(const struct bp_mirror_page *pg, void *buf, size_t count)
+ * overwrites buf (so buf may already hold this copy, or a torn one).
+ *
+ * Each field goes from the page straight to buf inside the seqlock, as in mirror_copy:
+ * a few predictable branches by format bit, no loop, no memcpy of variable size, and no
+ * value held in a register across the clock call (which would have to be saved and
+ * restored around it). The branches fall through for perf stat's format,
+ * TOTAL_TIME_ENABLED|TOTAL_TIME_RUNNING; any other costs a taken jump or two. */
+static inline __attribute__((always_inline)) ssize_t fast_copy(const struct bp_mirror_page *pg, void *buf,
+								size_t count)
 {
 	uint32_t s1 = __atomic_load_n(&pg->hdr.seq, __ATOMIC_ACQUIRE);
 	uint32_t state = LOAD(pg->hdr.state);
@@ -240,41 +267,47 @@ static inline ssize_t fast_copy(const struct bp_mirror_page *pg, void *buf, size
 	uint64_t upd = LOAD(pg->hdr.update_ns);
 	uint64_t fmt = LOAD(pg->hdr.read_format);
 	uint32_t nr = LOAD(pg->hdr.nr);
-	if (UNLIKELY((s1 & 1) || state != BP_MIRROR_OK || nr == 0 || (fmt & PERF_FORMAT_GROUP)))
+	/* perf_read_one: { value, enabled?, running?, id?, lost? }, in read_format bit order.
+	 * A group's need is 0, so need - 1 >= count sends it to mirror_copy, as it does a
+	 * short buffer. fmt may be torn here, but need is checked against count before
+	 * anything is stored. */
+	size_t need = single_size[fmt & 31];
+	if (UNLIKELY(need - 1 >= count))
 		return 0;
-	/* perf_read_one: { value, enabled?, running?, id?, lost? }, in read_format bit order. */
-	uint64_t v[5];
-	size_t k = 0;
-	v[k++] = LOAD(pg->values[0].value);
-	if (fmt & PERF_FORMAT_TOTAL_TIME_ENABLED)
-		v[k++] = LOAD(pg->hdr.enabled);
-	if (fmt & PERF_FORMAT_TOTAL_TIME_RUNNING)
-		v[k++] = LOAD(pg->hdr.running);
-	if (fmt & PERF_FORMAT_ID)
-		v[k++] = LOAD(pg->values[0].id);
-	if (fmt & PERF_FORMAT_LOST)
-		v[k++] = LOAD(pg->values[0].lost);
+	char *o = buf;
+#define PUT(x) (memcpy(o, &(uint64_t){LOAD(x)}, 8), o += 8)
+	PUT(pg->values[0].value);
+	if (LIKELY(fmt & PERF_FORMAT_TOTAL_TIME_ENABLED))
+		PUT(pg->hdr.enabled);
+	if (LIKELY(fmt & PERF_FORMAT_TOTAL_TIME_RUNNING))
+		PUT(pg->hdr.running);
+	if (UNLIKELY(fmt & PERF_FORMAT_ID))
+		PUT(pg->values[0].id);
+	if (UNLIKELY(fmt & PERF_FORMAT_LOST))
+		PUT(pg->values[0].lost);
+#undef PUT
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (UNLIKELY(__atomic_load_n(&pg->hdr.seq, __ATOMIC_RELAXED) != s1 || count < k * 8))
+	uint32_t s2 = __atomic_load_n(&pg->hdr.seq, __ATOMIC_RELAXED);
+	if (UNLIKELY((s1 & 1) || s2 != s1 || state != BP_MIRROR_OK || nr == 0))
 		return 0;
 	/* Fresh: final values, or published within the staleness bound (clock read after
 	 * the copy, so the age is never underestimated) and not to be refreshed at every
 	 * read (BP_MIRROR_F_SYNC). */
 	if (!(flags & BP_MIRROR_F_FINAL) && UNLIKELY((flags & BP_MIRROR_F_SYNC) || !fresh_since(upd)))
 		return 0;
-	memcpy(buf, v, k * 8);
-	return (ssize_t)(k * 8);
+	return (ssize_t)need;
 }
 
 static __attribute__((noinline)) ssize_t do_read_slow(struct bp_event *ev, int fd, void *buf, size_t count,
 						      ssize_t (*real)(int, void *, size_t));
+static __attribute__((noinline)) ssize_t call_real_read(int fd, void *buf, size_t count);
 
-static inline __attribute__((always_inline)) ssize_t do_read(int fd, void *buf, size_t count,
-							      ssize_t (*real)(int, void *, size_t))
+/* read_event serves a read of the registered event ev. Out of line, so that a read of
+ * any other fd (do_read) saves no register and makes no call before it jumps to libc. */
+static __attribute__((noinline)) ssize_t read_event(int fd, void *buf, size_t count, struct bp_event *ev)
 {
-	struct bp_event *ev = lookup(fd);
-	if (LIKELY(ev == NULL) || guard)
-		return real(fd, buf, count);
+	if (UNLIKELY(guard))
+		return call_real_read(fd, buf, count);
 	/* Fast path, the common case of a tool reading a target: the event is synced to the
 	 * current sync_gen (so the connection is up, the event is of this epoch and nothing
 	 * since its last refresh made the mirror behind) and its page is fresh. No lock, no
@@ -287,7 +320,19 @@ static inline __attribute__((always_inline)) ssize_t do_read(int fd, void *buf, 
 			return n;
 		}
 	}
-	return do_read_slow(ev, fd, buf, count, real);
+	return do_read_slow(ev, fd, buf, count, call_real_read);
+}
+
+/* do_read: every path is a jump, so that a read of any other fd costs a lookup. */
+static inline ssize_t do_read(int fd, void *buf, size_t count)
+{
+	struct bp_event *ev = lookup(fd);
+	if (LIKELY(ev != NULL))
+		return read_event(fd, buf, count, ev);
+	void *f = __atomic_load_n(&real_read_slot, __ATOMIC_ACQUIRE);
+	if (LIKELY(f != NULL))
+		return ((read_fn)f)(fd, buf, count);
+	return call_real_read(fd, buf, count);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -584,18 +629,21 @@ static ssize_t do_read_slow(struct bp_event *ev, int fd, void *buf, size_t count
 	return kernel_read(ev, fd, buf, count, real);
 }
 
-static ssize_t call_real_read(int fd, void *buf, size_t count) { return real_read()(fd, buf, count); }
+static __attribute__((noinline)) ssize_t call_real_read(int fd, void *buf, size_t count)
+{
+	return real_read()(fd, buf, count);
+}
 
 EXPORT ssize_t read(int fd, void *buf, size_t count)
 {
-	return do_read(fd, buf, count, call_real_read);
+	return do_read(fd, buf, count);
 }
 
 EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buflen)
 {
 	if (count > buflen || lookup(fd) == NULL)
 		return real___read_chk()(fd, buf, count, buflen); /* aborts on overflow, as libc does */
-	return do_read(fd, buf, count, call_real_read);
+	return do_read(fd, buf, count);
 }
 
 EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
@@ -607,7 +655,7 @@ EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 	 * first short one (do_loop_readv_writev). Do exactly that. */
 	ssize_t total = 0;
 	for (int i = 0; i < iovcnt; i++) {
-		ssize_t r = do_read(fd, iov[i].iov_base, iov[i].iov_len, call_real_read);
+		ssize_t r = do_read(fd, iov[i].iov_base, iov[i].iov_len);
 		if (r < 0)
 			return total > 0 ? total : r;
 		total += r;

@@ -46,9 +46,10 @@
  *
  * This header is internal: it is never installed, and the ABI shared with the sidecar
  * is bayesperf_abi.h. Everything it declares is hidden (libbayesperf.map exports the
- * interposers only). A read served from a mirror takes a few tens of ns: the functions on
- * that path are in read.c or static inline here, never a call into another file. Each .c
- * includes this header first (it defines _GNU_SOURCE).
+ * interposers only). A read served from a mirror takes about a dozen ns, bound by the
+ * number of its instructions: the functions on that path are in read.c or static inline
+ * here, never a call into another file. Each .c includes this header first (it defines
+ * _GNU_SOURCE).
  */
 #ifndef BAYESPERF_SHIM_H
 #define BAYESPERF_SHIM_H
@@ -188,7 +189,11 @@ void *resolve(void **slot, const char *name);
 #define BP_REAL_DECLARE(ret, name, params)                                  \
 	typedef ret(*name##_fn) params;                                     \
 	extern void *real_##name##_slot;                                    \
-	static inline name##_fn real_##name(void) { return (name##_fn)resolve(&real_##name##_slot, #name); }
+	static inline name##_fn real_##name(void)                          \
+	{                                                                   \
+		void *p = __atomic_load_n(&real_##name##_slot, __ATOMIC_ACQUIRE); \
+		return (name##_fn)(LIKELY(p != NULL) ? p : resolve(&real_##name##_slot, #name)); \
+	}
 BP_REAL_FUNCS(BP_REAL_DECLARE)
 
 /* ---------------------------------------------------------------------------------- */
@@ -369,11 +374,29 @@ static inline void ep_alias(int oldfd, int newfd)
 /* ---------------------------------------------------------------------------------- */
 /* Counting reads (read.c) and the clock a mirror's age is judged by.                  */
 
-static inline uint64_t now_ns(void)
+/* clock_fn is the kernel's own clock_gettime in the vDSO (for the clocks below),
+ * called directly: libc's clock_gettime is a wrapper around the same function, reached
+ * through a PLT entry and an indirect call, and costs a read from the mirror about 2 ns
+ * more (a quarter of the coarse clock's cost). resolve_clock sets it before the first
+ * event is registered (conn.c); NULL before, and libc's clock_gettime where the vDSO
+ * has no such function. */
+typedef int (*clock_gettime_fn)(clockid_t, struct timespec *);
+extern clock_gettime_fn clock_fn;
+void resolve_clock(void);
+
+static inline uint64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
+	clock_gettime_fn f = __atomic_load_n(&clock_fn, __ATOMIC_RELAXED);
+	if (UNLIKELY(f == NULL))
+		f = clock_gettime;
+	f(id, &ts); /* vDSO: no system call */
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 /* coarse_ns is CLOCK_MONOTONIC_COARSE: the time of a recent timekeeping tick, so reading
@@ -382,10 +405,14 @@ static inline uint64_t now_ns(void)
  * project's VMs it often lags by more than one tick. */
 static inline uint64_t coarse_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return clock_ns(CLOCK_MONOTONIC_COARSE);
 }
+
+/* mirror_shard is this thread's counter of mirror reads in the client page (read.c), NULL
+ * until its first one. forget_shard clears it and hands the shards out afresh: a forked
+ * child (the forking thread alone) counts in the client page of its own connection. */
+extern TLS uint64_t *mirror_shard;
+void forget_shard(void);
 
 /* coarse_fresh is the largest coarse age (CLOCK_MONOTONIC_COARSE minus a page's
  * update_ns) at which a page is fresh for sure: stale_ns minus two ticks of the coarse
