@@ -456,19 +456,32 @@ func (md *Model) applySoft(d float64) {
 // applyInequalities imposes g·z + k/d >= 0 by assumed-density filtering: replace the
 // posterior by the Gaussian with the moments of its truncation to the allowed side,
 // when the allowed side does not already hold nearly all of its mass.
+//
+// The non-negativity of a count asleep (its level expects less than half a count in
+// the slice) takes the truncation's variance but its mode, zero, as the mean. The
+// truncation's mean is above zero whatever pushed the count below, and the pushes come
+// one constraint at a time: a relation's bound pushes its terms down, each term at zero
+// that went below comes back above it, and a syscall made once kept gaining at every
+// burst of its siblings (docs/model.md). A count awake keeps the truncation's mean.
 func (md *Model) applyInequalities(d float64) {
 	for _, c := range md.ineq {
 		at := md.truncAt
 		if c.nonneg {
 			at = md.nonnegAt
 		}
-		md.truncate(c.g, c.k/d, at)
+		md.truncate(c.g, c.k/d, at, c.nonneg && md.asleep(c.g, d))
 	}
 }
 
+// asleep reports whether g is a single rate whose level expects less than half a count
+// in a slice of duration d.
+func (md *Model) asleep(g []entry, d float64) bool {
+	return len(g) == 1 && md.lrn.level[g[0].i]*d < 0.5
+}
+
 // truncate imposes g·z + k >= 0 on the posterior by moment matching (see
-// applyInequalities).
-func (md *Model) truncate(g []entry, k0, at float64) {
+// applyInequalities); atMode puts the mean at the bound instead of the truncation's mean.
+func (md *Model) truncate(g []entry, k0, at float64, atMode bool) {
 	k := md.k
 	for _, a := range g {
 		if !md.seen[a.i] {
@@ -495,6 +508,9 @@ func (md *Model) truncate(g []entry, k0, at float64) {
 	// Moments of N(mu, s2) truncated to [0, inf).
 	lam := invMills(alpha)
 	newMu := mu + sd*lam
+	if atMode {
+		newMu = 0
+	}
 	newVar := s2 * math.Max(1-lam*(lam+alpha), 1e-9)
 	// Shift the mean along P g and shrink the variance in that direction.
 	ph := md.covWith(g)
