@@ -17,6 +17,7 @@ import (
 // archDir is the pmu-events tree tests read (testutil.PMUEvents), and whether it is
 // the shared copy beside the repository.
 func archDir(t testing.TB) (dir string, shared bool) {
+	t.Helper()
 	return testutil.PMUEvents(t)
 }
 

@@ -18,6 +18,7 @@ import (
 // archRoot is the pmu-events tree tests read (testutil.PMUEvents); a user's clone
 // has none, and the tests skip saying how to get one.
 func archRoot(t testing.TB) string {
+	t.Helper()
 	root, _ := testutil.PMUEvents(t)
 	return root
 }
