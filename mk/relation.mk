@@ -6,7 +6,8 @@ FUZZ_TARGETS += ./inference/relation:FuzzParseFile ./inference/metricexpr:FuzzPa
 # pmu-events extracts tools/perf/pmu-events/arch from Debian's linux-source-6.12 into
 # $(PMU_EVENTS_DIR), for users without ../shared/pmu-events. It downloads ~150 MB and is
 # never part of `make test`. Point bayesperf at it with --pmu-events $(PMU_EVENTS_DIR)/arch
-# (tests look for ../shared/pmu-events or $$BAYESPERF_PMU_EVENTS).
+# (tests look for $$BAYESPERF_PMU_EVENTS, relative to the module root, else
+# ../shared/pmu-events: BAYESPERF_PMU_EVENTS=pmu-events/arch go test ./...).
 PMU_EVENTS_DIR ?= pmu-events
 PMU_EVENTS_PKG ?= linux-source-6.12
 .PHONY: pmu-events

@@ -42,10 +42,11 @@ func runValues(t *testing.T, flags ...string) correctedRun {
 //
 // Asserted in every corrected run: each event's intervals add up to about its truth
 // (the totals are right); over the pooled pairs, the error reduction of perf's
-// intervals against the truth (geometric mean over events of WAPE_none /
-// WAPE_values, as eval computes it) between the two runs of each pair, and within the
-// corrected run against the report's "linux", which is exactly what perf would have
-// printed without correction over the same spans.
+// intervals against the truth (geometric mean over events of WAPE_linux /
+// WAPE_values, as eval computes it) within the corrected run, against the report's
+// "linux", which is exactly what perf would have printed without correction over the
+// same spans (minKernelMuxSame). The reduction between the two runs of each pair is
+// logged.
 //
 // Every read of a corrected event is a refresh (MirrorSync; --report also sets a 1 ns
 // staleness bound, so that the virtual PMU records the truth at every read), and gets
@@ -69,16 +70,22 @@ func TestDropinKernelMux(t *testing.T) {
 		return b
 	})
 	r.check(t, "corrected run", "--correct none -> --infer-from values",
-		"the kernel's scaling -> bayesperf from values", minKernelMuxBetween, minKernelMuxSame)
+		"the kernel's scaling -> bayesperf from values", 0, minKernelMuxSame)
 }
 
-// Bounds of TestDropinKernelMux, below the measured minimums (0.85x, 0.78x): they catch
-// a correction gone wrong (a biased clock, clipped sums, unaligned slices all gave
-// 0.5x-0.7x), not a gain, which is not there yet on the kernel's round robin.
+// minKernelMuxSame bounds TestDropinKernelMux's error reduction within the corrected
+// run, below the measured minimum (0.78x): it catches a correction gone wrong (a biased
+// clock, clipped sums, unaligned slices all gave 0.5x-0.7x), not a gain, which is not
+// there yet on the kernel's round robin. The reduction between the runs of a pair is
+// logged, not bounded: its two runs see the machine's load at different moments, and
+// under stress-ng --cpu 2 (load 5-7.7) it spread over 0.65x-1.07x in 9 repetitions
+// (the old bound of 0.75x failed once, at 0.75x once more) while the same repetitions'
+// within-run reduction stayed at 0.76x-0.93x. The within-run figure compares the
+// corrected values with what perf would have printed without correction over the same
+// spans, so it catches the same faults without the load between two runs.
 const (
-	maxTotalsError      = 0.2
-	minKernelMuxBetween = 0.75
-	minKernelMuxSame    = 0.7
+	maxTotalsError   = 0.2
+	minKernelMuxSame = 0.7
 )
 
 // checkIntervalTotals: per event, perf's intervals add up to the event's running total

@@ -246,6 +246,17 @@ func TestDropinStressNGPerf(t *testing.T) {
 	for name := range native[0] {
 		zero[name] = want[name].hi == 0
 	}
+	// Five native runs can agree by chance and call the noise 0 (five of 486 page
+	// faults in one CI run, 485 through bayesperf; five of 486 and a truth of 485 in
+	// vc2's report at load 6): before calling a difference ours, moreNative lets ten
+	// more native runs say how much the count varies.
+	moreNative := func(t *testing.T) map[string]noise {
+		for range 10 {
+			native = append(native, stressNG(t))
+		}
+		want = nativeNoise(native)
+		return want
+	}
 	for _, tc := range []struct {
 		name  string
 		flags []string
@@ -279,14 +290,7 @@ func TestDropinStressNGPerf(t *testing.T) {
 					return bad
 				}
 				if len(outside()) > 0 {
-					// Five native runs can agree by chance and call the noise 0 (five of
-					// 486 page faults in one CI run, 485 through bayesperf): before
-					// calling a difference ours, let ten more native runs say how much
-					// the count varies.
-					for range 10 {
-						native = append(native, stressNG(t))
-					}
-					want = nativeNoise(native)
+					moreNative(t)
 				}
 				for _, name := range outside() {
 					n := want[name]
@@ -300,7 +304,7 @@ func TestDropinStressNGPerf(t *testing.T) {
 				}
 			}
 			checkStressReport(t, r.stderr, sf, rf, want["Page Faults Total"])
-			checkStressWindow(t, rf, got, want)
+			checkStressWindow(t, rf, got, want, func() map[string]noise { return moreNative(t) })
 		})
 	}
 }
@@ -386,8 +390,9 @@ var stressPerfNames = map[string]string{
 // were the model's running total over the PMU's life (142 page faults where stress-ng
 // printed 0) and the always-on copy's count over it (613 against 485 in the window). The
 // model's estimate over the round's span and its interval are logged beside them: with
-// 59 events on 2 counters no value can be right within noise (docs/selfmon.md).
-func checkStressWindow(t *testing.T, rf string, got map[string]float64, want map[string]noise) {
+// 59 events on 2 counters no value can be right within noise (docs/selfmon.md). A truth
+// outside want asks more for the noise of more native runs before it is an error.
+func checkStressWindow(t *testing.T, rf string, got map[string]float64, want map[string]noise, more func() map[string]noise) {
 	t.Helper()
 	var rep runReport
 	readJSON(t, rf, &rep)
@@ -409,6 +414,10 @@ func checkStressWindow(t *testing.T, rf string, got map[string]float64, want map
 		t.Logf("report's round: %-26s tool %6.0f (printed %6.0f), truth %5d (native %v), model %6.0f [%.0f, %.0f] over the span", name, *e.Tool, got[name], *e.Truth, n, e.Value, *e.Lo, *e.Hi)
 		if math.Abs(*e.Tool-got[name]) > 1 {
 			t.Errorf("%s: the report's tool value %.0f, stress-ng printed %.0f", name, *e.Tool, got[name])
+		}
+		if !n.has(float64(*e.Truth)) && more != nil {
+			want, more = more(), nil
+			n = want[name]
 		}
 		if !n.has(float64(*e.Truth)) {
 			t.Errorf("%s: the report's truth %d, native %.0f..%.0f (with the spread)", name, *e.Truth, n.lo, n.hi)

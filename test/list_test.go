@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/bayesperf/bayesperf/internal/testutil"
 )
 
 // TestListRelations: list --relations prints every relation with its source, a
@@ -48,15 +50,12 @@ func TestListRelations(t *testing.T) {
 }
 
 // TestListPMUEvents: with a vendor table (Linux's pmu-events JSON, which the repository
-// does not carry: read from ../shared beside the clone), list adds the table's events,
-// and list --relations the relations from its metrics and sub-events, each with its
-// source. The host's own table is not in the shared data (this VM is an AMD family 26
+// does not carry: testutil.PMUEvents), list adds the table's events, and list
+// --relations the relations from its metrics and sub-events, each with its source. The host's own table is not in the shared data (this VM is an AMD family 26
 // CPU, x86/amdzen5), so the test names a CPU directory.
 func TestListPMUEvents(t *testing.T) {
-	dir, _ := filepath.Abs("../../shared/pmu-events/arch/x86/skylake")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("no pmu-events test data at %s (../shared is beside the repository in CI, not in a user's clone): %v", dir, err)
-	}
+	root, _ := testutil.PMUEvents(t)
+	dir := filepath.Join(root, "x86", "skylake")
 	out, errOut, code := runBin(t, "list", "--pmu-events", dir, "inst_retired.*")
 	if code != 0 {
 		t.Fatalf("list --pmu-events: exit %d\n%s", code, errOut)

@@ -10,19 +10,15 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/bayesperf/bayesperf/internal/testutil"
 )
 
-// archDir is the pmu-events tree tests read: $BAYESPERF_PMU_EVENTS, or the shared copy
-// next to the repository (../shared/pmu-events/arch from the module root).
+// archDir is the pmu-events tree tests read (testutil.PMUEvents), and whether it is
+// the shared copy beside the repository.
 func archDir(t testing.TB) (dir string, shared bool) {
-	if d := os.Getenv("BAYESPERF_PMU_EVENTS"); d != "" {
-		return d, false
-	}
-	d := filepath.Join("..", "..", "..", "shared", "pmu-events", "arch")
-	if _, err := os.Stat(d); err != nil {
-		t.Skipf("needs Linux pmu-events JSON: %s is absent (a clone without ../shared; run `make pmu-events` and set BAYESPERF_PMU_EVENTS=pmu-events/arch)", d)
-	}
-	return d, true
+	t.Helper()
+	return testutil.PMUEvents(t)
 }
 
 type vendorFormula struct {

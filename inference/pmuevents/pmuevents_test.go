@@ -12,19 +12,15 @@ import (
 
 	"github.com/bayesperf/bayesperf/inference/metricexpr"
 	"github.com/bayesperf/bayesperf/inference/relation"
+	"github.com/bayesperf/bayesperf/internal/testutil"
 )
 
-// archRoot is the pmu-events tree tests read: $BAYESPERF_PMU_EVENTS, or the shared copy
-// next to the repository. A user's clone has neither; the tests say so and skip.
+// archRoot is the pmu-events tree tests read (testutil.PMUEvents); a user's clone
+// has none, and the tests skip saying how to get one.
 func archRoot(t testing.TB) string {
-	if d := os.Getenv("BAYESPERF_PMU_EVENTS"); d != "" {
-		return d
-	}
-	d := filepath.Join("..", "..", "..", "shared", "pmu-events", "arch")
-	if _, err := os.Stat(d); err != nil {
-		t.Skipf("needs Linux pmu-events JSON: %s is absent (a clone without ../shared; run `make pmu-events` and set BAYESPERF_PMU_EVENTS=pmu-events/arch)", d)
-	}
-	return d
+	t.Helper()
+	root, _ := testutil.PMUEvents(t)
+	return root
 }
 
 // sharedDirs are the CPU directories of the shared copy.
@@ -58,7 +54,7 @@ func mustLoadUnit(t *testing.T, dir, unit string) *Table {
 }
 
 func TestLoadEveryTable(t *testing.T) {
-	root := archRoot(t)
+	root, shared := testutil.PMUEvents(t)
 	metrics := 0
 	for _, dir := range sharedDirs {
 		if _, err := os.Stat(filepath.Join(root, dir)); err != nil {
@@ -108,7 +104,7 @@ func TestLoadEveryTable(t *testing.T) {
 			}
 		}
 	}
-	if root == filepath.Join("..", "..", "..", "shared", "pmu-events", "arch") {
+	if shared {
 		// Every MetricExpr of the shared tree is loaded once (1762, the count of
 		// metricexpr.TestAllVendorFormulasParse): tables + sbsa.json + the atom half of
 		// alderlake + amdzen4's two repeated entries.
