@@ -8,7 +8,7 @@ BUILD_EXTRA += $(BIN)/bayesperf-readbench
 TEST_PREREQS += $(BIN)/bayesperf-readbench
 FUZZ_TARGETS += ./internal/bench:FuzzParseRaw
 
-$(BIN)/bayesperf-readbench: internal/bench/c/readbench.c shim/preload/bayesperf_abi.h
+$(BIN)/bayesperf-readbench: internal/bench/c/readbench.c shim/preload/bayesperf_abi.h shim/preload/vdso_clock.h
 	@mkdir -p $(BIN)
 	$(CC) $(READBENCH_CFLAGS) $(X86_JCC_CFLAGS) -o $@ internal/bench/c/readbench.c
 

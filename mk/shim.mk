@@ -4,7 +4,7 @@
 # not globbed: a stray .c in the directory must not end up in the library. mk/pmu.mk
 # cross-compiles the same list.
 SHIM_C := $(addprefix shim/preload/,real.c fdtable.c conn.c exec.c ring.c read.c control.c)
-SHIM_SRC := $(SHIM_C) shim/preload/shim.h shim/preload/bayesperf_abi.h shim/preload/libbayesperf.map
+SHIM_SRC := $(SHIM_C) shim/preload/shim.h shim/preload/bayesperf_abi.h shim/preload/vdso_clock.h shim/preload/libbayesperf.map
 SHIM_CFLAGS ?= -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -std=gnu11
 # Intel CPUs from Skylake to Cascade Lake (this project's machines) with the JCC erratum
 # microcode do not cache in the decoded-uop cache any 32-byte block that a jump crosses

@@ -176,28 +176,13 @@ static void set_timeout(int fd)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
-/* The vDSO's clock_gettime (shim.h). The vDSO is in the link map under its soname
- * already, so RTLD_NOLOAD finds it without opening a file; a kernel or libc where that
- * fails keeps libc's clock_gettime, the same clock one call further. */
+/* The vDSO's clock_gettime (shim.h, vdso_clock.h). */
 clock_gettime_fn clock_fn;
 
 void resolve_clock(void)
 {
-	if (__atomic_load_n(&clock_fn, __ATOMIC_RELAXED) != NULL)
-		return;
-	void *f = NULL;
-	void *vdso = dlopen("linux-vdso.so.1", RTLD_LAZY | RTLD_NOLOAD);
-	if (vdso != NULL) {
-#if defined(__x86_64__)
-		f = dlvsym(vdso, "__vdso_clock_gettime", "LINUX_2.6");
-#elif defined(__aarch64__)
-		f = dlvsym(vdso, "__kernel_clock_gettime", "LINUX_2.6.39");
-#endif
-	}
-	struct timespec ts;
-	if (f == NULL || ((clock_gettime_fn)f)(CLOCK_MONOTONIC_COARSE, &ts) != 0)
-		f = (void *)clock_gettime;
-	__atomic_store_n(&clock_fn, (clock_gettime_fn)f, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&clock_fn, __ATOMIC_RELAXED) == NULL)
+		__atomic_store_n(&clock_fn, vdso_clock_gettime(), __ATOMIC_RELAXED);
 }
 
 /* connect_locked makes the first connection of this process. */

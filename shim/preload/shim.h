@@ -84,6 +84,7 @@
 #include <unistd.h>
 
 #include "bayesperf_abi.h"
+#include "vdso_clock.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define TLS __thread __attribute__((tls_model("initial-exec")))
@@ -380,7 +381,6 @@ static inline void ep_alias(int oldfd, int newfd)
  * more (a quarter of the coarse clock's cost). resolve_clock sets it before the first
  * event is registered (conn.c); NULL before, and libc's clock_gettime where the vDSO
  * has no such function. */
-typedef int (*clock_gettime_fn)(clockid_t, struct timespec *);
 extern clock_gettime_fn clock_fn;
 void resolve_clock(void);
 

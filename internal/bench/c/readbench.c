@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "../../../shim/preload/bayesperf_abi.h"
+#include "../../../shim/preload/vdso_clock.h"
 
 static inline uint64_t now_ns(void)
 {
@@ -296,24 +297,7 @@ static const char *names[NMETHODS] = {"native", "shim", "floor", "clock", "preci
 /* The shim calls the vDSO's clock_gettime directly, not libc's wrapper around it (shim.h,
  * clock_fn); the clock methods time that same function, found the way the shim finds it,
  * and libc's clock_gettime where it is not found. */
-typedef int (*clock_gettime_fn)(clockid_t, struct timespec *);
 static clock_gettime_fn vdso_clock = clock_gettime;
-
-static void resolve_vdso_clock(void)
-{
-	void *vdso = dlopen("linux-vdso.so.1", RTLD_LAZY | RTLD_NOLOAD);
-	void *f = NULL;
-	if (vdso != NULL) {
-#if defined(__x86_64__)
-		f = dlvsym(vdso, "__vdso_clock_gettime", "LINUX_2.6");
-#elif defined(__aarch64__)
-		f = dlvsym(vdso, "__kernel_clock_gettime", "LINUX_2.6.39");
-#endif
-	}
-	struct timespec ts;
-	if (f != NULL && ((clock_gettime_fn)f)(CLOCK_MONOTONIC_COARSE, &ts) == 0)
-		vdso_clock = (clock_gettime_fn)f;
-}
 
 /* clock_read is the clock the shim reads on every read to check that the values are
  * fresh: clock_gettime(CLOCK_MONOTONIC_COARSE) (vDSO, no system call, no clock read). */
@@ -374,7 +358,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	rdpmc_setup();
-	resolve_vdso_clock();
+	vdso_clock = vdso_clock_gettime();
 	int nm = rdpmc_page ? NMETHODS : M_RDPMC;
 
 	printf("readbench 1\nbatch_reads %ld\n", per);
