@@ -218,6 +218,30 @@ func stressNGRun(t *testing.T, prefix ...string) (map[string]float64, result) {
 // part of: they are logged.
 var stressExact = []string{"Page Faults Total", "Page Faults Minor", "Page Faults User", "System Call Enter", "System Call Exit"}
 
+// withoutMajor is a stressExact count with the run's major faults taken out of the
+// totals that include them. A major fault is a page the page cache did not hold, which
+// depends on what the machine evicted between runs, not on the stressor's work: a CI
+// run through bayesperf had 1 major fault and 57 page-cache adds where 15 native runs
+// had none, and its 488 page faults (487 minor) fell outside their 484..487.
+func withoutMajor(name string, value, major float64) float64 {
+	if name == "Page Faults Total" || name == "Page Faults User" {
+		return value - major
+	}
+	return value
+}
+
+// exactNoise is nativeNoise of stressExact's counts, withoutMajor.
+func exactNoise(runs []map[string]float64) map[string]noise {
+	own := make([]map[string]float64, len(runs))
+	for i, r := range runs {
+		own[i] = map[string]float64{}
+		for _, name := range stressExact {
+			own[i][name] = withoutMajor(name, r[name], r["Page Faults Major"])
+		}
+	}
+	return nativeNoise(own)
+}
+
 // TestDropinStressNGPerf: stress-ng --perf (59 events on itself, reset and enabled one
 // by one around the stressor, disabled and read after it) natively three times, then
 // through bayesperf with --virtual-counters 64 (every event fits) and the default
@@ -281,9 +305,11 @@ func TestDropinStressNGPerf(t *testing.T) {
 				t.Logf("%-26s %8.0f, native %s", name, got[name], fmt.Sprint(want[name]))
 			}
 			if tc.name == "vc64" {
+				own := func(name string) float64 { return withoutMajor(name, got[name], got["Page Faults Major"]) }
 				outside := func() (bad []string) {
+					exact := exactNoise(native)
 					for _, name := range stressExact {
-						if !want[name].has(got[name]) {
+						if !exact[name].has(own(name)) {
 							bad = append(bad, name)
 						}
 					}
@@ -292,9 +318,10 @@ func TestDropinStressNGPerf(t *testing.T) {
 				if len(outside()) > 0 {
 					moreNative(t)
 				}
+				exact := exactNoise(native)
 				for _, name := range outside() {
-					n := want[name]
-					t.Errorf("%s: %.0f through bayesperf, native %.0f..%.0f over %d runs (with the spread)", name, got[name], n.lo, n.hi, len(native))
+					n := exact[name]
+					t.Errorf("%s: %.0f through bayesperf without major faults, native %.0f..%.0f over %d runs (with the spread)", name, own(name), n.lo, n.hi, len(native))
 				}
 				return
 			}
@@ -304,7 +331,7 @@ func TestDropinStressNGPerf(t *testing.T) {
 				}
 			}
 			checkStressReport(t, r.stderr, sf, rf, want["Page Faults Total"])
-			checkStressWindow(t, rf, got, want, func() map[string]noise { return moreNative(t) })
+			checkStressWindow(t, rf, got, exactNoise(native), func() map[string]noise { moreNative(t); return exactNoise(native) })
 		})
 	}
 }
@@ -391,7 +418,8 @@ var stressPerfNames = map[string]string{
 // printed 0) and the always-on copy's count over it (613 against 485 in the window). The
 // model's estimate over the round's span and its interval are logged beside them: with
 // 59 events on 2 counters no value can be right within noise (docs/selfmon.md). A truth
-// outside want asks more for the noise of more native runs before it is an error.
+// outside want (exactNoise: without major faults) asks more for the noise of more native
+// runs before it is an error.
 func checkStressWindow(t *testing.T, rf string, got map[string]float64, want map[string]noise, more func() map[string]noise) {
 	t.Helper()
 	var rep runReport
@@ -415,12 +443,16 @@ func checkStressWindow(t *testing.T, rf string, got map[string]float64, want map
 		if math.Abs(*e.Tool-got[name]) > 1 {
 			t.Errorf("%s: the report's tool value %.0f, stress-ng printed %.0f", name, *e.Tool, got[name])
 		}
-		if !n.has(float64(*e.Truth)) && more != nil {
+		truth := float64(*e.Truth)
+		if m, ok := byName["major-faults"]; ok && m.Truth != nil {
+			truth = withoutMajor(name, truth, float64(*m.Truth))
+		}
+		if !n.has(truth) && more != nil {
 			want, more = more(), nil
 			n = want[name]
 		}
-		if !n.has(float64(*e.Truth)) {
-			t.Errorf("%s: the report's truth %d, native %.0f..%.0f (with the spread)", name, *e.Truth, n.lo, n.hi)
+		if !n.has(truth) {
+			t.Errorf("%s: the report's truth %.0f without major faults, native %.0f..%.0f (with the spread)", name, truth, n.lo, n.hi)
 		}
 	}
 }
