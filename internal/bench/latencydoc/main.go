@@ -126,6 +126,9 @@ func f(p *float64) string {
 	return fmt.Sprintf("%.0f", *p)
 }
 
+// render writes docs/latency.md for the run r, whose table is what bench read printed, on
+// the machine mach. It is long because it writes the page top to bottom, one call per
+// line or paragraph, so that it reads like the page it makes.
 func render(r *bench.Result, table, mach string) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
