@@ -222,7 +222,10 @@ var stressExact = []string{"Page Faults Total", "Page Faults Minor", "Page Fault
 // totals that include them. A major fault is a page the page cache did not hold, which
 // depends on what the machine evicted between runs, not on the stressor's work: a CI
 // run through bayesperf had 1 major fault and 57 page-cache adds where 15 native runs
-// had none, and its 488 page faults (487 minor) fell outside their 484..487.
+// had none, and its 488 page faults (487 minor) fell outside their 484..487. The price:
+// Total and User without major faults say about what Minor says, and in vc64 (which does
+// not check Major against the native zero, as vc2 does) a major fault of bayesperf's own
+// making in the stressor's window would go unseen.
 func withoutMajor(name string, value, major float64) float64 {
 	if name == "Page Faults Total" || name == "Page Faults User" {
 		return value - major
@@ -306,8 +309,7 @@ func TestDropinStressNGPerf(t *testing.T) {
 			}
 			if tc.name == "vc64" {
 				own := func(name string) float64 { return withoutMajor(name, got[name], got["Page Faults Major"]) }
-				outside := func() (bad []string) {
-					exact := exactNoise(native)
+				outside := func(exact map[string]noise) (bad []string) {
 					for _, name := range stressExact {
 						if !exact[name].has(own(name)) {
 							bad = append(bad, name)
@@ -315,11 +317,12 @@ func TestDropinStressNGPerf(t *testing.T) {
 					}
 					return bad
 				}
-				if len(outside()) > 0 {
-					moreNative(t)
-				}
 				exact := exactNoise(native)
-				for _, name := range outside() {
+				if len(outside(exact)) > 0 {
+					moreNative(t)
+					exact = exactNoise(native)
+				}
+				for _, name := range outside(exact) {
 					n := exact[name]
 					t.Errorf("%s: %.0f through bayesperf without major faults, native %.0f..%.0f over %d runs (with the spread)", name, own(name), n.lo, n.hi, len(native))
 				}

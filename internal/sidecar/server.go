@@ -110,6 +110,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Period = time.Millisecond
 	}
 	if cfg.StaleBound <= 0 {
+		// test/c/readformat.c computes the same default to sleep past it.
 		cfg.StaleBound = 2*CoarseTick() + cfg.Period
 	}
 	if cfg.IdlePeriod <= 0 {
