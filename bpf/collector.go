@@ -43,8 +43,11 @@ type Options struct {
 	// is counted from its start, as inherited events count it: a program in the child's
 	// first moment on a CPU sends it SIGSTOP, and the collector sends SIGCONT once its
 	// events are open (see the package doc for what its parent can notice). New threads are
-	// never held. Needs the kernel's BTF and the bpf_send_signal_task kfunc (6.13+):
-	// without them NewCollector fails.
+	// never held. Until the kernel's BTF is decoded (once per process, off the caller's
+	// start: hold.go) the program is one on every system call's exit, which stops the child
+	// on its first return to user space; then one on the fork, which stops it through the
+	// bpf_send_signal_task kfunc (Linux 6.13+). Without the kfunc the first one stays
+	// (Stats.HoldErr).
 	HoldProcesses bool
 	// Slice is the snapshot period in wall-clock time; 0 means 4ms, the kernel's default
 	// multiplexing interval.
@@ -75,6 +78,10 @@ type Options struct {
 	// before the exec if that comes first (with SwitchAtSnapshots every event counts in
 	// the kernel from the exec, and SetEnabled only gates what is reported).
 	EnableOnExec bool
+
+	// holdMode, for tests, picks the fork programs instead of the kernel's BTF being
+	// decoded or not (hold.go).
+	holdMode holdMode
 }
 
 // Stats describes a collector's work so far.
@@ -87,6 +94,11 @@ type Stats struct {
 	Threads     int    // threads (or CPUs) that have had events opened
 	LostThreads int    // new threads that could not be followed
 	Held        uint64 // new processes sent SIGSTOP at their fork (HoldProcesses) and continued once followed
+	// HeldEarly of them were stopped on their first return to user space, before the
+	// kernel's BTF was decoded (hold.go); HoldErr says why the collector kept holding so
+	// (no bpf_send_signal_task kfunc before Linux 6.13), nil otherwise.
+	HeldEarly uint64
+	HoldErr   error
 	// MaxFollowLatency is the longest time from a thread's creation (the fork tracepoint)
 	// to its events being in the BPF map: what the thread counted meanwhile is not seen.
 	MaxFollowLatency time.Duration
@@ -131,6 +143,14 @@ type Collector struct {
 	rd        *cringbuf.Reader
 	timers    []int
 	links     []link.Link
+	// early: holding with on_first_exit until upgradeHold attaches on_fork_hold (hold.go);
+	// earlyLinks are on_fork's and on_first_exit's, which it then closes.
+	early      bool
+	earlyLinks []link.Link
+	holdProg   *ebpf.Program // on_fork_hold loaded by upgradeHold, owned here
+	holdErr    error         // why upgradeHold could not attach on_fork_hold
+	upgraded   chan struct{} // closed when upgradeHold returns (nil when not early)
+	heldEarly  uint64
 
 	togMu     sync.Mutex   // serialises SetEnabled calls
 	fdMu      sync.RWMutex // read-held while fds are used without mu; write-held to close them
@@ -259,6 +279,13 @@ func buildCollector(opts Options, l *Loader) (*Collector, error) {
 	}
 	c.wake, c.quit, c.stopped = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 	go c.consume()
+	if c.early {
+		c.upgraded = make(chan struct{})
+		go func() {
+			defer close(c.upgraded)
+			c.upgradeHold()
+		}()
+	}
 	return c, nil
 }
 
@@ -348,7 +375,7 @@ func (c *Collector) SetEnabled(i int, on bool) error {
 func (c *Collector) Stats() (Stats, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := Stats{Threads: max(c.nfollowed, len(c.slots)), LostThreads: c.lost, BadRecords: c.bad, MaxFollowLatency: c.followLat, MaxSliceLag: c.sliceLag, Held: c.held, Slices: c.nslices, IdleSlices: c.idleSlices}
+	st := Stats{Threads: max(c.nfollowed, len(c.slots)), LostThreads: c.lost, BadRecords: c.bad, MaxFollowLatency: c.followLat, MaxSliceLag: c.sliceLag, Held: c.held, HeldEarly: c.heldEarly, HoldErr: c.holdErr, Slices: c.nslices, IdleSlices: c.idleSlices}
 	if c.closed {
 		return st, ErrClosed
 	}
@@ -411,6 +438,9 @@ func (c *Collector) Close() error {
 	c.mu.Unlock()
 	c.rd.Close() // interrupts the consumer's read; it then sees closed and returns
 	<-c.stopped
+	if c.upgraded != nil {
+		<-c.upgraded // it may be loading on_fork_hold on the maps release closes
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.release()
@@ -423,10 +453,13 @@ func (c *Collector) release() error {
 	var errs []error
 	closeAll(c.timers)
 	c.timers = nil
-	for _, l := range c.links {
+	for _, l := range append(c.links, c.earlyLinks...) {
 		errs = append(errs, l.Close())
 	}
-	c.links = nil
+	c.links, c.earlyLinks = nil, nil
+	if c.holdProg != nil {
+		c.holdProg.Close()
+	}
 	if c.heldMap != nil {
 		c.contAllHeld()
 	}

@@ -22,9 +22,11 @@
 //     slices. A running thread's values are those of its last tick.
 //   - What a new task counts before its events are open is not seen (the follow latency,
 //     Stats.MaxFollowLatency), unless Options.HoldProcesses: a new process is stopped
-//     before its first instruction (SIGSTOP through the bpf_send_signal_task kfunc,
-//     kernel 6.13+) and continued once followed; its parent may see the stop (WUNTRACED,
-//     WCONTINUED), so do not hold under a shell with job control. Threads are never held.
+//     before its first instruction (SIGSTOP, sent on its first return to user space
+//     until the kernel's BTF is decoded, then from its fork through the
+//     bpf_send_signal_task kfunc of Linux 6.13+: hold.go) and continued once followed;
+//     its parent may see the stop (WUNTRACED, WCONTINUED), so do not hold under a shell
+//     with job control. Threads are never held.
 //   - Options.MaxThreads bounds the threads alive at once: an exited thread's final
 //     values go into a running sum and its slot is reused.
 //   - Options.EnableOnExec opens the first threads' events enabled on exec, as perf

@@ -7,7 +7,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	cringbuf "github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
@@ -40,12 +39,20 @@ func (c *Collector) load(nslots int, systemWide bool) error {
 	}
 	spec.Maps[snapshotMapThreads].MaxEntries = uint32(2 * max(nslots, 1))
 	spec.Maps[snapshotMapHeld].MaxEntries = uint32(2 * max(nslots, 1))
-	// One of the two fork programs: on_fork_hold needs the kernel's BTF and a 6.13+ kfunc,
-	// so it is loaded only when asked for.
-	if c.opts.HoldProcesses {
-		delete(spec.Programs, snapshotProgOnFork)
-	} else {
+	spec.Maps[snapshotMapUnheld].MaxEntries = uint32(2 * max(nslots, 1))
+	// The fork programs (hold.go): on_fork_hold needs the kernel's BTF and a 6.13+ kfunc,
+	// so it is loaded only when asked for and the BTF is decoded; until then on_fork and
+	// on_first_exit hold.
+	c.early = c.opts.HoldProcesses && (c.opts.holdMode != holdAuto || !btfDecoded())
+	switch {
+	case c.early:
 		delete(spec.Programs, snapshotProgOnForkHold)
+	case c.opts.HoldProcesses:
+		delete(spec.Programs, snapshotProgOnFork)
+		delete(spec.Programs, snapshotProgOnFirstExit)
+	default:
+		delete(spec.Programs, snapshotProgOnForkHold)
+		delete(spec.Programs, snapshotProgOnFirstExit)
 	}
 	spec.Maps[snapshotMapRecords].MaxEntries = uint32(c.opts.RingBytes)
 	forkOff := uint32(0)
@@ -60,6 +67,7 @@ func (c *Collector) load(nslots int, systemWide bool) error {
 		snapshotVarFollowForks:   b2u(c.opts.Threads && !systemWide),
 		snapshotVarForkChildOff:  forkOff,
 		snapshotVarHoldProcesses: b2u(c.opts.HoldProcesses),
+		snapshotVarEarlyHold:     b2u(c.early),
 	}
 	for name, v := range set {
 		if err := spec.Variables[name].Set(v); err != nil {
@@ -79,17 +87,6 @@ func (c *Collector) load(nslots int, systemWide bool) error {
 	}
 	return nil
 }
-
-// kernelBTF keeps the kernel's BTF, decoded once, for every collector of the process:
-// on_fork_hold (a BTF tracepoint program calling a kfunc) needs it, and decoding it took
-// 40-150ms of the 45-160ms a collector with HoldProcesses took to load, 6ms without (a
-// sidecar builds one for every registration of perf stat's events).
-var kernelBTF = btf.NewCache()
-
-// Preload decodes the kernel's BTF ahead of the first collector that holds processes,
-// which would otherwise wait for it (a sidecar calls it as it starts). Errors are the
-// first NewCollector's to report.
-func Preload() { _, _ = kernelBTF.Kernel() }
 
 func b2u(b bool) uint32 {
 	if b {
@@ -209,14 +206,21 @@ func (c *Collector) attachTracepoints() error {
 		{"sched_process_fork", snapshotProgOnFork},
 		{"sched_switch", snapshotProgOnSwitch},
 	} {
-		if c.opts.HoldProcesses && tp.prog == snapshotProgOnFork {
+		if c.opts.HoldProcesses && !c.early && tp.prog == snapshotProgOnFork {
 			continue
 		}
 		l, err := link.Tracepoint("sched", tp.name, c.coll.Programs[tp.prog], nil)
 		if err != nil {
 			return classify("attach "+tp.name, err)
 		}
+		if c.early && tp.prog == snapshotProgOnFork {
+			c.earlyLinks = append(c.earlyLinks, l) // upgradeHold detaches it
+			continue
+		}
 		c.links = append(c.links, l)
+	}
+	if c.early {
+		return c.attachEarlyHold()
 	}
 	if c.opts.HoldProcesses {
 		l, err := link.AttachTracing(link.TracingOptions{Program: c.coll.Programs[snapshotProgOnForkHold]})

@@ -248,7 +248,7 @@ func (l *Loader) load(c *Collector, nslots int, systemWide bool) error {
 
 // adopt takes the programs and maps of b, a bare collector that load has run on.
 func (c *Collector) adopt(b *Collector) {
-	c.array, c.coll, c.thrMap, c.heldMap, c.stats, c.rd = b.array, b.coll, b.thrMap, b.heldMap, b.stats, b.rd
+	c.array, c.coll, c.thrMap, c.heldMap, c.stats, c.rd, c.early = b.array, b.coll, b.thrMap, b.heldMap, b.stats, b.rd, b.early
 }
 
 // find returns the set of key k kept (ready, loading or queued), or nil; l.mu is held.
@@ -349,9 +349,6 @@ func (l *Loader) run() {
 	l.mu.Lock()
 	l.tid = tid
 	l.mu.Unlock()
-	// The kernel's BTF, decoded once per process, is what the first set that holds
-	// processes waits for most (see kernelBTF).
-	Preload()
 	for {
 		l.mu.Lock()
 		if len(l.queue) == 0 {

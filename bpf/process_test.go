@@ -205,8 +205,30 @@ const (
 // which the kernel copies into every child at fork. The collector must see every command
 // from its start: every execve, and the page faults up to the few the kernel takes for a
 // child before it first runs (schedule_tail's write of the child's tid, counted by the
-// inherited copies from the fork on).
+// inherited copies from the fork on). Once with each way of holding (hold.go): the
+// program on the system call exit alone, the fork program alone (the kernel's BTF
+// decoded first), the first upgraded to the second before the loop starts, and as a
+// collector starts by itself.
 func TestHoldsNewProcesses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mode holdMode
+	}{
+		{"first-exit", holdFirstExit},
+		{"upgraded", holdEarly},
+		{"fork-hold", holdAuto},
+		{"auto", holdAuto},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "fork-hold" {
+				Preload()
+			}
+			testHolds(t, tc.mode, tc.name == "upgraded")
+		})
+	}
+}
+
+func testHolds(t *testing.T, mode holdMode, upgradeFirst bool) {
 	cmd, in := startShellLoop(t, shellLoopChildren)
 	attrs := []perfabi.Attr{
 		tracepointAttr(t, "syscalls", "sys_enter_execve"),
@@ -223,11 +245,22 @@ func TestHoldsNewProcesses(t *testing.T) {
 		inherited = append(inherited, fd)
 	}
 	defer closeAll(inherited)
-	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, HoldProcesses: true, Events: attrs, Slice: 4 * time.Millisecond})
+	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, HoldProcesses: true, Events: attrs,
+		Slice: 4 * time.Millisecond, holdMode: mode})
 	if err != nil {
 		t.Fatalf("NewCollector (requires root): %v", err)
 	}
 	defer c.Close()
+	if upgradeFirst {
+		Preload()
+		<-c.upgraded
+		c.mu.Lock()
+		early, herr := len(c.earlyLinks), c.holdErr
+		c.mu.Unlock()
+		if herr != nil || early != 0 {
+			t.Fatalf("upgrade: %d programs of the early hold still attached, error %v", early, herr)
+		}
+	}
 	in.Write([]byte("go\n"))
 	var last perf.Snapshot
 	for {
@@ -258,7 +291,8 @@ func TestHoldsNewProcesses(t *testing.T) {
 	for i := range got {
 		got[i] = last.Counts[i].Value
 	}
-	t.Logf("collector %v, inherited %v; %d processes held, %d lost, longest follow %v", got, want, st.Held, st.LostThreads, st.MaxFollowLatency)
+	t.Logf("collector %v, inherited %v; %d processes held (%d on their first return to user space, hold error %v), %d lost, longest follow %v",
+		got, want, st.Held, st.HeldEarly, st.HoldErr, st.LostThreads, st.MaxFollowLatency)
 	if want[holdEvExecve] != shellLoopChildren {
 		t.Fatalf("inherited events saw %d execve, want %d: the reference itself is wrong", want[holdEvExecve], shellLoopChildren)
 	}
@@ -272,6 +306,15 @@ func TestHoldsNewProcesses(t *testing.T) {
 	}
 	if st.LostThreads != 0 {
 		t.Errorf("%d processes lost", st.LostThreads)
+	}
+	// Which program held them: each process once, by the program of the mode.
+	switch {
+	case st.Held != shellLoopChildren:
+		t.Errorf("%d processes held, want the loop's %d", st.Held, shellLoopChildren)
+	case mode == holdFirstExit && st.HeldEarly != st.Held:
+		t.Errorf("%d of %d held on the system call exit, want all: the fork program was attached", st.HeldEarly, st.Held)
+	case (mode == holdEarly && upgradeFirst || mode == holdAuto && btfDecoded()) && st.HeldEarly != 0:
+		t.Errorf("%d held on the system call exit after the upgrade to the fork program", st.HeldEarly)
 	}
 }
 

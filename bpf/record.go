@@ -17,6 +17,9 @@ const (
 	kindHeld   = 5 // as kindFork, for a new process held stopped until it is continued
 	kindSwitch = 6 // snapshot of a thread leaving its CPU (not a slice boundary)
 	kindRound  = 7 // a tick found no tracked thread running, but one ran since the last: a slice boundary without values
+	// kindHeldEarly: as kindHeld, for a process stopped on its first way to user space
+	// (Slot 0), after its kindFork notice.
+	kindHeldEarly = 8
 )
 
 // maxEvents is MAX_EVENTS in snapshot.c: the most events per thread or CPU.
@@ -64,7 +67,7 @@ func decodeRecord(b []byte, vals []perf.Count) (record, error) {
 	nr := int(le.Uint16(b[18:]))
 	switch r.Kind {
 	case kindTick, kindExit, kindSwitch:
-	case kindFork, kindGone, kindHeld, kindRound:
+	case kindFork, kindGone, kindHeld, kindRound, kindHeldEarly:
 		if nr != 0 {
 			return record{}, fmt.Errorf("decode notice of kind %d: has %d values", r.Kind, nr)
 		}

@@ -42,8 +42,7 @@ func Resolve(name string) (coll, why string, err error) {
 // perf stat's own events do on the command it has forked.
 //
 // It fails where it cannot serve (BPF unavailable here, events other than software
-// events and tracepoints, a kernel without what holding new processes needs), and the
-// caller then falls back to read(2).
+// events and tracepoints), and the caller then falls back to read(2).
 func Snapshots(req perf.SnapshotRequest) (perf.Collector, error) { return snapshots(req, nil) }
 
 // snapshots is Snapshots, with the programs and maps from l when not nil.

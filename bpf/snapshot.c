@@ -26,6 +26,7 @@ static long (*bpf_ringbuf_output)(void *ringbuf, void *data, __u64 size, __u64 f
 static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *src) = (void *)BPF_FUNC_probe_read_kernel;
 static void *(*bpf_ringbuf_reserve)(void *ringbuf, __u64 size, __u64 flags) = (void *)BPF_FUNC_ringbuf_reserve;
 static void (*bpf_ringbuf_submit)(void *data, __u64 flags) = (void *)BPF_FUNC_ringbuf_submit;
+static long (*bpf_send_signal)(__u32 sig) = (void *)BPF_FUNC_send_signal;
 
 // MAX_EVENTS bounds the events per thread (or CPU); the Go side refuses more.
 #define MAX_EVENTS 128
@@ -42,6 +43,7 @@ enum kind {
 	KIND_HELD = 5, // as KIND_FORK, for a new process stopped until user space continues it
 	KIND_SWITCH = 6, // snapshot of a thread leaving its CPU (not a slice boundary)
 	KIND_ROUND = 7,  // a slice tick found no tracked thread running, but one ran since the last
+	KIND_HELD_EARLY = 8, // a new process stopped on its first way to user space (early_hold)
 };
 
 enum stat {
@@ -76,6 +78,7 @@ const volatile __u32 system_wide = 0;    // slots are CPUs, every tick is a snap
 const volatile __u32 follow_forks = 0;   // report tasks created by tracked threads
 const volatile __u32 fork_child_off = 0; // offset of child_pid in the sched_process_fork record
 const volatile __u32 hold_processes = 0; // stop new processes until their events are open
+const volatile __u32 early_hold = 0;     // on_fork marks new tasks for on_first_exit to stop
 
 // events holds the per-thread (or per-CPU) counters at index slot*nr_events+i. User space
 // creates it with the real size: libbpf-style loaders clamp max_entries to the CPUs.
@@ -102,6 +105,15 @@ struct {
 	__type(value, __u32);
 	__uint(max_entries, 1);
 } held SEC(".maps");
+
+// unheld holds the tasks on_fork saw created, with early_hold, until on_first_exit stops
+// them on their first way back to user space (or they exit).
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} unheld SEC(".maps");
 
 // ran is set when a tracked thread leaves its CPU (or exits) and cleared by the next slice
 // tick, which then ends the slice even if it finds no tracked thread running: the thread's
@@ -284,6 +296,8 @@ int on_exit(void *ctx)
 	mark_ran();
 	bpf_map_delete_elem(&threads, &tid);
 	bpf_map_delete_elem(&held, &tid);
+	if (early_hold)
+		bpf_map_delete_elem(&unheld, &tid);
 	return TP_COUNT;
 }
 
@@ -302,8 +316,53 @@ int on_fork(void *ctx)
 		return TP_COUNT;
 	__u32 key = (__u32)child, pending = SLOT_PENDING;
 	bpf_map_update_elem(&threads, &key, &pending, BPF_NOEXIST);
+	// Before the child can run (the fork tracepoint precedes its wake-up), so that
+	// on_first_exit finds it; a thread is never stopped (on_first_exit tells them apart).
+	if (early_hold)
+		bpf_map_update_elem(&unheld, &key, &pending, BPF_ANY);
 	notice(key, parent, KIND_FORK);
 	return TP_COUNT;
+}
+
+// on_first_exit holds new processes without the kernel's BTF, while on_fork_hold cannot be
+// loaded yet (user space attaches it once the BTF is decoded, then detaches this and
+// on_fork). It runs on every system call's exit on the machine, so only for that while:
+// a new child's first return to user space passes it too (x86's ret_from_fork goes out
+// through the system call exit), and the plain bpf_send_signal stops the current task
+// there, before its first instruction. on_fork has already published the child's
+// KIND_FORK notice, so a child this never stops is still followed; the KIND_HELD_EARLY
+// notice comes after the signal is pending, as on_fork_hold's KIND_HELD does.
+SEC("raw_tracepoint/sys_exit")
+int on_first_exit(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	if (tid != (__u32)(id >> 32) || !bpf_map_lookup_elem(&unheld, &tid))
+		return 0;
+	bpf_map_delete_elem(&unheld, &tid);
+	struct header *r = bpf_ringbuf_reserve(&records, sizeof(struct header), 0);
+	if (!r) {
+		count(STAT_DROPS);
+		return 0;
+	}
+	__u32 one = 1;
+	__u16 kind = KIND_HELD_EARLY;
+	if (bpf_map_update_elem(&held, &tid, &one, BPF_ANY)) {
+		kind = KIND_FORK;
+	} else if (bpf_send_signal(SIGSTOP)) {
+		bpf_map_delete_elem(&held, &tid);
+		kind = KIND_FORK;
+	}
+	r->time_ns = bpf_ktime_get_ns();
+	r->tid = tid;
+	r->slot = 0;
+	r->kind = kind;
+	r->nr = 0;
+	r->cpu = bpf_get_smp_processor_id();
+	r->errs = 0;
+	r->err = 0;
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	return 0;
 }
 
 // The two fields of the kernel's task_struct that on_fork_hold reads, relocated to the
@@ -336,6 +395,10 @@ int on_fork_hold(__u64 *ctx)
 	if (pid <= 0)
 		return 0;
 	__u32 key = (__u32)pid, pending = SLOT_PENDING;
+	// on_fork, still attached while this one is being attached in its place, got here
+	// first: it owns the child.
+	if (bpf_map_lookup_elem(&threads, &key))
+		return 0;
 	bpf_map_update_elem(&threads, &key, &pending, BPF_NOEXIST);
 	if (pid != tgid || !hold_processes) {
 		notice(key, parent, KIND_FORK);

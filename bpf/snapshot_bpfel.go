@@ -45,11 +45,14 @@ const (
 	snapshotMapScratch       = "scratch"
 	snapshotMapStats         = "stats"
 	snapshotMapThreads       = "threads"
+	snapshotMapUnheld        = "unheld"
 	snapshotProgOnExit       = "on_exit"
+	snapshotProgOnFirstExit  = "on_first_exit"
 	snapshotProgOnFork       = "on_fork"
 	snapshotProgOnForkHold   = "on_fork_hold"
 	snapshotProgOnSwitch     = "on_switch"
 	snapshotProgOnTick       = "on_tick"
+	snapshotVarEarlyHold     = "early_hold"
 	snapshotVarFollowForks   = "follow_forks"
 	snapshotVarForkChildOff  = "fork_child_off"
 	snapshotVarHoldProcesses = "hold_processes"
@@ -99,11 +102,12 @@ type snapshotSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type snapshotProgramSpecs struct {
-	OnExit     *ebpf.ProgramSpec `ebpf:"on_exit"`
-	OnFork     *ebpf.ProgramSpec `ebpf:"on_fork"`
-	OnForkHold *ebpf.ProgramSpec `ebpf:"on_fork_hold"`
-	OnSwitch   *ebpf.ProgramSpec `ebpf:"on_switch"`
-	OnTick     *ebpf.ProgramSpec `ebpf:"on_tick"`
+	OnExit      *ebpf.ProgramSpec `ebpf:"on_exit"`
+	OnFirstExit *ebpf.ProgramSpec `ebpf:"on_first_exit"`
+	OnFork      *ebpf.ProgramSpec `ebpf:"on_fork"`
+	OnForkHold  *ebpf.ProgramSpec `ebpf:"on_fork_hold"`
+	OnSwitch    *ebpf.ProgramSpec `ebpf:"on_switch"`
+	OnTick      *ebpf.ProgramSpec `ebpf:"on_tick"`
 }
 
 // snapshotMapSpecs contains maps before they are loaded into the kernel.
@@ -117,12 +121,14 @@ type snapshotMapSpecs struct {
 	Scratch *ebpf.MapSpec `ebpf:"scratch"`
 	Stats   *ebpf.MapSpec `ebpf:"stats"`
 	Threads *ebpf.MapSpec `ebpf:"threads"`
+	Unheld  *ebpf.MapSpec `ebpf:"unheld"`
 }
 
 // snapshotVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type snapshotVariableSpecs struct {
+	EarlyHold     *ebpf.VariableSpec `ebpf:"early_hold"`
 	FollowForks   *ebpf.VariableSpec `ebpf:"follow_forks"`
 	ForkChildOff  *ebpf.VariableSpec `ebpf:"fork_child_off"`
 	HoldProcesses *ebpf.VariableSpec `ebpf:"hold_processes"`
@@ -157,6 +163,7 @@ type snapshotMaps struct {
 	Scratch *ebpf.Map `ebpf:"scratch"`
 	Stats   *ebpf.Map `ebpf:"stats"`
 	Threads *ebpf.Map `ebpf:"threads"`
+	Unheld  *ebpf.Map `ebpf:"unheld"`
 }
 
 func (m *snapshotMaps) Close() error {
@@ -168,6 +175,7 @@ func (m *snapshotMaps) Close() error {
 		m.Scratch,
 		m.Stats,
 		m.Threads,
+		m.Unheld,
 	)
 }
 
@@ -175,6 +183,7 @@ func (m *snapshotMaps) Close() error {
 //
 // It can be passed to loadSnapshotObjects or ebpf.CollectionSpec.LoadAndAssign.
 type snapshotVariables struct {
+	EarlyHold     *ebpf.Variable `ebpf:"early_hold"`
 	FollowForks   *ebpf.Variable `ebpf:"follow_forks"`
 	ForkChildOff  *ebpf.Variable `ebpf:"fork_child_off"`
 	HoldProcesses *ebpf.Variable `ebpf:"hold_processes"`
@@ -186,16 +195,18 @@ type snapshotVariables struct {
 //
 // It can be passed to loadSnapshotObjects or ebpf.CollectionSpec.LoadAndAssign.
 type snapshotPrograms struct {
-	OnExit     *ebpf.Program `ebpf:"on_exit"`
-	OnFork     *ebpf.Program `ebpf:"on_fork"`
-	OnForkHold *ebpf.Program `ebpf:"on_fork_hold"`
-	OnSwitch   *ebpf.Program `ebpf:"on_switch"`
-	OnTick     *ebpf.Program `ebpf:"on_tick"`
+	OnExit      *ebpf.Program `ebpf:"on_exit"`
+	OnFirstExit *ebpf.Program `ebpf:"on_first_exit"`
+	OnFork      *ebpf.Program `ebpf:"on_fork"`
+	OnForkHold  *ebpf.Program `ebpf:"on_fork_hold"`
+	OnSwitch    *ebpf.Program `ebpf:"on_switch"`
+	OnTick      *ebpf.Program `ebpf:"on_tick"`
 }
 
 func (p *snapshotPrograms) Close() error {
 	return _SnapshotClose(
 		p.OnExit,
+		p.OnFirstExit,
 		p.OnFork,
 		p.OnForkHold,
 		p.OnSwitch,

@@ -323,17 +323,20 @@ func (c *Collector) handle(r record) {
 		if int64(r.TimeNs) > c.lastNs {
 			c.lastNs = int64(r.TimeNs)
 		}
-	case kindFork, kindHeld:
+	case kindFork, kindHeld, kindHeldEarly:
 		tid := int(r.Tid)
-		if r.Kind == kindHeld {
+		if r.Kind == kindHeldEarly {
+			c.heldEarly++
+		}
+		if r.Kind != kindFork {
 			// Stopped before its first instruction: let it run once its events are open
 			// (or it is known lost). The program made the SIGSTOP pending before this
 			// record could be read, so the SIGCONT cannot come first.
 			defer c.cont(tid)
 			c.held++
 		}
-		if _, ok := c.byTid[tid]; ok {
-			return // already found by listing /proc
+		if _, ok := c.byTid[tid]; ok || (r.Kind == kindHeldEarly && tid == c.lostTid) {
+			return // already found by listing /proc, or by its kindFork notice
 		}
 		if err := c.addThread(tid, unix.BPF_EXIST); err != nil {
 			c.thrMap.Delete(uint32(tid))
