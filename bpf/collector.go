@@ -80,8 +80,9 @@ type Options struct {
 	EnableOnExec bool
 
 	// holdMode, for tests, picks the fork programs instead of the kernel's BTF being
-	// decoded or not (hold.go).
-	holdMode holdMode
+	// decoded or not (hold.go); with holdEarly, upgradeAt (if not nil) is when to upgrade.
+	holdMode  holdMode
+	upgradeAt <-chan struct{}
 }
 
 // Stats describes a collector's work so far.
@@ -144,13 +145,13 @@ type Collector struct {
 	timers    []int
 	links     []link.Link
 	// early: holding with on_first_exit until upgradeHold attaches on_fork_hold (hold.go);
-	// earlyLinks are on_fork's and on_first_exit's, which it then closes.
-	early      bool
-	earlyLinks []link.Link
-	holdProg   *ebpf.Program // on_fork_hold loaded by upgradeHold, owned here
-	holdErr    error         // why upgradeHold could not attach on_fork_hold
-	upgraded   chan struct{} // closed when upgradeHold returns (nil when not early)
-	heldEarly  uint64
+	// earlyFork and earlyExit are on_fork's and on_first_exit's links, which it then closes.
+	early                bool
+	earlyFork, earlyExit link.Link
+	holdProg             *ebpf.Program // on_fork_hold loaded by upgradeHold, owned here
+	holdErr              error         // why upgradeHold could not attach on_fork_hold
+	upgraded             chan struct{} // closed when upgradeHold returns (nil when not early)
+	heldEarly            uint64
 
 	togMu     sync.Mutex   // serialises SetEnabled calls
 	fdMu      sync.RWMutex // read-held while fds are used without mu; write-held to close them
@@ -453,10 +454,12 @@ func (c *Collector) release() error {
 	var errs []error
 	closeAll(c.timers)
 	c.timers = nil
-	for _, l := range append(c.links, c.earlyLinks...) {
-		errs = append(errs, l.Close())
+	for _, l := range append(c.links, c.earlyFork, c.earlyExit) {
+		if l != nil {
+			errs = append(errs, l.Close())
+		}
 	}
-	c.links, c.earlyLinks = nil, nil
+	c.links, c.earlyFork, c.earlyExit = nil, nil, nil
 	if c.holdProg != nil {
 		c.holdProg.Close()
 	}

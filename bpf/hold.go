@@ -74,11 +74,13 @@ func btfDecoded() bool {
 }
 
 // upgradeHold waits for the kernel's BTF, then replaces on_fork and on_first_exit by
-// on_fork_hold. While both fork programs are attached, on_fork, attached first, runs
-// first and on_fork_hold leaves its children alone; children marked in unheld that have
-// not returned to user space when on_first_exit goes are followed from their kindFork
-// notices, unheld. If on_fork_hold cannot be had (no kfunc: a kernel before 6.13), the
-// collector keeps holding with on_first_exit (Stats.HoldErr says why).
+// on_fork_hold, in an order that leaves no child unheld: on_fork_hold is attached (while
+// both fork programs are, on_fork, attached first, runs first and on_fork_hold leaves its
+// children alone); on_fork is detached (on_fork_hold holds every child from then on);
+// once the children on_fork marked have all been back to user space (unheld is empty,
+// or drainWait has passed), on_first_exit is detached. If on_fork_hold cannot be had (no
+// kfunc: a kernel before 6.13), the collector keeps holding with on_first_exit
+// (Stats.HoldErr says why).
 func (c *Collector) upgradeHold() {
 	if c.opts.holdMode == holdFirstExit {
 		return
@@ -89,33 +91,63 @@ func (c *Collector) upgradeHold() {
 	case <-c.quit:
 		return
 	}
+	if c.opts.upgradeAt != nil {
+		select {
+		case <-c.opts.upgradeAt:
+		case <-c.quit:
+			return
+		}
+	}
 	prog, err := c.loadForkHold()
 	var l link.Link
 	if err == nil {
 		if l, err = link.AttachTracing(link.TracingOptions{Program: prog}); err != nil {
+			prog.Close()
 			err = classify("attach sched_process_fork (BTF, to hold new processes)", err)
 		}
 	}
+	// Attaching and detaching wait for the kernel (RCU grace periods): not under c.mu,
+	// which the consumer needs to follow and continue new processes meanwhile. Close
+	// waits for this function before it releases the links.
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err != nil || c.closed {
-		if l != nil {
-			l.Close()
-		}
-		if prog != nil {
-			prog.Close()
-		}
-		if err != nil {
-			c.holdErr = err
-		}
+	if err != nil {
+		c.holdErr = err
+		c.mu.Unlock()
 		return
 	}
 	c.links = append(c.links, l)
 	c.holdProg = prog
-	for _, el := range c.earlyLinks {
-		el.Close()
+	fork := c.earlyFork
+	c.earlyFork = nil
+	c.mu.Unlock()
+	fork.Close()
+	c.drainUnheld()
+	c.mu.Lock()
+	exit := c.earlyExit
+	c.earlyExit = nil
+	c.mu.Unlock()
+	exit.Close()
+}
+
+// drainWait bounds how long upgradeHold waits for the children on_fork marked to pass
+// on_first_exit: each needs only to be scheduled once.
+const drainWait = time.Second
+
+// drainUnheld waits until unheld is empty, drainWait at most, or the collector closes.
+func (c *Collector) drainUnheld() {
+	unheld := c.coll.Maps[snapshotMapUnheld]
+	deadline := time.Now().Add(drainWait)
+	for time.Now().Before(deadline) {
+		var k, v uint32
+		if !unheld.Iterate().Next(&k, &v) {
+			return
+		}
+		select {
+		case <-c.quit:
+			return
+		case <-time.After(time.Millisecond):
+		}
 	}
-	c.earlyLinks = nil
 }
 
 // loadForkHold loads on_fork_hold on the collector's maps.
@@ -158,7 +190,6 @@ func (c *Collector) attachEarlyHold() error {
 	if err != nil {
 		return classify("attach sys_exit (to hold new processes)", err)
 	}
-	c.earlyLinks = append(c.earlyLinks, l)
+	c.earlyExit = l
 	return nil
 }
-

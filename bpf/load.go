@@ -214,7 +214,7 @@ func (c *Collector) attachTracepoints() error {
 			return classify("attach "+tp.name, err)
 		}
 		if c.early && tp.prog == snapshotProgOnFork {
-			c.earlyLinks = append(c.earlyLinks, l) // upgradeHold detaches it
+			c.earlyFork = l // upgradeHold detaches it
 			continue
 		}
 		c.links = append(c.links, l)

@@ -216,6 +216,7 @@ func TestHoldsNewProcesses(t *testing.T) {
 	}{
 		{"first-exit", holdFirstExit},
 		{"upgraded", holdEarly},
+		{"upgrading", holdEarly},
 		{"fork-hold", holdAuto},
 		{"auto", holdAuto},
 	} {
@@ -223,12 +224,15 @@ func TestHoldsNewProcesses(t *testing.T) {
 			if tc.name == "fork-hold" {
 				Preload()
 			}
-			testHolds(t, tc.mode, tc.name == "upgraded")
+			testHolds(t, tc.mode, tc.name)
 		})
 	}
 }
 
-func testHolds(t *testing.T, mode holdMode, upgradeFirst bool) {
+// testHolds: with upgrade "upgraded" the early hold is replaced before the loop starts,
+// with "upgrading" while it runs (after a quarter of its commands, as inherited events
+// count them): no command may slip through the change.
+func testHolds(t *testing.T, mode holdMode, upgrade string) {
 	cmd, in := startShellLoop(t, shellLoopChildren)
 	attrs := []perfabi.Attr{
 		tracepointAttr(t, "syscalls", "sys_enter_execve"),
@@ -245,20 +249,36 @@ func testHolds(t *testing.T, mode holdMode, upgradeFirst bool) {
 		inherited = append(inherited, fd)
 	}
 	defer closeAll(inherited)
+	upgradeAt := make(chan struct{})
+	if upgrade != "upgrading" {
+		close(upgradeAt)
+	}
 	c, err := NewCollector(Options{Pid: cmd.Process.Pid, Threads: true, HoldProcesses: true, Events: attrs,
-		Slice: 4 * time.Millisecond, holdMode: mode})
+		Slice: 4 * time.Millisecond, holdMode: mode, upgradeAt: upgradeAt})
 	if err != nil {
 		t.Fatalf("NewCollector (requires root): %v", err)
 	}
 	defer c.Close()
-	if upgradeFirst {
+	if upgrade == "upgrading" {
+		Preload()
+		go func() {
+			defer close(upgradeAt)
+			var buf [8]byte
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				if _, err := unix.Read(inherited[holdEvExecve], buf[:]); err != nil || *(*uint64)(unsafe.Pointer(&buf[0])) >= shellLoopChildren/4 {
+					return
+				}
+			}
+		}()
+	}
+	if upgrade == "upgraded" {
 		Preload()
 		<-c.upgraded
 		c.mu.Lock()
-		early, herr := len(c.earlyLinks), c.holdErr
+		fork, exit, herr := c.earlyFork, c.earlyExit, c.holdErr
 		c.mu.Unlock()
-		if herr != nil || early != 0 {
-			t.Fatalf("upgrade: %d programs of the early hold still attached, error %v", early, herr)
+		if herr != nil || fork != nil || exit != nil {
+			t.Fatalf("upgrade: on_fork %v and on_first_exit %v still attached, error %v", fork, exit, herr)
 		}
 	}
 	in.Write([]byte("go\n"))
@@ -313,8 +333,10 @@ func testHolds(t *testing.T, mode holdMode, upgradeFirst bool) {
 		t.Errorf("%d processes held, want the loop's %d", st.Held, shellLoopChildren)
 	case mode == holdFirstExit && st.HeldEarly != st.Held:
 		t.Errorf("%d of %d held on the system call exit, want all: the fork program was attached", st.HeldEarly, st.Held)
-	case (mode == holdEarly && upgradeFirst || mode == holdAuto && btfDecoded()) && st.HeldEarly != 0:
+	case (upgrade == "upgraded" || mode == holdAuto && btfDecoded()) && st.HeldEarly != 0:
 		t.Errorf("%d held on the system call exit after the upgrade to the fork program", st.HeldEarly)
+	case upgrade == "upgrading" && (st.HeldEarly == 0 || st.HeldEarly == st.Held):
+		t.Errorf("%d of %d held on the system call exit: the upgrade was not during the loop", st.HeldEarly, st.Held)
 	}
 }
 

@@ -106,8 +106,8 @@ struct {
 	__uint(max_entries, 1);
 } held SEC(".maps");
 
-// unheld holds the tasks on_fork saw created, with early_hold, until on_first_exit stops
-// them on their first way back to user space (or they exit).
+// unheld holds the tasks on_fork saw created, with early_hold, until their first way back
+// to user space (on_first_exit stops the processes among them there) or their exit.
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u32);
@@ -337,9 +337,13 @@ int on_first_exit(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	if (tid != (__u32)(id >> 32) || !bpf_map_lookup_elem(&unheld, &tid))
+	if (!bpf_map_lookup_elem(&unheld, &tid))
 		return 0;
+	// A thread leaves too, so that unheld empties as its tasks first return: user space
+	// waits for that before it detaches this program (hold.go).
 	bpf_map_delete_elem(&unheld, &tid);
+	if (tid != (__u32)(id >> 32))
+		return 0;
 	struct header *r = bpf_ringbuf_reserve(&records, sizeof(struct header), 0);
 	if (!r) {
 		count(STAT_DROPS);
