@@ -2,6 +2,7 @@ package bpf
 
 import (
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -173,4 +174,43 @@ func helperSpin() {
 	for {
 		work(16, 8, 0, time.Millisecond)
 	}
+}
+
+// BenchmarkFirstExitSyscall measures what on_first_exit (hold.go) adds to every system
+// call on the machine while an early collector holds: getppid(2) timed in this process
+// (which no collector tracks) with no collector, then with one holding with on_first_exit
+// only, in each iteration, and reports both and their difference (medians).
+func BenchmarkFirstExitSyscall(b *testing.B) {
+	target := exec.Command("sleep", "600")
+	if err := target.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { target.Process.Kill(); target.Wait() }()
+	const calls = 200000
+	perCall := func() float64 {
+		start := time.Now()
+		for range calls {
+			unix.Getppid()
+		}
+		return float64(time.Since(start).Nanoseconds()) / calls
+	}
+	var without, with []float64
+	for b.Loop() {
+		without = append(without, perCall())
+		c, err := NewCollector(Options{Pid: target.Process.Pid, Threads: true, HoldProcesses: true,
+			Events: []perfabi.Attr{softwareAttr(unix.PERF_COUNT_SW_PAGE_FAULTS)}, holdMode: holdFirstExit})
+		if err != nil {
+			b.Fatalf("NewCollector (requires root): %v", err)
+		}
+		with = append(with, perCall())
+		c.Close()
+	}
+	med := func(x []float64) float64 {
+		y := slices.Clone(x)
+		slices.Sort(y)
+		return y[len(y)/2]
+	}
+	b.ReportMetric(med(without), "ns/syscall")
+	b.ReportMetric(med(with), "ns/syscall-first-exit")
+	b.ReportMetric(med(with)-med(without), "ns-added")
 }
