@@ -194,14 +194,23 @@ static __always_inline void snapshot(__u32 tid, __u32 slot, __u16 kind, __u64 fl
 		count(STAT_RECORDS);
 }
 
+// fill_header makes r a notice of kind about tid (no values follow).
+static __always_inline void fill_header(struct header *r, __u32 tid, __u32 slot, __u16 kind)
+{
+	r->time_ns = bpf_ktime_get_ns();
+	r->tid = tid;
+	r->slot = slot;
+	r->kind = kind;
+	r->nr = 0;
+	r->cpu = bpf_get_smp_processor_id();
+	r->errs = 0;
+	r->err = 0;
+}
+
 static __always_inline void notice(__u32 tid, __u32 slot, __u16 kind)
 {
 	struct header r = {};
-	r.time_ns = bpf_ktime_get_ns();
-	r.tid = tid;
-	r.slot = slot;
-	r.kind = kind;
-	r.cpu = bpf_get_smp_processor_id();
+	fill_header(&r, tid, slot, kind);
 	// Forced wake-up: user space must open the new thread's events quickly.
 	if (bpf_ringbuf_output(&records, &r, sizeof(r), BPF_RB_FORCE_WAKEUP))
 		count(STAT_DROPS);
@@ -357,14 +366,7 @@ int on_first_exit(void *ctx)
 		bpf_map_delete_elem(&held, &tid);
 		kind = KIND_FORK;
 	}
-	r->time_ns = bpf_ktime_get_ns();
-	r->tid = tid;
-	r->slot = 0;
-	r->kind = kind;
-	r->nr = 0;
-	r->cpu = bpf_get_smp_processor_id();
-	r->errs = 0;
-	r->err = 0;
+	fill_header(r, tid, 0, kind);
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
@@ -425,14 +427,7 @@ int on_fork_hold(__u64 *ctx)
 		bpf_map_delete_elem(&held, &key);
 		kind = KIND_FORK;
 	}
-	r->time_ns = bpf_ktime_get_ns();
-	r->tid = key;
-	r->slot = parent;
-	r->kind = kind;
-	r->nr = 0;
-	r->cpu = bpf_get_smp_processor_id();
-	r->errs = 0;
-	r->err = 0;
+	fill_header(r, key, parent, kind);
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
