@@ -11,7 +11,8 @@
 # usage: inference/replay/gen-corpus-sys.sh [OUTDIR [NAME...]]   (from the repository root)
 # Writes OUTDIR/sys-NAME.csv and sys-NAME.log (OUTDIR defaults to testdata/corpus).
 # With NAMEs (bzip2 zstd perl awk sort du cpdiff gcc pysqlite http forks untar sha256
-# jq), only those traces are recorded. See testdata/corpus/README-sys.md.
+# jq make xz find tgz gzip), only those traces are recorded. See
+# testdata/corpus/README-sys.md.
 #
 # Each program is chosen to make 20-50 distinct syscalls (40-70 events in all) and to
 # run 2-15 s natively (200-1500 rows of 10 ms); the script warns when a trace falls
@@ -28,7 +29,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 need=()
 for p in linux-perf:perf bzip2:bzip2 zstd:zstd perl:perl gawk:gawk gcc:gcc \
-         jq:jq curl:curl python3:/usr/bin/python3 diffutils:diff tar:tar; do
+         jq:jq curl:curl python3:/usr/bin/python3 diffutils:diff tar:tar make:make \
+         xz-utils:xz gzip:gzip findutils:find; do
   command -v "${p#*:}" > /dev/null || need+=("${p%%:*}")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -269,5 +271,33 @@ tg sha256 sh -c 'for f in tree/d*/* /usr/bin/*; do [ -f "$f" ] && echo "$f"; don
 
 # 14. jq: parsing 15 MB of JSON and grouping, sorting and reshaping it in three passes.
 tg jq sh -c 'jq -c "group_by(.tag) | map({tag: .[0].tag, n: length, s: (map(.score) | add)})" data.json > /dev/null && jq -r ".[] | select(.n > 500) | [.id, .user, .score] | @tsv" data.json | sort -k3,3n | tail -3 > /dev/null && jq "[.[] | .words | length] | add" data.json > /dev/null'
+
+# Added on 2026-11-28 (a second batch; split.txt says how they were split).
+
+# 15. make: make -B -j2 -C of the gcc trace's 17 files (make's own chdir, its jobserver
+#     pipe, a shell per recipe): every object rebuilt, then linked.
+cat > csrc/Makefile <<'MK'
+OBJS = $(patsubst %.c,%.o,$(wildcard *.c))
+prog: $(OBJS)
+	gcc -o $@ $(OBJS)
+%.o: %.c
+	gcc -O2 -g -c -o $@ $<
+MK
+tg make make -s -B -j2 -C csrc
+
+# 16. xz: xz -4 -T2 of the text (worker threads), decompressed through a pipe into cmp.
+tg xz sh -c 'xz -4 -T2 -c words.txt > w.xz && xz -dc w.xz | cmp - words.txt && rm -f w.xz'
+
+# 17. find: find -execdir over the tree (a chdir per directory, a wc, grep or md5sum
+#     per batch; md5sum too over /usr/share/doc and /usr/include), then finds of /usr by
+#     name, size and type, printing with -printf.
+tg find sh -c 'for c in "wc -l" "grep -c zz" "md5sum"; do for p in "f0*" "f1*" "f2*" "f[3-5]*"; do find tree -type f -name "$p" -execdir $c {} + > /dev/null; done; done; find /usr/share/doc /usr/include -type f -execdir md5sum {} + > /dev/null; find /usr -name "*.h" -size +4k -printf "%s %p\n" > /dev/null && find /usr/share /usr/lib -type l -printf "%l\n" > /dev/null'
+
+# 18. tgz: tar -czf of the tree from inside it (-C) and of the kernel headers, then
+#     extraction of both elsewhere with tar -xzf -C (owners neither looked up nor set).
+tg tgz sh -c 'rm -rf z && mkdir z && tar -C tree -czf t.tgz . && tar -C /usr/include -czf i.tgz linux && tar --numeric-owner --no-same-owner -C z -xzf t.tgz && tar --numeric-owner --no-same-owner -C z -xzf i.tgz && rm -rf z t.tgz i.tgz'
+
+# 19. gzip: gzip -9 -r of a copy of the tree, file by file, then gunzip -r of it.
+tg gzip sh -c 'rm -rf g && cp -r tree g && gzip -9 -r g && gunzip -r g && rm -rf g'
 
 ls -la "$out"/sys-*.csv >&2
