@@ -13,7 +13,8 @@
 // identities (a relation with a tolerance, such as page-faults = minor-faults +
 // major-faults) are soft linear factors applied every slice, except that an identity
 // with a term never counted yet waits until the others are counted in the same slice:
-// before that, the never-counted term's diffuse prior would absorb the others' errors.
+// before that, the never-counted term's diffuse prior would absorb the others' errors;
+// and a term counted whole at zero in the slice is zero in it, taking no share.
 //
 // Time: each free rate follows an AR(1) walk around its level (a recent average of its
 // counts), persistence 0.98 by default. The walk's steps are learned online, relative to

@@ -45,9 +45,11 @@ func (md *Model) Observe(s inference.Slice) error {
 	md.hist.pushPredicted(md.m, md.lrn.qs, md.lrn.qb, md.lrn.a, md.lrn.rid, d)
 
 	clear(md.now)
+	clear(md.none)
 	for _, o := range md.obs {
 		if o.full && len(o.h) == 1 {
 			md.now[o.h[0].i] = true
+			md.none[o.h[0].i] = o.y == 0
 		}
 	}
 	// Readings of single rates first, then those of events that exact identities make
@@ -439,6 +441,14 @@ func (md *Model) pristine(i int) bool {
 
 // applySoft conditions on the approximate identities: 0 = g·z + k/d with a noise of
 // tol times the size of the sides.
+//
+// A term counted whole at zero in the slice is zero in the identity there: it is left
+// out, and takes no share of the identity's residual. As a reading, a zero count is
+// one count of noise about the rate (the Poisson floor), so the identity would lift it:
+// when a burst of the other terms made raw_syscalls:sys_enter's estimate jump, each
+// syscall read at zero in that slice took most of a count, and a walk that reverts 2%
+// a slice carried it on for tens of slices (sys-make, tuning half, one start of the
+// cycle: chmod, made once, came out at 19, 23.5x Linux's WAPE; docs/model.md).
 func (md *Model) applySoft(d float64) {
 	for _, s := range md.soft {
 		if !md.determined(s.g) {
@@ -449,7 +459,14 @@ func (md *Model) applySoft(d float64) {
 			scale += t.c * md.m[t.i]
 		}
 		sd := s.tol*math.Abs(scale) + 0.5/d
-		md.updateDense(s.g, -s.k/d, sd*sd)
+		g := md.softG[:0]
+		for _, a := range s.g {
+			if !md.none[a.i] {
+				g = append(g, a)
+			}
+		}
+		md.softG = g
+		md.updateDense(g, -s.k/d, sd*sd)
 	}
 }
 

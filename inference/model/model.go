@@ -170,11 +170,13 @@ type Model struct {
 	Dropped []string
 
 	// Filter state: mean and covariance of the state after the last slice.
-	m, P []float64
-	init bool
-	big  []float64 // prior standard deviation of a never-observed state component
-	seen []bool    // state component was observed directly at least once
-	now  []bool    // state component is counted whole in the current slice
+	m, P  []float64
+	init  bool
+	big   []float64 // prior standard deviation of a never-observed state component
+	seen  []bool    // state component was observed directly at least once
+	now   []bool    // state component is counted whole in the current slice
+	none  []bool    // ... and its count there is zero
+	softG []entry   // scratch for applySoft
 
 	lrn learner
 
@@ -471,7 +473,7 @@ func (md *Model) idIndex(e int) int {
 func (md *Model) alloc() {
 	k, events, opt := md.k, md.n, md.opt
 	zeros(k, &md.m, &md.ph, &md.big)
-	zeros(k, &md.seen, &md.now)
+	zeros(k, &md.seen, &md.now, &md.none)
 	md.P = make([]float64, k*k)
 	md.xs = make([]float64, events)
 	md.lrn.init(k, events, opt)

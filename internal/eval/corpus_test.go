@@ -52,10 +52,12 @@ var (
 	// of the family's guard (median reduction and coverage stay the family's). Its
 	// shortfalls are reported against the acceptance like any other.
 	traceGuard = map[string]bar{
-		// Added 2026-11-28 (validation): mean WAPE 1.110 against linux's 1.072, total
-		// error 0.949 against 0.846, unlinkat 8.73x linux's WAPE: the run ends with
-		// rm -rf, a burst of unlinkat that the kernel's rotation happened to count.
-		"sys-tgz.csv": {worst: 10, wapeSlack: 0.05, totalSlack: 0.12},
+		// Added 2026-11-28 (validation): unlinkat 8.73x linux's WAPE. The run ends with
+		// rm -rf, a burst of unlinkat that the kernel's rotation happened to count and
+		// bayesperf's schedule did not. (Its mean WAPE and total error were above
+		// linux's too when it was added, until zero counts were left out of soft
+		// identities: 0.902 against 1.072, 0.753 against 0.846.)
+		"sys-tgz.csv": {worst: 10, totalSlack: 0.02},
 	}
 )
 
