@@ -34,10 +34,11 @@ func readRepeat(t *testing.T, sf, rf string) (map[string]uint64, repeatReport) {
 // --report: a new child per repetition, each with its own virtual PMU, so the report has
 // three targets with every event and the truth covers the three runs: its page faults
 // are three times the native average of `perf stat -r 3` of the same workload, within
-// 10% (the workload's faults vary by about 1% from run to run). Before, the sidecar
-// built each repetition's PMU on the first repetition's child, which was gone: the
-// report and the truth covered the first run only (truth 620 page faults for 3 runs of
-// about 630), and the other runs were not multiplexed at all. Each child has one entry
+// 20%. The bound tells three runs from two (a third short); the faults vary by about 1%
+// from run to run on a quiet machine, but were 10.4% off under the load of a CI run.
+// Before, the sidecar built each repetition's PMU on the first repetition's child, which
+// was gone: the report and the truth covered the first run only (truth 620 page faults
+// for 3 runs of about 630), and the other runs were not multiplexed at all. Each child has one entry
 // and one line of -v saying it is gone: perf registers its events one by one, each a
 // rebuild, and before, each rebuild logged "gone ... final totals". Root (tracepoint-free,
 // but the virtual PMU opens copies on the child). About 5 s.
@@ -78,8 +79,8 @@ func TestDropinRepeatTruth(t *testing.T) {
 	}
 	got := float64(truth["page-faults"])
 	t.Logf("truth page-faults %v over 3 runs; native perf stat -r 3 average %v", got, avg)
-	if math.Abs(got-3*avg) > 0.1*3*avg {
-		t.Errorf("truth page-faults %v, want 3 x the native average %v within 10%%", got, avg)
+	if math.Abs(got-3*avg) > 0.2*3*avg {
+		t.Errorf("truth page-faults %v, want 3 x the native average %v within 20%%", got, avg)
 	}
 }
 

@@ -115,7 +115,9 @@ func (h *history) pushFiltered(m, p []float64, s inference.Slice, n int, same []
 		ex[i] = math.NaN()
 	}
 	for _, r := range s.Readings {
-		if int(r.Event) >= 0 && int(r.Event) < n && r.Running > 0 && r.Running >= r.Enabled {
+		// Counted whole: running the whole of its enabled time, which may be none (the
+		// target never ran in the slice, and nothing was counted that a counter missed).
+		if int(r.Event) >= 0 && int(r.Event) < n && r.Running >= r.Enabled {
 			ex[r.Event] = float64(r.Count)
 		}
 	}
