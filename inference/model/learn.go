@@ -371,7 +371,9 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 		l.stat[i] += (dv*dv - l.stat[i]) / l.statN[i]
 		l.us = append(l.us, i)
 		l.uv = append(l.uv, u)
-		// Volatility: forgetting average with the prior as two pseudo-observations.
+		// Volatility: a forgetting average; the prior (Options.Volatility) holds only
+		// until the first reading (kept as pseudo-readings, it cost the kernel and
+		// live traces: docs/model.md).
 		l.volN[i] = l.gamma*l.volN[i] + 1
 		w := 1 / l.volN[i]
 		l.vol[i] += w * (u*u - l.vol[i])
