@@ -38,10 +38,10 @@ func readRepeat(t *testing.T, sf, rf string) (map[string]uint64, repeatReport) {
 // from run to run on a quiet machine, but were 10.4% off under the load of a CI run.
 // Before, the sidecar built each repetition's PMU on the first repetition's child, which
 // was gone: the report and the truth covered the first run only (truth 620 page faults
-// for 3 runs of about 630), and the other runs were not multiplexed at all. Each child has one entry
-// and one line of -v saying it is gone: perf registers its events one by one, each a
-// rebuild, and before, each rebuild logged "gone ... final totals". Root (tracepoint-free,
-// but the virtual PMU opens copies on the child). About 5 s.
+// for 3 runs of about 630), and the other runs were not multiplexed at all. Each child
+// has one entry and one line of -v saying it is gone: perf registers its events one by
+// one, each a rebuild, and before, each rebuild logged "gone ... final totals". Root
+// (tracepoint-free, but the virtual PMU opens copies on the child). About 5 s.
 func TestDropinRepeatTruth(t *testing.T) {
 	needRoot(t, "the virtual PMU opens copies of the events on perf's children")
 	tmp := t.TempDir()
