@@ -62,7 +62,9 @@
 // clearly violates a constraint (by more than one standard deviation: applied at the
 // bound, repeated truncation ratchets a count that sits at its bound upwards), the
 // posterior is replaced by the Gaussian with the moments of its truncation (a count
-// asleep at zero takes its mode, zero, as the mean: see applyInequalities); the
+// asleep at zero takes its mode, zero, as the mean; a bound with a rate asleep among its
+// terms moves only the mean, so that it ties no such term to the bound: see
+// applyInequalities); the
 // reported values keep the exact ones (no tolerance) in every interval (reconcile), as
 // they keep the exact identities. Non-linear relations are linearised at the current
 // mean every slice (a Gaussian site, first-order EP). The rest is the exact Kalman filter (Observe) and

@@ -78,9 +78,9 @@ func (md *Model) applyNonlinear(d float64) {
 			sd := nl.tol*math.Abs(f0+scaleOf(coef, x)) + 0.5
 			md.updateDense(h, -konst, sd*sd)
 		case relation.Ge:
-			md.truncate(h, konst, md.truncAt, false)
+			md.truncate(h, konst, md.truncAt, false, true)
 		case relation.Le:
-			md.truncate(negate(h), -konst, md.truncAt, false)
+			md.truncate(negate(h), -konst, md.truncAt, false, true)
 		}
 	}
 }
