@@ -21,7 +21,7 @@ type learner struct {
 	levelN       []float64
 	levelC       []float64 // forgetting sums of counts and durations behind level
 	levelD       []float64
-	stat         []float64 // mean squared relative deviation from the level
+	stat         []float64 // mean squared deviation from the level, relative to the mean of reading and level
 	statN        []float64
 	a            []float64 // persistence of each component in the current slice
 	lam          []float64 // Student-t precision scale of each component's step
@@ -365,8 +365,14 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 			l.vol[i] = math.Max(l.vol[i], 1e-8)
 			continue
 		}
-		// Spread around the level (before this reading moves it), for the persistence.
-		dv := (o.y - mu) / relScale(mu, l.level[i], d)
+		// Spread around the level (before this reading moves it), for the persistence
+		// and the level's error, measured as the changes are: against the mean of the
+		// two, not the level alone. Against the level, a burst out of a level near
+		// zero is a deviation of millions of levels (the floor is one count a slice: a
+		// time in ns read at 8e7 is 8e7 of them), whose square levelVar rescales to the
+		// level of the slices after it: bayesperf-rr's sysTime came out ±5.5e12 on a
+		// callgrind run's 1.1e8 (TestBurstSpreadInScale).
+		dv := (o.y - mu) / relScale(0.5*(math.Abs(o.y)+math.Abs(mu)), l.level[i], d)
 		l.statN[i] = l.gamma*l.statN[i] + 1
 		l.stat[i] += (dv*dv - l.stat[i]) / l.statN[i]
 		l.us = append(l.us, i)
