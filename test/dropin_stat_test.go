@@ -222,14 +222,18 @@ func procStat(t testing.TB, pid int) (minflt, cpuMs float64) {
 	minflt, _ = strconv.ParseFloat(f[7], 64)
 	tasks, err := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/schedstat")
 	if err != nil || len(tasks) == 0 {
-		t.Fatalf("no schedstat for process %d (a kernel without CONFIG_SCHEDSTATS?): %v", pid, err)
+		t.Fatalf("no schedstat for process %d (a kernel without CONFIG_SCHED_INFO?): %v", pid, err)
 	}
 	for _, p := range tasks {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			continue // a thread that just exited
 		}
-		ns, err := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+		fs := strings.Fields(string(b))
+		if len(fs) == 0 {
+			t.Fatalf("%s is empty", p)
+		}
+		ns, err := strconv.ParseFloat(fs[0], 64)
 		if err != nil {
 			t.Fatalf("%s: %q", p, b)
 		}
