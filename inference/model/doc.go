@@ -93,8 +93,10 @@
 // window (in slices: about 11 readings times the usual gap between an event's
 // readings), so that its window is centred on the slice. Online a ratio can only lag:
 // the first slices of a run have none at all, and where the program's mix changes it
-// trails behind; final values are conditioned on the whole run anyway. Live values
-// are the first pass's.
+// trails behind; final values are conditioned on the whole run anyway. Its prior of a
+// rate not yet read is sized by that rate's own readings over the run (their root mean
+// square), where the first pass could only take the first slice's typical rate, of
+// events in other units. Live values are the first pass's.
 // The intervals keep the first pass's calibration and count scatter, learned from
 // predictions that had not yet read the reading they predicted. The slices are kept
 // for the second pass until the history first freezes (Options.History); a longer run

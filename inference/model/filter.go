@@ -176,9 +176,15 @@ func (md *Model) gather(s inference.Slice, d float64) error {
 	return nil
 }
 
+// priorWidth is how many typical rates wide the prior of a rate never observed is.
+const priorWidth = 10
+
 // start sets the prior from the first slice: a rate never observed is 0 with a standard
 // deviation ten times the typical observed rate, wide enough to be diffuse and narrow
-// enough that updates do not lose every digit to cancellation.
+// enough that updates do not lose every digit to cancellation. In Finish's second pass
+// the typical rate is the rate's own over the run (runRate), where it has one: the first
+// slice's median rate, of events in other units, sized the slices before a rate's first
+// reading (cg-sort's Ge: ±8,500 in the first slice against 29, in a run of 74).
 func (md *Model) start(d float64) {
 	md.init = true
 	var rates []float64
@@ -192,7 +198,10 @@ func (md *Model) start(d float64) {
 		typ = median(rates)
 	}
 	for i := range md.k {
-		md.big[i] = 10 * typ
+		md.big[i] = priorWidth * typ
+		if i < len(md.runRate) && md.runRate[i] > 0 {
+			md.big[i] = math.Max(priorWidth*md.runRate[i], 1/d)
+		}
 		md.P[i*md.k+i] = md.big[i] * md.big[i]
 	}
 }

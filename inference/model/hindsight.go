@@ -73,6 +73,7 @@ func (md *Model) refilter() {
 	nm := &Model{opt: md.opt, names: md.names, n: md.n, k: md.k, free: md.free, rows: md.rows,
 		byDependence: md.byDependence, inSum: md.inSum, idEvents: md.idEvents, identities: md.identities, bounds: md.bounds, soft: md.soft, ineq: md.ineq, nl: md.nl, same: md.same, clocks: md.clocks, Dropped: md.Dropped}
 	nm.alloc()
+	nm.runRate = md.hindsightRates()
 	// The second pass fills the history and the smoother's buffers again, in the same
 	// order: reuse the first pass's, whose memory is already touched (fresh memory's
 	// first touch cost as much as the filter itself).
@@ -175,4 +176,35 @@ func (h *history) reuse(old *history) {
 	h.a, h.qs, h.qb, h.rid = old.a[:0], old.qs[:0], old.qb[:0], old.rid[:0]
 	h.mp, h.mf, h.pf = old.mp[:0], old.mf[:0], old.pf[:0]
 	h.frozen.marks = old.frozen.marks // refilter runs only before anything froze
+}
+
+// hindsightRates is, per state component of a single event, the root mean square of the
+// rates the first pass counted the event at whole, over the run: the typical size of the
+// rate, bursts included. 0 where it was never counted, or only at zero (nothing gives
+// it a size then, and the first pass's prior stands).
+func (md *Model) hindsightRates() []float64 {
+	h := &md.hist
+	n := md.n
+	ss, cnt := make([]float64, md.k), make([]float64, md.k)
+	for e := range n {
+		row := md.rows[e]
+		if len(row) != 1 || row[0].c != 1 || md.free[row[0].i] != e {
+			continue
+		}
+		i := row[0].i
+		for t := h.lo; t < h.t; t++ {
+			x, d := h.exact[(t-h.lo)*n+e], h.d[t-h.lo]
+			if !math.IsNaN(x) && d > 0 {
+				ss[i] += (x / d) * (x / d)
+				cnt[i]++
+			}
+		}
+	}
+	out := make([]float64, md.k)
+	for i := range out {
+		if cnt[i] > 0 {
+			out[i] = math.Sqrt(ss[i] / cnt[i])
+		}
+	}
+	return out
 }

@@ -170,13 +170,16 @@ type Model struct {
 	Dropped []string
 
 	// Filter state: mean and covariance of the state after the last slice.
-	m, P  []float64
-	init  bool
-	big   []float64 // prior standard deviation of a never-observed state component
-	seen  []bool    // state component was observed directly at least once
-	now   []bool    // state component is counted whole in the current slice
-	none  []bool    // ... and its count there is zero
-	softG []entry   // scratch for applySoft
+	m, P []float64
+	init bool
+	big  []float64 // prior standard deviation of a never-observed state component
+	// runRate is, in Finish's second pass, per state component the typical rate of its
+	// event over the run (hindsightRates; 0: none), which start sizes its prior by.
+	runRate []float64
+	seen    []bool  // state component was observed directly at least once
+	now     []bool  // state component is counted whole in the current slice
+	none    []bool  // ... and its count there is zero
+	softG   []entry // scratch for applySoft
 
 	lrn learner
 
