@@ -184,7 +184,7 @@ const priorWidth = 10
 // enough that updates do not lose every digit to cancellation. In Finish's second pass
 // the typical rate is the rate's own over the run (runRate), where it has one: the first
 // slice's median rate, of events in other units, sized the slices before a rate's first
-// reading (cg-sort's Ge: ±8,500 in the first slice against 29, in a run of 74).
+// reading (cg-bzip2's Ge: ±6,353 in its first reporting interval against 392, now ±327).
 func (md *Model) start(d float64) {
 	md.init = true
 	var rates []float64

@@ -178,32 +178,25 @@ func (h *history) reuse(old *history) {
 	h.frozen.marks = old.frozen.marks // refilter runs only before anything froze
 }
 
-// hindsightRates is, per state component of a single event, the root mean square of the
-// rates the first pass counted the event at whole, over the run: the typical size of the
-// rate, bursts included. 0 where it was never counted, or only at zero (nothing gives
-// it a size then, and the first pass's prior stands).
+// hindsightRates is, per state component (each the rate of one free event), the root
+// mean square of the rates the first pass counted the event at whole, over the run: the
+// typical size of the rate, bursts included. 0 where it was never counted, or only at
+// zero (nothing gives it a size then, and the first pass's prior stands). It reads the
+// first pass's history, so refilter calls it before the second pass reuses that.
 func (md *Model) hindsightRates() []float64 {
 	h := &md.hist
-	n := md.n
-	ss, cnt := make([]float64, md.k), make([]float64, md.k)
-	for e := range n {
-		row := md.rows[e]
-		if len(row) != 1 || row[0].c != 1 || md.free[row[0].i] != e {
-			continue
-		}
-		i := row[0].i
+	out := make([]float64, md.k)
+	for i, e := range md.free {
+		ss, cnt := 0.0, 0
 		for t := h.lo; t < h.t; t++ {
-			x, d := h.exact[(t-h.lo)*n+e], h.d[t-h.lo]
+			x, d := h.exact[(t-h.lo)*md.n+e], h.d[t-h.lo]
 			if !math.IsNaN(x) && d > 0 {
-				ss[i] += (x / d) * (x / d)
-				cnt[i]++
+				ss += (x / d) * (x / d)
+				cnt++
 			}
 		}
-	}
-	out := make([]float64, md.k)
-	for i := range out {
-		if cnt[i] > 0 {
-			out[i] = math.Sqrt(ss[i] / cnt[i])
+		if cnt > 0 {
+			out[i] = math.Sqrt(ss / float64(cnt))
 		}
 	}
 	return out
