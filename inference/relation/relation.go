@@ -103,7 +103,14 @@ func (Cond) isExpr()   {}
 
 func (n Num) String() string   { return strconv.FormatFloat(n.V, 'g', -1, 64) }
 func (e Event) String() string { return e.Name }
-func (n Neg) String() string   { return "-" + paren(n.X) }
+func (n Neg) String() string {
+	if _, ok := n.X.(Neg); ok {
+		// "--(a + b)" would read as one word: the parser strips "-(" from a word's
+		// front, not "--(".
+		return "-(" + n.X.String() + ")"
+	}
+	return "-" + paren(n.X)
+}
 func (b Binary) String() string {
 	return paren(b.L) + " " + b.Op + " " + paren(b.R)
 }
