@@ -351,7 +351,8 @@ const bpfEvalCommands = 100
 // must be equal. Page faults may differ by at most one per command in BPF's disfavour (the
 // kernel writes the child's tid into its memory before it first runs, which inherited
 // events count and the held child's own events, opened after that, cannot) plus 0.5% either
-// way for run-to-run variation (measured 0.2% between read runs). Without holding the new
+// way for run-to-run variation (measured 0.2% between read runs); outside that, four more
+// read runs measure the variation, and their noise (noiseOf) bounds it instead. Without holding the new
 // processes, the BPF collector saw 63-79 of the 100 execve and 13-30% fewer page faults.
 // Context switches and task-clock depend on the collector's own activity and are only
 // logged.
@@ -368,8 +369,8 @@ func TestEvalBPFMatchesRead(t *testing.T) {
 		wape   map[string]float64
 	}
 	runs := map[string]run{}
-	for _, coll := range []string{"read", "bpf"} {
-		trace := filepath.Join(dir, coll+".csv")
+	evalRun := func(coll string, i int) run {
+		trace := filepath.Join(dir, fmt.Sprintf("%s-%d.csv", coll, i))
 		out, stderr, code := runBin(t, "eval", "-e", strings.Join(events, ","), "--counters", "3", "--collector", coll,
 			"--json", "--save-trace", trace, "--", "/bin/sh", "-c", script)
 		if code != 0 {
@@ -387,8 +388,11 @@ func TestEvalBPFMatchesRead(t *testing.T) {
 		for name, e := range res.Estimators {
 			r.wape[name] = e.WAPE
 		}
-		runs[coll] = r
 		t.Logf("%s: truth totals %v; wape %v", coll, r.totals, r.wape)
+		return r
+	}
+	for _, coll := range []string{"read", "bpf"} {
+		runs[coll] = evalRun(coll, 0)
 	}
 	rd, bp := runs["read"].totals, runs["bpf"].totals
 	if rd["syscalls:sys_enter_execve"] != bpfEvalCommands {
@@ -399,9 +403,22 @@ func TestEvalBPFMatchesRead(t *testing.T) {
 			t.Errorf("%s: bpf %v, read %v: want equal", ev, bp[ev], rd[ev])
 		}
 	}
-	pf, pfRead := bp["page-faults"], rd["page-faults"]
-	if lo, hi := pfRead*0.995-bpfEvalCommands, pfRead*1.005; pf < lo || pf > hi {
-		t.Errorf("page-faults: bpf %v, read %v: want within [%.0f, %.0f]", pf, pfRead, lo, hi)
+	pf, reads := bp["page-faults"], []float64{rd["page-faults"]}
+	window := func() (lo, hi float64) {
+		n := noiseOf(reads)
+		lo, hi = slices.Min(reads)*0.995-bpfEvalCommands, slices.Max(reads)*1.005
+		return min(lo, n.lo-bpfEvalCommands), max(hi, n.hi)
+	}
+	if lo, hi := window(); pf < lo || pf > hi {
+		// One read run is a thin reference: a CI run's bpf run counted 7,549 against a
+		// read run's 7,508 (window 7,370..7,546). Four more read runs say how much the
+		// count varies between runs (noiseOf: their range, widened by itself).
+		for i := 1; i <= 4; i++ {
+			reads = append(reads, evalRun("read", i).totals["page-faults"])
+		}
+	}
+	if lo, hi := window(); pf < lo || pf > hi {
+		t.Errorf("page-faults: bpf %v, read %v: want within [%.0f, %.0f]", pf, reads, lo, hi)
 	}
 }
 
