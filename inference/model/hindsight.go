@@ -180,23 +180,31 @@ func (h *history) reuse(old *history) {
 
 // hindsightRates is, per state component (each the rate of one free event), the root
 // mean square of the rates the first pass counted the event at whole, over the run: the
-// typical size of the rate, bursts included. 0 where it was never counted, or only at
-// zero (nothing gives it a size then, and the first pass's prior stands). It reads the
-// first pass's history, so refilter calls it before the second pass reuses that.
+// typical size of the rate, bursts included. A rate counted only at zero gets the rule
+// of three's bound instead: after zero events in a counted time T, a Poisson rate above
+// 3/T is excluded at 95%, so its prior is sized by a few counts over the whole run, not
+// by the other events' rates (cg-sort's Ge, read at zero in every reading, had ±23,288
+// in its first interval against a truth of 37). 0 where it was never counted (the first
+// pass's prior stands). It reads the first pass's history, so refilter calls it before
+// the second pass reuses that.
 func (md *Model) hindsightRates() []float64 {
 	h := &md.hist
 	out := make([]float64, md.k)
 	for i, e := range md.free {
-		ss, cnt := 0.0, 0
+		ss, span, cnt := 0.0, 0.0, 0
 		for t := h.lo; t < h.t; t++ {
 			x, d := h.exact[(t-h.lo)*md.n+e], h.d[t-h.lo]
 			if !math.IsNaN(x) && d > 0 {
 				ss += (x / d) * (x / d)
+				span += d
 				cnt++
 			}
 		}
-		if cnt > 0 {
+		switch {
+		case ss > 0:
 			out[i] = math.Sqrt(ss / float64(cnt))
+		case cnt > 0:
+			out[i] = 3 / span
 		}
 	}
 	return out
