@@ -36,7 +36,7 @@ live-traces: $(BIN)/bayesperf
 			--save-trace internal/eval/testdata/live-$$w.csv -- $(BIN)/bayesperf workload $$w --duration 3s --seed 1 >/dev/null; \
 	done
 
-.PHONY: corpus corpus-phases
+.PHONY: corpus corpus-phases corpus-budgets
 # corpus prints TestCorpus's figures on the corpus's validation half and what falls
 # short of issue 13's acceptance (CORPUS_HALF=tune: the tuning half).
 CORPUS_HALF ?= valid
@@ -46,3 +46,7 @@ corpus:
 # and prints the spread of each trace's figures (a few minutes).
 corpus-phases:
 	BAYESPERF_CORPUS=$(CORPUS_HALF) BAYESPERF_CORPUS_PHASES=1 $(GO) test -count=1 -timeout 30m -run '^TestCorpusPhases$$' -v ./internal/eval/
+# corpus-budgets replays every corpus trace at counter budgets other than its family's
+# (fewer and more; first start) and prints the figures corpus judges (about a minute).
+corpus-budgets:
+	BAYESPERF_CORPUS=$(CORPUS_HALF) BAYESPERF_CORPUS_BUDGETS=1 $(GO) test -count=1 -timeout 30m -run '^TestCorpusBudgets$$' -v ./internal/eval/

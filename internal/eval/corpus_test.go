@@ -214,3 +214,54 @@ func TestCorpusPhases(t *testing.T) {
 	}
 	t.Log(b.String())
 }
+
+// TestCorpusBudgets is a diagnostic, skipped unless BAYESPERF_CORPUS_BUDGETS is set (make
+// corpus-budgets): it replays every trace of a corpus half (BAYESPERF_CORPUS=tune: the
+// tuning half) at its family's other counter budgets (CorpusFamily.Budgets), first start
+// only, and prints TestCorpus's figures there, with per family and budget the median
+// error reduction, the traces whose mean WAPE is above Linux's and the largest worst
+// ratio. Nothing was tuned at these budgets.
+//
+//	BAYESPERF_CORPUS_BUDGETS=1 go test -count=1 -run TestCorpusBudgets -v ./internal/eval/
+func TestCorpusBudgets(t *testing.T) {
+	if os.Getenv("BAYESPERF_CORPUS_BUDGETS") == "" {
+		t.Skip("diagnostic: make corpus-budgets (BAYESPERF_CORPUS_BUDGETS=1)")
+	}
+	half, split, universe := corpusHalf(t)
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-22s %8s %9s %15s %15s %7s %9s  %s\n", "trace ("+half+")", "counters", "reduction",
+		"meanWAPE/linux", "total/linux", "cov95", "sharpness", "worst_ratio (event), harmed")
+	for _, fam := range CorpusFamilies {
+		files, err := CorpusTraces(corpusDir, fam, split, half)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range fam.Budgets {
+			var reds []float64
+			above, worst, worstAt := 0, 0.0, ""
+			for _, f := range files {
+				res, err := ScoreCorpusBudget(corpusDir, fam, f, universe, c)
+				if err != nil {
+					t.Fatalf("%s at %d counters: %v", f, c, err)
+				}
+				bp, lx := res.Estimators[BayesPerf], res.Estimators[Linux]
+				red := res.ErrorReduction[BayesPerf]
+				reds = append(reds, red)
+				if bp.WAPE > lx.WAPE {
+					above++
+				}
+				if w := deref(bp.WorstRatio); w > worst {
+					worst, worstAt = w, fmt.Sprintf("%s %s", filepath.Base(f), deref(bp.WorstEvent))
+				}
+				fmt.Fprintf(&b, "%-22s %8d %8.2fx %7.3f/%7.3f %7.3f/%7.3f %7.3f %9.3f  %.2fx (%s), %d\n", filepath.Base(f), c, red,
+					bp.WAPE, lx.WAPE, bp.TotalError, lx.TotalError, deref(bp.Coverage95), deref(bp.Sharpness),
+					deref(bp.WorstRatio), deref(bp.WorstEvent), deref(bp.Harmed))
+			}
+			if len(reds) > 0 {
+				fmt.Fprintf(&b, "%-22s %8d %8.2fx median over %d traces; mean WAPE above linux's on %d; largest worst ratio %.2fx (%s)\n",
+					fam.Prefix+"*", c, metrics.Median(reds), len(reds), above, worst, worstAt)
+			}
+		}
+	}
+	t.Log(b.String())
+}

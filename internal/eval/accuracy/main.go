@@ -238,6 +238,7 @@ type familyRows struct {
 	fam     eval.CorpusFamily
 	rows    []row
 	spreads []eval.PhaseSpread // per row, over every start of bayesperf's cycle
+	budgets [][]row            // per fam.Budgets entry, the rows at that many counters
 }
 
 // scoreCorpus replays the validation half of the corpus, family by family.
@@ -262,6 +263,17 @@ func scoreCorpus(dir string, universe []string) ([]familyRows, error) {
 			fr.rows = append(fr.rows, row{filepath.Base(f), rs[0].Events, rs[0]})
 			fr.spreads = append(fr.spreads, eval.SpreadOverPhases(rs))
 		}
+		for _, c := range fam.Budgets {
+			var rows []row
+			for _, f := range files {
+				res, err := eval.ScoreCorpusBudget(dir, fam, f, universe, c)
+				if err != nil {
+					return nil, fmt.Errorf("%s at %d counters: %w", f, c, err)
+				}
+				rows = append(rows, row{filepath.Base(f), res.Events, res})
+			}
+			fr.budgets = append(fr.budgets, rows)
+		}
 		out = append(out, fr)
 	}
 	return out, nil
@@ -269,11 +281,11 @@ func scoreCorpus(dir string, universe []string) ([]familyRows, error) {
 
 // corpusTable writes one line per trace: bayesperf's figures beside linux's, and the
 // median error reduction over the family.
-func corpusTable(b *strings.Builder, fr familyRows) {
+func corpusTable(b *strings.Builder, rows []row) {
 	fmt.Fprintf(b, "| trace | events | error reduction | mean WAPE (linux) | total error (linux) | coverage95 | sharpness | worst ratio (event) | harmed |\n")
 	fmt.Fprintf(b, "|---|---:|---:|---:|---:|---:|---:|---|---:|\n")
 	var reds []float64
-	for _, r := range fr.rows {
+	for _, r := range rows {
 		bp, lx := r.res.Estimators[eval.BayesPerf], r.res.Estimators[eval.Linux]
 		worst, harmed := harm(bp)
 		red := r.res.ErrorReduction[eval.BayesPerf]
@@ -317,9 +329,13 @@ func writeDoc(file string, live, rep, lrep []row, corp []familyRows, wl string, 
 	for _, fr := range corp {
 		fmt.Fprintf(&b, "### %s (`%s*`)\n\n", fr.fam.Description, fr.fam.Prefix)
 		fmt.Fprintf(&b, "    %s\n\n", fr.fam.Command(filepath.Join(corpusDir, fr.fam.Prefix+"NAME.csv")))
-		corpusTable(&b, fr)
+		corpusTable(&b, fr.rows)
 		fmt.Fprintf(&b, "\nWhere a run starts in bayesperf's schedule cycle is arbitrary, and the table above has the first start only. Over every start (`make corpus-phases`):\n\n")
 		phaseTable(&b, fr)
+		for i, c := range fr.fam.Budgets {
+			fmt.Fprintf(&b, "\nAt %d counters instead of %d, a budget nothing was tuned at (`make corpus-budgets`; first start):\n\n", c, fr.fam.Counters)
+			corpusTable(&b, fr.budgets[i])
+		}
 		fmt.Fprintf(&b, "\n")
 	}
 	fmt.Fprintf(&b, "## Live: error versus number of events at 4 counters\n\n")
