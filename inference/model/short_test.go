@@ -26,3 +26,42 @@ func TestShortSliceBurst(t *testing.T) {
 		}
 	}
 }
+
+// TestDormantRateOutOfSoftIdentity replays a live run (workload mixed, 3 s, the first 8
+// events of docs/accuracy.md's live pool on 4 counters, task-clock fixed) started with
+// the page cache dropped: one major fault in 891 slices. page-faults =
+// minor-faults + major-faults holds softly; where page-faults was read and minor-faults
+// not, every miss of minor-faults' prediction went a share by variance to
+// major-faults too, a fraction of a count a slice that the truncation at zero kept
+// only when positive, and its zero readings every other slice, Poisson noise of one
+// count, could not take it back: major-faults came out at 7.9 (truth 1) and the run's
+// mean WAPE at 0.896 against Linux's 0.202. A rate that counted under half a count a
+// slice over the run, read at zero last and not counted in the slice now sits the soft
+// identity out (filter.go, dormant).
+//
+//	bin/bayesperf eval -e task-clock,page-faults,minor-faults,major-faults,\
+//	    context-switches,cpu-migrations,raw_syscalls:sys_enter,raw_syscalls:sys_exit \
+//	    --counters 4 --fixed task-clock --save-trace FILE.csv \
+//	    -- bin/bayesperf workload mixed --duration 3s --seed 1   # after: echo 3 > /proc/sys/vm/drop_caches
+func TestDormantRateOutOfSoftIdentity(t *testing.T) {
+	res := liveScore(t, "testdata/short/live-mixed-3s-coldcache.csv", []string{"task-clock"}, Options{})
+	for e, ev := range res.EventNames {
+		if ev != "major-faults" {
+			continue
+		}
+		var truth, est float64
+		for k := range res.Bounds {
+			truth += res.Truth[k][e]
+			est += res.Estimates["bayesperf"][k][e].Value
+		}
+		t.Logf("%s: total %.2f against a truth of %.0f", ev, est, truth)
+		if est > truth+1 {
+			t.Errorf("%s: total %.2f against a truth of %.0f, want within one count", ev, est, truth)
+		}
+	}
+	bp, lx := res.Estimators["bayesperf"].WAPE, res.Estimators["linux"].WAPE
+	t.Logf("mean WAPE: bayesperf %.3f, linux %.3f", bp, lx)
+	if bp > lx {
+		t.Errorf("mean WAPE %.3f above Linux's %.3f", bp, lx)
+	}
+}
