@@ -481,19 +481,28 @@ func (md *Model) applySoft(d float64) {
 
 // dormant reports whether rate i sits a soft identity out in a slice of duration d:
 // it is not counted in the slice, its level expects less than half a count, its last
-// reading was zero, and over the whole run it counted under half a count a slice (known
-// in Finish's second pass only: runRate). A share by variance of every miss of its busy
-// terms went to such a rate, a fraction of a count a slice that the truncation at zero
-// kept only when positive, and its zero readings, each Poisson noise of one count, did
-// not take it back: with page-faults read between the zero readings of major-faults
-// and before minor-faults' burst was, one major fault in a run came out at 7.9
+// reading was zero, and it counted under half a count a slice in root mean square over
+// its readings (over the whole run in Finish's second pass, runRate; so far online). A
+// share by variance of every miss of its busy terms went to such a rate, a fraction of
+// a count a slice that the truncation at zero kept only when positive, and its zero
+// readings, each Poisson noise of one count, did not take it back: with page-faults
+// read between the zero readings of major-faults and before minor-faults' burst was,
+// one major fault in a run came out at 7.9 in the final values and 20 in the live ones
 // (TestDormantRateOutOfSoftIdentity). A rate that bursts now and then keeps its share.
 func (md *Model) dormant(i int, d float64) bool {
-	if md.now[i] || !md.seen[i] || i >= len(md.runRate) || md.runRate[i]*d >= 0.5 || md.lrn.level[i]*d >= 0.5 {
+	l := &md.lrn
+	if md.now[i] || !md.seen[i] || l.level[i]*d >= 0.5 {
 		return false
 	}
 	e := md.free[i]
-	return md.lrn.prevT[e] >= 0 && md.lrn.prevY[e] == 0
+	rate := 0.0
+	switch {
+	case i < len(md.runRate):
+		rate = md.runRate[i]
+	case l.rateN[e] > 0:
+		rate = math.Sqrt(l.rateSS[e] / l.rateN[e])
+	}
+	return rate*d < 0.5 && l.prevT[e] >= 0 && l.prevY[e] == 0
 }
 
 // applyInequalities imposes g·z + k/d >= 0 by assumed-density filtering: replace the

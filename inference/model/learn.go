@@ -49,6 +49,8 @@ type learner struct {
 	scale        []float64 // per component innovation standard deviation of the current slice
 	prevY        []float64
 	prevT        []int
+	rateSS       []float64 // per event: Σ of the squared rates counted whole so far (dormant)
+	rateN        []float64 // per event: how many rates rateSS holds
 	tick         int
 	dirty        bool
 	indep        bool
@@ -122,7 +124,7 @@ func (l *learner) init(k, n int, opt Options) {
 	}
 	l.fa = make([]float64, l.rank*l.rank)
 	l.fb = make([]float64, l.rank)
-	zeros(n, &l.prevY, &l.logcE, &l.calN, &l.muE, &l.dispV, &l.dispM, &l.dispN)
+	zeros(n, &l.prevY, &l.logcE, &l.calN, &l.muE, &l.dispV, &l.dispM, &l.dispN, &l.rateSS, &l.rateN)
 	l.prevT = make([]int, n)
 	for i := range l.prevT {
 		l.prevT[i] = -2
@@ -318,6 +320,8 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 		prev, pt, pmu := l.prevY[e], l.prevT[e], l.muE[e]
 		h := md.rows[e]
 		l.prevY[e], l.prevT[e] = o.y, t
+		l.rateSS[e] += o.y * o.y
+		l.rateN[e]++
 		if len(h) == 1 {
 			l.muE[e] = l.mu[h[0].i]
 		}
