@@ -491,18 +491,15 @@ func (md *Model) applySoft(d float64) {
 // (TestDormantRateOutOfSoftIdentity). A rate that bursts now and then keeps its share.
 func (md *Model) dormant(i int, d float64) bool {
 	l := &md.lrn
-	if md.now[i] || !md.seen[i] || l.level[i]*d >= 0.5 {
+	e := md.free[i]
+	if md.now[i] || !md.seen[i] || !md.asleepRate(i, d) || l.prevT[e] < 0 || l.prevY[e] != 0 {
 		return false
 	}
-	e := md.free[i]
-	rate := 0.0
-	switch {
-	case i < len(md.runRate):
-		rate = md.runRate[i]
-	case l.rateN[e] > 0:
-		rate = math.Sqrt(l.rateSS[e] / l.rateN[e])
+	if i < len(md.runRate) {
+		return md.runRate[i]*d < 0.5
 	}
-	return rate*d < 0.5 && l.prevT[e] >= 0 && l.prevY[e] == 0
+	// Online: its readings so far (prevT >= 0, so there is at least one).
+	return math.Sqrt(l.rateSS[e]/l.rateN[e])*d < 0.5
 }
 
 // applyInequalities imposes g·z + k/d >= 0 by assumed-density filtering: replace the
@@ -540,7 +537,7 @@ func (md *Model) applyInequalities(d float64) {
 // rate asleep: its level expects less than half a count in a slice of duration d.
 func (md *Model) sleeper(g []entry, d float64) bool {
 	for _, a := range g {
-		if a.c < 0 && md.lrn.level[a.i]*d < 0.5 {
+		if a.c < 0 && md.asleepRate(a.i, d) {
 			return true
 		}
 	}
@@ -550,8 +547,12 @@ func (md *Model) sleeper(g []entry, d float64) bool {
 // asleep reports whether g is a single rate whose level expects less than half a count
 // in a slice of duration d.
 func (md *Model) asleep(g []entry, d float64) bool {
-	return len(g) == 1 && md.lrn.level[g[0].i]*d < 0.5
+	return len(g) == 1 && md.asleepRate(g[0].i, d)
 }
+
+// asleepRate reports whether rate i's level expects less than half a count in a slice of
+// duration d.
+func (md *Model) asleepRate(i int, d float64) bool { return md.lrn.level[i]*d < 0.5 }
 
 // truncate imposes g·z + k >= 0 on the posterior by moment matching (see
 // applyInequalities); atMode puts the mean at the bound instead of the truncation's mean,
