@@ -17,7 +17,8 @@
 #      appended to live-NAME.log after a "== replay" line.
 #
 # usage: inference/replay/gen-corpus-live.sh [OUTDIR [NAME...]]
-# With NAMEs (gcc zstd bzip2 sqlite pysqlite perl python du find http forkstorm sort),
+# With NAMEs (gcc zstd bzip2 sqlite pysqlite perl python du find http forkstorm sort git
+# gzip lz4 node txz),
 # only those traces are recorded. Traces differ from run to run (timing, page cache, other
 # load on the machine): the committed ones are one sample. TIME_ONLY=1 only times each
 # workload (to size it) and records nothing.
@@ -35,7 +36,8 @@ if [ "$(id -u)" != 0 ]; then echo "gen-corpus-live.sh: run as root (tracepoints,
 
 export DEBIAN_FRONTEND=noninteractive
 need=()
-for p in gcc libc6-dev zstd bzip2 sqlite3 perl python3 curl linux-perf coreutils findutils procps; do
+for p in gcc libc6-dev zstd bzip2 sqlite3 perl python3 curl linux-perf coreutils findutils procps \
+         lz4 git nodejs gzip xz-utils tar; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -337,3 +339,16 @@ rec http sh in/http.sh "$port"
 rec forkstorm sh -c 'i=0; while [ $i -lt 2500 ]; do /bin/true; (echo $i > /dev/null); i=$((i + 1)); done'
 # 12. sort: a pipeline of tr, sort (two threads), uniq and sort again over 24 MB of words.
 rec sort sh -c 'tr " " "\n" < in/text.txt | sort -S 32M --parallel=2 | uniq -c | sort -rn | head -5 > /dev/null'
+
+# Added on 2026-11-29: a third batch, recorded after the last model change and scored
+# before anything was tuned on it (split.txt says how it was split).
+# 13. git: a repository of the inputs: init, add, commit, repack, log --stat.
+rec git sh -c 'rm -rf r && git init -q r && cp -r in r/ && cd r && git add -A && git -c user.name=a -c user.email=a@b commit -qm x && git -c gc.auto=0 repack -adq && git log --stat > /dev/null && cd .. && rm -rf r'
+# 14. gzip: -9 and -1 of 24 MB of text, one decompressed.
+rec gzip sh -c 'gzip -9 -c in/text.txt > t.gz && gzip -dc t.gz > /dev/null && gzip -1 -c in/text.txt > /dev/null && rm -f t.gz'
+# 15. lz4: -9 and -1 of the text, one decompressed.
+rec lz4 sh -c 'lz4 -q -9 -f in/text.txt t.lz4 && lz4 -q -dc t.lz4 > /dev/null && lz4 -q -1 -f in/text.txt t1.lz4 && rm -f t.lz4 t1.lz4'
+# 16. node: three million Map updates and a sort, then the text read and split.
+rec node node -e 'let s=0;const m=new Map();for(let i=0;i<3e6;i++){const k="k"+(i*7919%100003);m.set(k,(m.get(k)||0)+1)}const a=[...m.values()].sort((x,y)=>y-x);s+=a[0];const t=require("fs").readFileSync("in/text.txt","utf8");s+=t.split(/\s+/).length;console.log(s)'
+# 17. txz: tar -cJ of the kernel headers (xz through a pipe), then a listing.
+rec txz sh -c 'tar -cJf t.txz -C /usr/include linux && tar -tJf t.txz > /dev/null && rm -f t.txz'

@@ -11,7 +11,7 @@
 # usage: inference/replay/gen-corpus-sys.sh [OUTDIR [NAME...]]   (from the repository root)
 # Writes OUTDIR/sys-NAME.csv and sys-NAME.log (OUTDIR defaults to testdata/corpus).
 # With NAMEs (bzip2 zstd perl awk sort du cpdiff gcc pysqlite http forks untar sha256
-# jq make xz find tgz gzip), only those traces are recorded. See
+# jq make xz find tgz gzip cpio lz4 node sqlite), only those traces are recorded. See
 # testdata/corpus/README-sys.md.
 #
 # Each program is chosen to make 20-50 distinct syscalls (40-70 events in all) and to
@@ -30,7 +30,8 @@ fi
 need=()
 for p in linux-perf:perf bzip2:bzip2 zstd:zstd perl:perl gawk:gawk gcc:gcc \
          jq:jq curl:curl python3:/usr/bin/python3 diffutils:diff tar:tar make:make \
-         xz-utils:xz gzip:gzip findutils:find; do
+         xz-utils:xz gzip:gzip findutils:find lz4:lz4 sqlite3:sqlite3 cpio:cpio \
+         nodejs:node; do
   command -v "${p#*:}" > /dev/null || need+=("${p%%:*}")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -299,5 +300,33 @@ tg tgz sh -c 'rm -rf z && mkdir z && tar -C tree -czf t.tgz . && tar -C /usr/inc
 
 # 19. gzip: gzip -9 -r of a copy of the tree, file by file, then gunzip -r of it.
 tg gzip sh -c 'rm -rf g && cp -r tree g && gzip -9 -r g && gunzip -r g && rm -rf g'
+
+# Added on 2026-11-29: a third batch, recorded after the last model change and scored
+# before anything was tuned on it (split.txt says how it was split).
+
+# 20. cpio: an archive of the tree made from find's list, extracted elsewhere, twice.
+tg cpio sh -c 'for i in 1 2; do rm -rf c t.cpio && find tree | cpio -o -H newc --quiet > t.cpio && mkdir c && (cd c && cpio -id --quiet < ../t.cpio) && rm -rf c t.cpio; done'
+
+# 21. lz4: three copies of the text through a pipe at levels 1, 9 and 12, each
+#     decompressed and counted.
+tg lz4 sh -c 'for l in 1 9 12; do cat words.txt words.txt words.txt | lz4 -q -$l > w.lz4 && lz4 -q -dc w.lz4 | wc -c > /dev/null; done; rm -f w.lz4'
+
+# 22. node: JSON parsing and grouping of data.json, then every file of the tree read,
+#     eight times over.
+tg node node -e 'const fs=require("fs");let s=0;for(let k=0;k<8;k++){const d=JSON.parse(fs.readFileSync("data.json"));const g={};for(const r of d){(g[r.tag]=g[r.tag]||[]).push(r.score)}for(const t in g){g[t].sort((a,b)=>a-b);s+=g[t][g[t].length>>1]}for(let i=0;i<40;i++){const f="tree/d"+String(i).padStart(2,"0");for(const n of fs.readdirSync(f)){s+=fs.readFileSync(f+"/"+n).length}}}console.log(s)'
+
+# 23. sqlite: the sqlite3 shell on a WAL database on disk: a million rows by a
+#     recursive insert, an index, an update, range and group-by queries, a checkpoint.
+cat > q.sql <<'SQL'
+pragma journal_mode=wal;
+create table t(a integer primary key, b int, c text);
+with recursive s(x) as (select 1 union all select x+1 from s where x<1000000) insert into t select x, (x*7919) % 10007, hex(randomblob(8)) from s;
+create index tb on t(b);
+update t set c = 'z' || c where b % 97 = 0;
+select count(*), sum(b) from t where b between 100 and 4000;
+select b % 10, count(*) from t group by 1;
+pragma wal_checkpoint(truncate);
+SQL
+tg sqlite sh -c 'rm -f q.db q.db-wal q.db-shm && sqlite3 q.db < q.sql > /dev/null && sqlite3 q.db "select count(*) from t" > /dev/null && rm -f q.db q.db-wal q.db-shm'
 
 ls -la "$out"/sys-*.csv >&2
