@@ -257,8 +257,8 @@ tcg cg-tar 3000 tar --sort=name -cf tree.tar tree
 # function-pointer dispatch (indirect branches).
 tcg cg-chase 10000 ./chase
 
-# Added on 2026-11-29: a third batch, recorded after the last model change and scored
-# before anything was tuned on it (split.txt says how it was split).
+# Added on 2026-11-29: a third batch, recorded after the model change of 067a50c and
+# scored at it before anything was tuned on it (split.txt says how it was split).
 # gzip -9: LZ77 and Huffman coding, the classic compressor.
 tcg cg-gzip 400000 gzip -9 -c mixed.bin
 # b2sum: BLAKE2b over every input, twice (hashing, as sha256 and md5 above).

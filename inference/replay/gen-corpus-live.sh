@@ -340,8 +340,8 @@ rec forkstorm sh -c 'i=0; while [ $i -lt 2500 ]; do /bin/true; (echo $i > /dev/n
 # 12. sort: a pipeline of tr, sort (two threads), uniq and sort again over 24 MB of words.
 rec sort sh -c 'tr " " "\n" < in/text.txt | sort -S 32M --parallel=2 | uniq -c | sort -rn | head -5 > /dev/null'
 
-# Added on 2026-11-29: a third batch, recorded after the last model change and scored
-# before anything was tuned on it (split.txt says how it was split).
+# Added on 2026-11-29: a third batch, recorded after the model change of 067a50c and
+# scored at it before anything was tuned on it (split.txt says how it was split).
 # 13. git: a repository of the inputs: init, add, commit, repack, log --stat.
 rec git sh -c 'rm -rf r && git init -q r && cp -r in r/ && cd r && git add -A && git -c user.name=a -c user.email=a@b commit -qm x && git -c gc.auto=0 repack -adq && git log --stat > /dev/null && cd .. && rm -rf r'
 # 14. gzip: -9 and -1 of 24 MB of text, one decompressed.

@@ -301,8 +301,8 @@ tg tgz sh -c 'rm -rf z && mkdir z && tar -C tree -czf t.tgz . && tar -C /usr/inc
 # 19. gzip: gzip -9 -r of a copy of the tree, file by file, then gunzip -r of it.
 tg gzip sh -c 'rm -rf g && cp -r tree g && gzip -9 -r g && gunzip -r g && rm -rf g'
 
-# Added on 2026-11-29: a third batch, recorded after the last model change and scored
-# before anything was tuned on it (split.txt says how it was split).
+# Added on 2026-11-29: a third batch, recorded after the model change of 067a50c and
+# scored at it before anything was tuned on it (split.txt says how it was split).
 
 # 20. cpio: an archive of the tree made from find's list, extracted elsewhere, twice.
 tg cpio sh -c 'for i in 1 2; do rm -rf c t.cpio && find tree | cpio -o -H newc --quiet > t.cpio && mkdir c && (cd c && cpio -id --quiet < ../t.cpio) && rm -rf c t.cpio; done'
