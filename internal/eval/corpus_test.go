@@ -82,6 +82,43 @@ func corpusHalf(t *testing.T) (half string, split map[string]string, universe []
 	return half, split, append(perf.SymbolNames(), r.Tracepoints()...)
 }
 
+// scoreCorpusAt scores a corpus trace of either half with bayesperf's schedule cycle
+// started at configuration start (FromTraceAt), the family's other settings as
+// TestCorpus replays them.
+func scoreCorpusAt(t *testing.T, file string, start int) *Result {
+	t.Helper()
+	_, _, universe := corpusHalf(t)
+	fam, ok := FamilyOf(file)
+	if !ok {
+		t.Fatalf("%s is in no corpus family", file)
+	}
+	tr, opt, err := corpusTrace(corpusDir, fam, filepath.Join(corpusDir, file), universe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := FromTraceAt(tr, fam.Counters, fam.Fixed, opt.Relations, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Score(obs, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// eventOf is the result of the event named ev in res.
+func eventOf(t *testing.T, res *Result, ev string) PerEvent {
+	t.Helper()
+	for _, pe := range res.PerEvent {
+		if pe.Event == ev {
+			return pe
+		}
+	}
+	t.Fatalf("no event %s in the trace", ev)
+	return PerEvent{}
+}
+
 // TestCorpus replays the validation half of the corpus (BAYESPERF_CORPUS=tune: the
 // tuning half, reported but never failed) and judges bayesperf on every trace against
 // linux's scaling on the same observations: mean WAPE and total error, the worst
