@@ -33,9 +33,9 @@ own counters, fixed events and time column. --trace trains on the given files, a
 replayed with the same --counters, --fixed and --time-column.
 
 Training is deterministic: the same traces, flags and --seed write the same file. It
-runs on one core; with the defaults it took 8 to 18 s for the corpus's tuning half (22
-traces) on the project's 2-core VMs, whatever the number of traces (each epoch draws a
-fixed number of slices); --epochs scales it linearly.
+runs on one core; with the defaults it took 8 to 18 s for a tuning half of 22 traces
+on the project's 2-core VMs, whatever the number of traces (each epoch draws a fixed
+number of slices); --epochs scales it linearly.
 
 Exit status: 0 after writing MODEL.json; 2 for a usage error (bad flag, unreadable or
 malformed trace); 1 for another failure. Each failure is one line on stderr.
