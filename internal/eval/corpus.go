@@ -102,12 +102,22 @@ func ScoreCorpusTrace(dir string, fam CorpusFamily, file string, universe []stri
 // ScoreCorpusTraceWith is ScoreCorpusTrace with the learned estimators of m as well
 // (none when m is nil), as `bayesperf eval --trace FILE --model M` scores them.
 func ScoreCorpusTraceWith(dir string, fam CorpusFamily, file string, universe []string, m *learned.Model) (*Result, error) {
+	return scoreCorpusTrace(dir, fam, file, universe, m, 0)
+}
+
+// ScoreCorpusTraceAt scores the trace as ScoreCorpusTrace does with bayesperf's schedule
+// cycle started start configurations in (FromTraceAt): one of ScoreCorpusPhases' results.
+func ScoreCorpusTraceAt(dir string, fam CorpusFamily, file string, universe []string, start int) (*Result, error) {
+	return scoreCorpusTrace(dir, fam, file, universe, nil, start)
+}
+
+func scoreCorpusTrace(dir string, fam CorpusFamily, file string, universe []string, m *learned.Model, start int) (*Result, error) {
 	tr, opt, err := corpusTrace(dir, fam, file, universe)
 	if err != nil {
 		return nil, err
 	}
 	opt.Learned = m
-	obs, err := FromTrace(tr, fam.Counters, fam.Fixed, opt.Relations)
+	obs, err := FromTraceAt(tr, fam.Counters, fam.Fixed, opt.Relations, start)
 	if err != nil {
 		return nil, err
 	}

@@ -83,8 +83,7 @@ func corpusHalf(t *testing.T) (half string, split map[string]string, universe []
 }
 
 // scoreCorpusAt scores a corpus trace of either half with bayesperf's schedule cycle
-// started at configuration start (FromTraceAt), the family's other settings as
-// TestCorpus replays them.
+// started at configuration start (ScoreCorpusTraceAt).
 func scoreCorpusAt(t *testing.T, file string, start int) *Result {
 	t.Helper()
 	_, _, universe := corpusHalf(t)
@@ -92,15 +91,7 @@ func scoreCorpusAt(t *testing.T, file string, start int) *Result {
 	if !ok {
 		t.Fatalf("%s is in no corpus family", file)
 	}
-	tr, opt, err := corpusTrace(corpusDir, fam, filepath.Join(corpusDir, file), universe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	obs, err := FromTraceAt(tr, fam.Counters, fam.Fixed, opt.Relations, start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Score(obs, opt)
+	res, err := ScoreCorpusTraceAt(corpusDir, fam, filepath.Join(corpusDir, file), universe, start)
 	if err != nil {
 		t.Fatal(err)
 	}
