@@ -164,15 +164,20 @@ func TestDropinPerThreadTruth(t *testing.T) {
 			born += cpuMs(t, w.Process.Pid, tid)
 		}
 	}
+	// perf -x, prints task-clock in ms with two decimals: a value it printed is known to
+	// half a hundredth of a ms, which matters for a thread that ran a few tens of
+	// microseconds (CI once: perf printed 0.04 ms, the truth, 0.04 ms to two decimals,
+	// lay below 0.99 of 0.04).
+	const printed = 0.005
 	strict := 0 // threads whose truth lies in [0.99 perf's, its own and new threads' time on a CPU]
 	for tid, v := range perfClock {
 		ran := cpuMs(t, w.Process.Pid, tid)
 		got, ok := truth[tid]
-		t.Logf("thread %d: perf printed %.2f ms, truth %.2f ms, on a CPU %.2f ms in all (threads started during the run: %.2f ms)", tid, v, got, ran, born)
+		t.Logf("thread %d: perf printed %.2f ms, truth %.4f ms, on a CPU %.2f ms in all (threads started during the run: %.2f ms)", tid, v, got, ran, born)
 		switch {
 		case !ok:
 			t.Errorf("thread %d: no truth of task-clock reported", tid)
-		case got >= 0.99*v && got <= ran+born:
+		case got >= 0.99*v-printed && got <= ran+born:
 			strict++
 		case math.Abs(got-v) <= 0.02*v:
 			// Not understood (issue 15), at most one thread, rarely: the truth 1.5%
