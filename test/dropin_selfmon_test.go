@@ -333,9 +333,23 @@ func TestDropinStressNGPerf(t *testing.T) {
 				}
 				return
 			}
+			// A count that is zero in every native window must print zero when it is zero
+			// in this run's window too. Through bayesperf the stressor may take a major
+			// fault or two that native runs did not (see majorSlack): CI printed 5 major
+			// faults where the report's truth of the window was 489 page faults, 487
+			// minor. Then the count is the model's to estimate, and checkStressWindow's
+			// bounds are what hold it.
+			round := stressRoundTruth(t, rf)
 			for _, name := range []string{"Page Faults Major", "Page Faults Kernel"} {
-				if zero[name] && got[name] != 0 {
-					t.Errorf("%s: %.0f through bayesperf, 0 in every native window", name, got[name])
+				truth, ok := round[stressZeroNames[name]]
+				switch {
+				case !zero[name] || got[name] == 0:
+				case !ok:
+					t.Errorf("%s: %.0f through bayesperf, 0 in every native window, and the report has no truth of %s", name, got[name], stressZeroNames[name])
+				case truth == 0:
+					t.Errorf("%s: %.0f through bayesperf, 0 in every native window and in this run's", name, got[name])
+				default:
+					t.Logf("%s: %.0f through bayesperf, %d in this run's window, 0 in every native one", name, got[name], truth)
 				}
 			}
 			checkStressReport(t, r.stderr, sf, rf, want["Page Faults Total"])
@@ -417,6 +431,30 @@ var stressPerfNames = map[string]string{
 	"Page Faults Total": "page-faults", "Page Faults Minor": "minor-faults",
 	"Page Faults User": "exceptions:page_fault_user", "System Call Enter": "raw_syscalls:sys_enter",
 	"System Call Exit": "raw_syscalls:sys_exit",
+}
+
+// stressZeroNames are the perf names of the counts that vc2 checks against a native zero.
+var stressZeroNames = map[string]string{
+	"Page Faults Major": "major-faults", "Page Faults Kernel": "exceptions:page_fault_kernel",
+}
+
+// stressRoundTruth is the truth of every event over the report's last round of reads
+// (stress-ng's window), by perf name.
+func stressRoundTruth(t *testing.T, rf string) map[string]uint64 {
+	t.Helper()
+	var rep runReport
+	readJSON(t, rf, &rep)
+	out := map[string]uint64{}
+	if len(rep.Clients) != 1 || len(rep.Clients[0].Interval) == 0 {
+		return out
+	}
+	iv := rep.Clients[0].Interval
+	for _, e := range iv[len(iv)-1].Events {
+		if e.Truth != nil {
+			out[e.Event] = *e.Truth
+		}
+	}
+	return out
 }
 
 // checkStressWindow checks the report's round of stress-ng's reads (after its window)
