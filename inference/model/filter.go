@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/bayesperf/bayesperf/inference"
 )
@@ -185,11 +186,14 @@ const priorWidth = 10
 // the typical rate is the rate's own over the run (runRate), where it has one: the first
 // slice's median rate, of events in other units, sized the slices before a rate's first
 // reading (cg-bzip2's Ge: ±6,353 in its first reporting interval against 392, now ±327).
+// A clock event (Options.Clocks) counts nanoseconds, so it is not among the observed
+// rates: with 2 counters its rate was the first slice's median, and a rate counted only
+// in parts of slices kept that prior to the end (TestPriorNotInClockUnits).
 func (md *Model) start(d float64) {
 	md.init = true
 	var rates []float64
 	for _, o := range md.obs {
-		if o.y > 0 {
+		if o.y > 0 && !slices.Contains(md.clocks, o.event) {
 			rates = append(rates, o.y)
 		}
 	}
