@@ -1,7 +1,7 @@
 // Package test holds bayesperf's end-to-end tests: each runs bayesperf and its C shim
-// with real clients (perf stat, perf record, perf trace, stress-ng, the C
-// programs of test/c) against the real kernel, and checks what a user would see, printed
-// values, exit statuses and reports, against the native run or the virtual PMU's truth.
+// with real clients (perf stat, perf record, perf trace, stress-ng, the C programs of
+// test/c) against the real kernel, and checks what a user would see, printed values,
+// exit statuses and reports, against the native run or the virtual PMU's truth.
 // There are no mocks here; a test that needs what the machine lacks (root, tracefs, BPF,
 // stress-ng) skips and says what. `make test` runs them with everything installed
 // (`make deps`); the binaries are built once per test binary (dropinBins), or taken from
