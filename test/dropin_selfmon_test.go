@@ -339,17 +339,17 @@ func TestDropinStressNGPerf(t *testing.T) {
 			// faults where the report's truth of the window was 489 page faults, 487
 			// minor. Then the count is the model's to estimate, and checkStressWindow's
 			// bounds are what hold it.
-			round := stressRoundTruth(t, rf)
+			round := stressRound(t, rf)
 			for _, name := range []string{"Page Faults Major", "Page Faults Kernel"} {
-				truth, ok := round[stressZeroNames[name]]
+				e := round[stressPerfNames[name]]
 				switch {
 				case !zero[name] || got[name] == 0:
-				case !ok:
-					t.Errorf("%s: %.0f through bayesperf, 0 in every native window, and the report has no truth of %s", name, got[name], stressZeroNames[name])
-				case truth == 0:
+				case e.Truth == nil:
+					t.Errorf("%s: %.0f through bayesperf, 0 in every native window, and the report has no truth of %s", name, got[name], stressPerfNames[name])
+				case *e.Truth == 0:
 					t.Errorf("%s: %.0f through bayesperf, 0 in every native window and in this run's", name, got[name])
 				default:
-					t.Logf("%s: %.0f through bayesperf, %d in this run's window, 0 in every native one", name, got[name], truth)
+					t.Logf("%s: %.0f through bayesperf, %d in this run's window, 0 in every native one", name, got[name], *e.Truth)
 				}
 			}
 			checkStressReport(t, r.stderr, sf, rf, want["Page Faults Total"])
@@ -426,35 +426,30 @@ func checkStressReport(t *testing.T, stderr, sf, rf string, pf noise) {
 	}
 }
 
-// stressPerfNames are the perf names of stressExact's counts.
+// stressPerfNames are the perf names of the stress-ng counts the tests find in the
+// report: stressExact's, and those vc2 checks against a native zero.
 var stressPerfNames = map[string]string{
 	"Page Faults Total": "page-faults", "Page Faults Minor": "minor-faults",
 	"Page Faults User": "exceptions:page_fault_user", "System Call Enter": "raw_syscalls:sys_enter",
-	"System Call Exit": "raw_syscalls:sys_exit",
-}
-
-// stressZeroNames are the perf names of the counts that vc2 checks against a native zero.
-var stressZeroNames = map[string]string{
+	"System Call Exit":  "raw_syscalls:sys_exit",
 	"Page Faults Major": "major-faults", "Page Faults Kernel": "exceptions:page_fault_kernel",
 }
 
-// stressRoundTruth is the truth of every event over the report's last round of reads
-// (stress-ng's window), by perf name.
-func stressRoundTruth(t *testing.T, rf string) map[string]uint64 {
+// stressRound is the report's last round of reads (stress-ng's, after its window): its
+// events by perf name.
+func stressRound(t *testing.T, rf string) map[string]reportEvent {
 	t.Helper()
 	var rep runReport
 	readJSON(t, rf, &rep)
-	out := map[string]uint64{}
 	if len(rep.Clients) != 1 || len(rep.Clients[0].Interval) == 0 {
-		return out
+		t.Fatalf("report: %d clients, want 1 with a round of reads", len(rep.Clients))
 	}
 	iv := rep.Clients[0].Interval
+	byName := map[string]reportEvent{}
 	for _, e := range iv[len(iv)-1].Events {
-		if e.Truth != nil {
-			out[e.Event] = *e.Truth
-		}
+		byName[e.Event] = e
 	}
-	return out
+	return byName
 }
 
 // checkStressWindow checks the report's round of stress-ng's reads (after its window)
@@ -468,16 +463,7 @@ func stressRoundTruth(t *testing.T, rf string) map[string]uint64 {
 // runs before it is an error.
 func checkStressWindow(t *testing.T, rf string, got map[string]float64, want map[string]noise, more func() map[string]noise) {
 	t.Helper()
-	var rep runReport
-	readJSON(t, rf, &rep)
-	if len(rep.Clients) != 1 || len(rep.Clients[0].Interval) == 0 {
-		t.Fatalf("report: %d clients, want 1 with a round of reads", len(rep.Clients))
-	}
-	iv := rep.Clients[0].Interval
-	byName := map[string]reportEvent{}
-	for _, e := range iv[len(iv)-1].Events {
-		byName[e.Event] = e
-	}
+	byName := stressRound(t, rf)
 	for _, name := range stressExact {
 		e, ok := byName[stressPerfNames[name]]
 		if !ok || e.Tool == nil || e.Truth == nil || e.Lo == nil || e.Hi == nil {
