@@ -65,7 +65,8 @@
 // asleep at zero takes its mode, zero, as the mean; a bound with a rate asleep among its
 // terms moves only the mean, so that it ties no such term to the bound: see
 // applyInequalities); the
-// reported values keep the exact ones (no tolerance) in every interval (reconcile), as
+// reported values keep the exact ones (no tolerance) in every interval and over the
+// whole run (reconcile: the nearest values that keep them, by an active-set method), as
 // they keep the exact identities. Non-linear relations are linearised at the current
 // mean every slice (a Gaussian site, first-order EP). The rest is the exact Kalman filter (Observe) and
 // Rauch-Tung-Striebel smoother (Estimate: given everything observed so far, for live

@@ -407,6 +407,13 @@ func liveDropin(t *testing.T, path string, fixed []string) (cum, online float64)
 // intervals and the final estimates per interval.
 func corpusReplay(t *testing.T, name string) (*replay.Trace, [][2]int, [][]inference.Estimate) {
 	t.Helper()
+	tr, _, ivs, ans := corpusModel(t, name)
+	return tr, ivs, ans
+}
+
+// corpusModel is corpusReplay with the model too, finished, for its whole-run values.
+func corpusModel(t *testing.T, name string) (*replay.Trace, *Model, [][2]int, [][]inference.Estimate) {
+	t.Helper()
 	dir := "../replay/testdata/corpus"
 	tr, err := replay.ReadFile(filepath.Join(dir, name), replay.ReadOptions{TimeColumn: "basic_blocks"})
 	if err != nil {
@@ -420,7 +427,7 @@ func corpusReplay(t *testing.T, name string) (*replay.Trace, [][2]int, [][]infer
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tr, ivs, ans
+	return tr, md, ivs, ans
 }
 
 // eventScores scores event e's estimates over the intervals against the trace.
