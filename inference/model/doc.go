@@ -9,7 +9,8 @@
 // identity is the dependent one, never a term), so the identities hold in every posterior
 // mean by construction (Posterior), not approximately; Estimate reconciles its reported
 // values to them too (reconcile). A reading of a sum informs its terms only once they
-// are determined, as a soft identity does. Approximate
+// are determined, as a soft identity does, or, in Finish's second pass, once each has
+// been read somewhere in the run. Approximate
 // identities (a relation with a tolerance, such as page-faults = minor-faults +
 // major-faults) are soft linear factors applied every slice, except that an identity
 // with a term never counted yet waits until the others are counted in the same slice:

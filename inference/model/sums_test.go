@@ -1,6 +1,7 @@
 package model
 
 import (
+	"math"
 	"testing"
 
 	"github.com/bayesperf/bayesperf/inference"
@@ -72,5 +73,65 @@ func TestSumBurstStaysWithItsTerms(t *testing.T) {
 	// one that moves).
 	if got[a].Value > 3000 {
 		t.Errorf("a (0 in truth) estimated at %.0f over the sum's burst, want at most 3000", got[a].Value)
+	}
+}
+
+// TestSumInformsTermsReadLaterInTheRun: in Finish's second pass, a reading of an exact
+// sum informs a term that the first pass had not read yet, since the term is read later
+// in the run and its prior is sized by its own readings. The first pass must hold such a
+// reading back (determined: the term's diffuse prior would absorb the others' errors),
+// and the term's early slices were left to its later readings, carried back: a term at
+// 100 a slice while its sum was read every third slice came out at about 400, its rate
+// after its first reading.
+func TestSumInformsTermsReadLaterInTheRun(t *testing.T) {
+	const a, b, s = 0, 1, 2
+	md, err := NewLinear(3, []Constraint{{Coef: map[inference.EventID]float64{s: 1, a: -1, b: -1}, Op: Equal, Text: "s = a + b"}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const T, late = 120, 60 // a is read from slice late on
+	truth := func(e, t int) uint64 {
+		av := uint64(100 + 10*(t%2))
+		if t >= late {
+			av = uint64(400 + 10*(t%2))
+		}
+		bv := uint64(500 + 20*(t%3))
+		switch e {
+		case a:
+			return av
+		case b:
+			return bv
+		}
+		return av + bv
+	}
+	for i := range T {
+		var e int
+		switch {
+		case i%3 == 0:
+			e = s
+		case i%3 == 1:
+			e = b
+		case i >= late:
+			e = a
+		default:
+			e = -1
+		}
+		sl := inference.Slice{Index: i, Duration: 1}
+		if e >= 0 {
+			sl.Readings = []inference.Reading{{Event: inference.EventID(e), Count: truth(e, i), Enabled: 1, Running: 1}}
+		}
+		if err := md.Observe(sl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	md.Finish()
+	got := md.Estimate(0, late)
+	want := 0.0
+	for i := range late {
+		want += float64(truth(a, i))
+	}
+	t.Logf("a over slices [0, %d): %.0f [%.0f, %.0f], truth %.0f", late, got[a].Value, got[a].Lo, got[a].Hi, want)
+	if math.Abs(got[a].Value-want) > 0.2*want {
+		t.Errorf("a over slices [0, %d) estimated at %.0f, truth %.0f: want within 20%%", late, got[a].Value, want)
 	}
 }
