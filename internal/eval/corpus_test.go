@@ -45,9 +45,12 @@ var (
 	// programs (2026-11-29: scored once before any tuning on it, see the corpus README)
 	// moved the validation medians to 2.40x (callgrind: gzip 2.03x, objdump 4.13x,
 	// uniq 2.29x), 1.38x (kernel) and 1.56x (live: gzip 1.56x, node 1.56x, against 1.81x
-	// on the first six); the live guard follows, 0.11x below the new median.
+	// on the first six); the live guard follows, 0.11x below the new median. Reported
+	// values that keep the exact identities and second-pass sum readings (2026-11-29)
+	// took the callgrind median to 2.59x (every start: 2.45x), its sixth trace, uniq,
+	// 0.13x above the fifth: the guard follows to 2.4x.
 	guard = map[string]bar{
-		"cg-":   {worst: 6, medianReduce: 2.3, coverage: [2]float64{0.85, 0.99}, sharpness: 0.7},
+		"cg-":   {worst: 6, medianReduce: 2.4, coverage: [2]float64{0.85, 0.99}, sharpness: 0.7},
 		"sys-":  {worst: 8, totalSlack: 0.02, medianReduce: 1.2},
 		"live-": {worst: 8, totalSlack: 0.02, medianReduce: 1.45},
 	}
