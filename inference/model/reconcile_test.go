@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -45,6 +46,76 @@ func TestNearestFeasible(t *testing.T) {
 			if math.Abs(got[j]-w) > 1e-9*math.Max(1, math.Abs(w)) {
 				t.Errorf("%s: x = %v, want %v", c.name, got, c.want)
 				break
+			}
+		}
+	}
+}
+
+// TestNearestFeasibleRandom solves random feasible problems (a random point satisfies
+// every constraint by construction, some values fixed at it): the answer must keep every
+// constraint and be at least as near to x0 as that point.
+func TestNearestFeasibleRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 29))
+	for trial := range 3000 {
+		n := 2 + rng.IntN(7)
+		star := make([]float64, n) // a feasible point
+		x0 := make([]float64, n)
+		w := make([]float64, n)
+		for j := range n {
+			star[j] = math.Round(rng.Float64() * 1000)
+			x0[j] = star[j] + math.Round(rng.NormFloat64()*300)
+			w[j] = math.Pow(10, rng.Float64()*6) // variances over six orders of magnitude
+			if rng.IntN(6) == 0 {
+				x0[j], w[j] = star[j], 0 // fixed: an exact value
+			}
+		}
+		var cons []constraint
+		for range 1 + rng.IntN(2*n) {
+			var row []entry
+			for j := range n {
+				if rng.IntN(3) == 0 {
+					row = append(row, entry{j, float64(1 - 2*rng.IntN(2))})
+				}
+			}
+			if len(row) == 0 {
+				continue
+			}
+			v := 0.0
+			for _, e := range row {
+				v += e.c * star[e.i]
+			}
+			if rng.IntN(4) == 0 {
+				cons = append(cons, constraint{row: row, k: v, eq: true})
+			} else {
+				cons = append(cons, constraint{row: row, k: v - math.Round(rng.Float64()*50)})
+			}
+		}
+		x, ok := nearestFeasible(x0, w, cons)
+		if !ok {
+			t.Fatalf("trial %d: no solution to a feasible problem (x0 %v, w %v, cons %v)", trial, x0, w, cons)
+		}
+		for _, c := range cons {
+			s, scale := c.slack(x)
+			tol := 1e-7*scale + 1e-6
+			if (c.eq && math.Abs(s) > tol) || s < -tol {
+				t.Fatalf("trial %d: %v broken by %g at %v (x0 %v, w %v)", trial, c, s, x, x0, w)
+			}
+		}
+		obj := func(y []float64) float64 {
+			f := 0.0
+			for j := range y {
+				if w[j] > 0 {
+					f += (y[j] - x0[j]) * (y[j] - x0[j]) / w[j]
+				}
+			}
+			return f
+		}
+		if obj(x) > obj(star)*(1+1e-9)+1e-9 {
+			t.Fatalf("trial %d: %v is farther from x0 (%g) than the feasible %v (%g)", trial, x, obj(x), star, obj(star))
+		}
+		for j := range x {
+			if w[j] == 0 && x[j] != x0[j] {
+				t.Fatalf("trial %d: fixed value %d moved from %g to %g", trial, j, x0[j], x[j])
 			}
 		}
 	}
