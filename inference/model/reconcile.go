@@ -214,6 +214,10 @@ func nearestFeasible(x0, w []float64, cons []constraint) ([]float64, bool) {
 		return sign[p] * s
 	}
 	z := make([]float64, n)
+	// Scratch for the steps' systems, sized once: a constraint is taken in only when
+	// its normal is independent of those in (a full step), so at most n are active.
+	mBuf, rBuf := make([]float64, n*n), make([]float64, n)
+	sBuf, tBuf := make([]float64, n*n), make([]float64, n)
 	for iter := 0; iter < 4*(len(cons)+n)+8; iter++ {
 		// The next constraint: an equality not yet in, else the most violated inequality.
 		p, worst := -1, 0.0
@@ -240,7 +244,7 @@ func nearestFeasible(x0, w []float64, cons []constraint) ([]float64, bool) {
 		if p < 0 {
 			// The steps add up rounding: solve once more, from x0, for the point
 			// nearest to it on the constraints taken in, held at equality.
-			polish(x, x0, w, cons, active, sign)
+			polish(x, x0, w, cons, active, sign, sBuf, tBuf)
 			return x, true
 		}
 		lp := 0.0
@@ -248,16 +252,16 @@ func nearestFeasible(x0, w []float64, cons []constraint) ([]float64, bool) {
 			// Step direction: z = W(n_p − N r), r = (NᵀWN)⁻¹NᵀW n_p, so that z keeps
 			// every active constraint where it is.
 			a := len(active)
-			r := make([]float64, a)
+			r := rBuf[:a]
 			if a > 0 {
-				m := make([]float64, a*a)
+				m := mBuf[:a*a]
 				for u, cu := range active {
 					r[u] = dotW(cons[cu].row, sign[cu], cons[p].row, sign[p], w)
 					for v, cv := range active {
 						m[u*a+v] = dotW(cons[cu].row, sign[cu], cons[cv].row, sign[cv], w)
 					}
 				}
-				if !solveRegularised(m, r, a) {
+				if !solveRegularised(m, r, a, sBuf, tBuf) {
 					return x0, false
 				}
 			}
@@ -356,7 +360,7 @@ func drop(active []int, lam []float64, u int) ([]int, []float64) {
 // polish sets x to the point nearest to x0 in the metric of w at which the constraints
 // active hold at equality: x = x0 + W Nᵀ λ with (N W Nᵀ) λ = k − N x0. It leaves x as it
 // was when that system cannot be solved.
-func polish(x, x0, w []float64, cons []constraint, active []int, sign []float64) {
+func polish(x, x0, w []float64, cons []constraint, active []int, sign, sBuf, tBuf []float64) {
 	a := len(active)
 	if a == 0 {
 		copy(x, x0)
@@ -373,7 +377,7 @@ func polish(x, x0, w []float64, cons []constraint, active []int, sign []float64)
 			m[u*a+v] = dotW(cons[cu].row, sign[cu], cons[cv].row, sign[cv], w)
 		}
 	}
-	if !solveRegularised(m, b, a) {
+	if !solveRegularised(m, b, a, sBuf, tBuf) {
 		return
 	}
 	y := append([]float64(nil), x0...)
@@ -391,9 +395,12 @@ func polish(x, x0, w []float64, cons []constraint, active []int, sign []float64)
 // singular (a constraint that repeats others, or one over fixed values only) solves it
 // again with m's diagonal raised by a trillionth, so that such rows take no share. It
 // regularises only then: on a well-posed system a trillionth of a variance of 5e7
-// moved a bound's two sides apart by 0.004 counts.
-func solveRegularised(m, b []float64, r int) bool {
-	mc, bc := slices.Clone(m), slices.Clone(b)
+// moved a bound's two sides apart by 0.004 counts. sBuf and tBuf are scratch of at
+// least r² and r.
+func solveRegularised(m, b []float64, r int, sBuf, tBuf []float64) bool {
+	mc, bc := sBuf[:r*r], tBuf[:r]
+	copy(mc, m)
+	copy(bc, b)
 	if solveSmall(mc, bc, r) && finite(bc) {
 		copy(b, bc)
 		return true
