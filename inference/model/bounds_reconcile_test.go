@@ -104,6 +104,10 @@ func TestReportedValuesKeepExactRelations(t *testing.T) {
 					if lhs > rhs+tol {
 						t.Errorf("%s, %s: %s: %.6f above %.6f", name, span, r.String(), lhs, rhs)
 					}
+				case relation.Ge:
+					if lhs < rhs-tol {
+						t.Errorf("%s, %s: %s: %.6f below %.6f", name, span, r.String(), lhs, rhs)
+					}
 				}
 			}
 			for e, x := range est {
