@@ -48,20 +48,23 @@ func (md *Model) reconcile(out []inference.Estimate, counted []float64) {
 		return true
 	}
 	// The unknowns: the components the events in play are made of.
-	col := map[int]int{} // state component -> unknown
-	var comps []int
+	col := make([]int, md.k) // state component -> unknown, -1: none
+	for i := range col {
+		col[i] = -1
+	}
+	n := 0
 	for _, e := range md.idEvents {
 		if !inPlay(e) {
 			continue
 		}
 		for _, a := range md.rows[e] {
-			if _, ok := col[a.i]; !ok {
-				col[a.i] = len(comps)
-				comps = append(comps, a.i)
+			if col[a.i] < 0 {
+				col[a.i] = n
+				n++
 			}
 		}
 	}
-	if len(comps) == 0 {
+	if n == 0 {
 		return
 	}
 	inUnknowns := func(row []entry, scale float64, acc []entry) []entry {
@@ -77,7 +80,6 @@ func (md *Model) reconcile(out []inference.Estimate, counted []float64) {
 	}
 	// Each unknown's target and variance, from the events that are it alone (a free
 	// rate, and any event that repeats it): precision-weighted, an exact one fixing it.
-	n := len(comps)
 	x0 := make([]float64, n)
 	w := make([]float64, n)
 	prec := make([]float64, n)
@@ -206,13 +208,6 @@ func nearestFeasible(x0, w []float64, cons []constraint) ([]float64, bool) {
 	for i := range sign {
 		sign[i] = 1
 	}
-	nx := func(p int, v []float64) float64 { // sign·row·v
-		s := 0.0
-		for _, t := range cons[p].row {
-			s += t.c * v[t.i]
-		}
-		return sign[p] * s
-	}
 	z := make([]float64, n)
 	// Scratch for the steps' systems, sized once: a constraint is taken in only when
 	// its normal is independent of those in (a full step), so at most n are active.
@@ -248,18 +243,16 @@ func nearestFeasible(x0, w []float64, cons []constraint) ([]float64, bool) {
 			return x, true
 		}
 		lp := 0.0
+		pw := dotW(cons[p].row, 1, cons[p].row, 1, w) // p's own size in the metric
 		for {
 			// Step direction: z = W(n_p − N r), r = (NᵀWN)⁻¹NᵀW n_p, so that z keeps
 			// every active constraint where it is.
 			a := len(active)
 			r := rBuf[:a]
 			if a > 0 {
-				m := mBuf[:a*a]
+				m := gram(mBuf, cons, active, sign, w)
 				for u, cu := range active {
 					r[u] = dotW(cons[cu].row, sign[cu], cons[p].row, sign[p], w)
-					for v, cv := range active {
-						m[u*a+v] = dotW(cons[cu].row, sign[cu], cons[cv].row, sign[cv], w)
-					}
 				}
 				if !solveRegularised(m, r, a, sBuf, tBuf) {
 					return x0, false
@@ -277,13 +270,13 @@ func nearestFeasible(x0, w []float64, cons []constraint) ([]float64, bool) {
 			for j := range z {
 				z[j] *= w[j]
 			}
-			zn := nx(p, z)
+			zn := sign[p] * dot(cons[p].row, z)
 			s, scale := cons[p].slack(x)
 			s *= sign[p]
 			// t2: the full step, to the new constraint; t1: the partial step at which
 			// an active inequality's multiplier reaches zero and it is let go.
 			t2 := math.Inf(1)
-			if zn > 1e-12*dotW(cons[p].row, 1, cons[p].row, 1, w) && zn > 0 {
+			if zn > 1e-12*pw && zn > 0 {
 				t2 = -s / zn
 			}
 			t1, l := math.Inf(1), -1
@@ -339,6 +332,19 @@ func nearestFeasible(x0, w []float64, cons []constraint) ([]float64, bool) {
 	return x0, false
 }
 
+// gram sets buf[:a²] to N W Nᵀ for the a constraints active (their rows signed as
+// taken in) and returns it: the system both a step and polish solve.
+func gram(buf []float64, cons []constraint, active []int, sign, w []float64) []float64 {
+	a := len(active)
+	m := buf[:a*a]
+	for u, cu := range active {
+		for v, cv := range active {
+			m[u*a+v] = dotW(cons[cu].row, sign[cu], cons[cv].row, sign[cv], w)
+		}
+	}
+	return m
+}
+
 // dotW is (sa·a)ᵀ W (sb·b) for sparse rows a and b and the diagonal W of w.
 func dotW(a []entry, sa float64, b []entry, sb float64, w []float64) float64 {
 	s := 0.0
@@ -350,6 +356,15 @@ func dotW(a []entry, sa float64, b []entry, sb float64, w []float64) float64 {
 		}
 	}
 	return sa * sb * s
+}
+
+// dot is Σ c·v over the sparse row.
+func dot(row []entry, v []float64) float64 {
+	s := 0.0
+	for _, t := range row {
+		s += t.c * v[t.i]
+	}
+	return s
 }
 
 // drop removes the u-th active constraint and its multiplier.
@@ -366,15 +381,12 @@ func polish(x, x0, w []float64, cons []constraint, active []int, sign, sBuf, tBu
 		copy(x, x0)
 		return
 	}
-	m := make([]float64, a*a)
+	m := gram(make([]float64, a*a), cons, active, sign, w)
 	b := make([]float64, a)
 	for u, cu := range active {
 		b[u] = sign[cu] * cons[cu].k
 		for _, t := range cons[cu].row {
 			b[u] -= sign[cu] * t.c * x0[t.i]
-		}
-		for v, cv := range active {
-			m[u*a+v] = dotW(cons[cu].row, sign[cu], cons[cv].row, sign[cv], w)
 		}
 	}
 	if !solveRegularised(m, b, a, sBuf, tBuf) {
