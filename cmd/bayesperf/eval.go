@@ -54,6 +54,12 @@ it prints from the values it was served (the kernel's own multiplexing corrected
 
 EVENTS use perf's syntax: task-clock,page-faults,{a,b},sched:sched_switch,syscalls:*...
 
+The model takes an exact relation (every relation of a --relations file, and the exact
+built-ins) as true in every slice. When the truth (the trace's counts, or the run's
+copies) breaks one, in a row by more than 2 counts and a thousandth of its terms or over
+the whole run, eval warns on stderr, naming the relation and the row farthest off, and
+scores the run anyway: estimates of its events are then not to be trusted.
+
 Exit status: 0 after scoring; 2 for a usage error (bad flag, unknown event, an unreadable
 or malformed --relations or --trace file); 127 when CMD cannot be started; 1 for another
 failure. Each failure is one line on stderr.
@@ -178,6 +184,7 @@ func (c *evalCmd) replay(rels []relation.Relation, universe []string, opt *eval.
 		return obs, "", (usageError{fmt.Errorf("%w; %s", err, traceFormat)})
 	}
 	opt.Relations = relation.BindUniverse(rels, tr.Events, universe)
+	warnBroken(*c.trace, tr, opt.Relations)
 	opt.Window = *c.window
 	if obs, err = eval.FromTrace(tr, *c.counters, splitList(c.fixed), opt.Relations); err != nil {
 		return obs, "", (usageError{err})
@@ -260,6 +267,7 @@ func (c *evalCmd) live(rels []relation.Relation, universe []string, opt *eval.Op
 		fmt.Fprintf(os.Stderr, "bayesperf eval: %s: %v (scoring the run anyway)\n", c.fs.Arg(0), lr.ExitErr)
 	}
 	obs = lr.Obs
+	warnBroken("the run", lr.Trace(), opt.Relations)
 	if *c.saveTrace != "" {
 		f, err := os.Create(*c.saveTrace)
 		if err != nil {
@@ -276,6 +284,15 @@ func (c *evalCmd) live(rels []relation.Relation, universe []string, opt *eval.Op
 	title = fmt.Sprintf("'%s' (%.2f s, multiplexing every %v, collector %s)", strings.Join(c.fs.Args(), " "), float64(lr.WallNs)/1e9, lr.Interval, lr.Collector)
 	collectorUsed = lr.Collector
 	return obs, title, collectorUsed, 0, false
+}
+
+// warnBroken tells, on stderr, which exact relations the exact counts of what (a trace
+// file, the run) break: the model assumes them in every slice, so the estimates of their
+// events are then not to be trusted.
+func warnBroken(what string, tr *replay.Trace, rels []relation.Relation) {
+	for _, b := range eval.BrokenRelations(tr, rels) {
+		fmt.Fprintf(os.Stderr, "bayesperf eval: warning: %s: exact relation %s; bayesperf assumes it in every slice, so its events' estimates are not to be trusted (drop the relation or mend the data)\n", what, b)
+	}
 }
 
 // withFixed returns the indices of the fixed events in evs, appending those not among

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -206,5 +207,57 @@ func TestTrainThenEvalModel(t *testing.T) {
 	os.WriteFile(bad, []byte(`{"format":"bayesperf-learned","version":9}`), 0o644)
 	if code := runEval([]string{"--trace", trace, "--counters", "4", "--model", bad, "--json"}); code != 2 {
 		t.Errorf("corrupt model: exit %d, want 2", code)
+	}
+}
+
+// TestEvalWarnsOfBrokenRelations replays a trace whose counts break an exact relation
+// of the relation file given: eval still scores it, and says on stderr which relation
+// and where.
+func TestEvalWarnsOfBrokenRelations(t *testing.T) {
+	dir := t.TempDir()
+	var csv strings.Builder
+	csv.WriteString("interval,total,x,y\n")
+	for i := range 30 {
+		x, y := 1000+10*i, 300+i
+		total := x + y
+		if i >= 20 {
+			total += 500 // the trace's total counts something the relation leaves out
+		}
+		fmt.Fprintf(&csv, "%d,%d,%d,%d\n", i, total, x, y)
+	}
+	trace := filepath.Join(dir, "t.csv")
+	rels := filepath.Join(dir, "t.rel")
+	if err := os.WriteFile(trace, []byte(csv.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rels, []byte("total = x + y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stderr
+	os.Stderr = w
+	done := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(r)
+		done <- b
+	}()
+	out, code := captureStdout(t, func() int {
+		return runEval([]string{"--trace", trace, "--counters", "2", "--relations", rels})
+	})
+	os.Stderr = old
+	w.Close()
+	stderr := string(<-done)
+	if code != 0 {
+		t.Fatalf("exit %d; stdout %q, stderr %q", code, out, stderr)
+	}
+	if !strings.Contains(out, "bayesperf") {
+		t.Errorf("the trace was not scored: %q", out)
+	}
+	want := `exact relation "total = x + y" does not hold in 10 of 30 rows (row 20: LHS - RHS = 500`
+	if !strings.Contains(stderr, want) {
+		t.Errorf("stderr %q does not say %q", stderr, want)
 	}
 }

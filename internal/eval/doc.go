@@ -13,6 +13,9 @@
 // means over events and the median WAPE; error reduction = geometric mean over events of
 // WAPE_linux / WAPE_X, each ratio capped at 100.
 //
+// The truth also checks the relations: BrokenRelations lists the exact ones a run's exact
+// counts break, which the model would take as facts (the command warns of them).
+//
 // Errors are wrapped with the action that failed; malformed traces, event lists and
 // relation files are reported, never a panic. Nothing here is safe for concurrent use.
 package eval

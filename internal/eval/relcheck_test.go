@@ -1,0 +1,63 @@
+package eval
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/bayesperf/bayesperf/inference/relation"
+	"github.com/bayesperf/bayesperf/inference/replay"
+)
+
+func parseRels(t *testing.T, events []string, lines ...string) []relation.Relation {
+	t.Helper()
+	rels, err := relation.ParseFile("test.rel", strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return relation.Bind(rels, events)
+}
+
+func TestBrokenRelations(t *testing.T) {
+	events := []string{"parent", "a", "b", "misses", "accesses", "drift"}
+	// Row by row: parent = a + b exactly; misses <= accesses but for row 2, which has
+	// 500 misses of 100 accesses; drift = a off by one count in every row (the jitter
+	// of two reads), which adds up over the run to more than the slack.
+	var counts [][]uint64
+	for t := range 40 {
+		a, b := uint64(1000+t), uint64(50*t)
+		misses, acc := uint64(10), uint64(100)
+		if t == 2 {
+			misses = 500
+		}
+		counts = append(counts, []uint64{a + b, a, b, misses, acc, a + 1})
+	}
+	tr := &replay.Trace{Events: events, Counts: counts}
+	rels := parseRels(t, events, "parent = a + b", "misses <= accesses", "drift = a", "parent >= a")
+	got := BrokenRelations(tr, rels)
+	if len(got) != 2 {
+		t.Fatalf("want 2 broken relations (misses <= accesses, drift = a), got %v", got)
+	}
+	ineq, drift := got[0], got[1]
+	if ineq.Relation.String() != "misses <= accesses" || ineq.Rows != 1 || ineq.Of != 40 || ineq.Worst != 2 || ineq.Residual != 400 || ineq.Scale != 600 {
+		t.Errorf("misses <= accesses: got %+v, want 1 row of 40 broken, row 2, 500 - 100 = 400 of 600", ineq)
+	}
+	if drift.Relation.String() != "drift = a" || drift.Rows != 0 || drift.Worst != -1 || drift.Residual != 40 {
+		t.Errorf("drift = a: got %+v, want no row broken and the run's totals off by 40", drift)
+	}
+	if s := drift.String(); !strings.Contains(s, "over the run") {
+		t.Errorf("a totals-only break reads %q", s)
+	}
+
+	// Two counts read into the next row and one into the row before, totals agreeing:
+	// not broken.
+	for t := range counts {
+		counts[t][5] = counts[t][1]
+	}
+	counts[5][5] -= 2
+	counts[6][5] += 2
+	counts[9][5]++
+	counts[8][5]--
+	if got := BrokenRelations(tr, parseRels(t, events, "drift = a")); len(got) != 0 {
+		t.Errorf("one-count jitter reported as broken: %v", got)
+	}
+}
