@@ -55,10 +55,11 @@ it prints from the values it was served (the kernel's own multiplexing corrected
 EVENTS use perf's syntax: task-clock,page-faults,{a,b},sched:sched_switch,syscalls:*...
 
 The model takes an exact relation (every relation of a --relations file, and the exact
-built-ins) as true in every slice. When the truth (the trace's counts, or the run's
-copies) breaks one, in a row by more than 2 counts and a thousandth of its terms or over
-the whole run, eval warns on stderr, naming the relation and the row farthest off, and
-scores the run anyway: estimates of its events are then not to be trusted.
+built-ins) as true in every slice. When the truth breaks one, eval warns on stderr and
+scores the run anyway: estimates of its events are then not to be trusted. A trace
+breaks it in a row off by more than 2 counts and a thousandth of its terms (the row
+farthest off is named), or over the whole run; a live run, whose copies are read one
+after another while CMD runs on, only over the whole run.
 
 Exit status: 0 after scoring; 2 for a usage error (bad flag, unknown event, an unreadable
 or malformed --relations or --trace file); 127 when CMD cannot be started; 1 for another
@@ -184,7 +185,7 @@ func (c *evalCmd) replay(rels []relation.Relation, universe []string, opt *eval.
 		return obs, "", (usageError{fmt.Errorf("%w; %s", err, traceFormat)})
 	}
 	opt.Relations = relation.BindUniverse(rels, tr.Events, universe)
-	warnBroken(*c.trace, tr, opt.Relations)
+	warnBroken(*c.trace, tr, opt.Relations, true)
 	opt.Window = *c.window
 	if obs, err = eval.FromTrace(tr, *c.counters, splitList(c.fixed), opt.Relations); err != nil {
 		return obs, "", (usageError{err})
@@ -267,7 +268,7 @@ func (c *evalCmd) live(rels []relation.Relation, universe []string, opt *eval.Op
 		fmt.Fprintf(os.Stderr, "bayesperf eval: %s: %v (scoring the run anyway)\n", c.fs.Arg(0), lr.ExitErr)
 	}
 	obs = lr.Obs
-	warnBroken("the run", lr.Trace(), opt.Relations)
+	warnBroken("the run", lr.Trace(), opt.Relations, false)
 	if *c.saveTrace != "" {
 		f, err := os.Create(*c.saveTrace)
 		if err != nil {
@@ -287,10 +288,11 @@ func (c *evalCmd) live(rels []relation.Relation, universe []string, opt *eval.Op
 }
 
 // warnBroken tells, on stderr, which exact relations the exact counts of what (a trace
-// file, the run) break: the model assumes them in every slice, so the estimates of their
-// events are then not to be trusted.
-func warnBroken(what string, tr *replay.Trace, rels []relation.Relation) {
-	for _, b := range eval.BrokenRelations(tr, rels) {
+// file, or a live run, whose rows are checked only as totals: see BrokenRelations) break:
+// the model assumes them in every slice, so the estimates of their events are then not
+// to be trusted.
+func warnBroken(what string, tr *replay.Trace, rels []relation.Relation, rows bool) {
+	for _, b := range eval.BrokenRelations(tr, rels, rows) {
 		fmt.Fprintf(os.Stderr, "bayesperf eval: warning: %s: exact relation %s; bayesperf assumes it in every slice, so its events' estimates are not to be trusted (drop the relation or mend the data)\n", what, b)
 	}
 }

@@ -33,7 +33,7 @@ func TestBrokenRelations(t *testing.T) {
 	}
 	tr := &replay.Trace{Events: events, Counts: counts}
 	rels := parseRels(t, events, "parent = a + b", "misses <= accesses", "drift = a", "parent >= a")
-	got := BrokenRelations(tr, rels)
+	got := BrokenRelations(tr, rels, true)
 	if len(got) != 2 {
 		t.Fatalf("want 2 broken relations (misses <= accesses, drift = a), got %v", got)
 	}
@@ -47,6 +47,10 @@ func TestBrokenRelations(t *testing.T) {
 	if s := drift.String(); !strings.Contains(s, "over the run") {
 		t.Errorf("a totals-only break reads %q", s)
 	}
+	// Totals only (a live run): the inequality broken in one row holds over the run.
+	if got := BrokenRelations(tr, rels, false); len(got) != 1 || got[0].Relation.String() != "drift = a" {
+		t.Errorf("totals only: want drift = a alone, got %v", got)
+	}
 
 	// Two counts read into the next row and one into the row before, totals agreeing:
 	// not broken.
@@ -57,7 +61,7 @@ func TestBrokenRelations(t *testing.T) {
 	counts[6][5] += 2
 	counts[9][5]++
 	counts[8][5]--
-	if got := BrokenRelations(tr, parseRels(t, events, "drift = a")); len(got) != 0 {
+	if got := BrokenRelations(tr, parseRels(t, events, "drift = a"), true); len(got) != 0 {
 		t.Errorf("one-count jitter reported as broken: %v", got)
 	}
 }
