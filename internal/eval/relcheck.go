@@ -33,16 +33,18 @@ func (b Broken) String() string {
 // the trace's events, that the trace's exact counts break in some row or over the whole
 // run. The model takes an exact relation as a fact about every slice: one the program
 // does not keep (a mistyped relation file, events counted in other domains) gives
-// estimates far outside what the readings allow, so a replay warns about it. Events read
-// one after the other at a slice's end can disagree by the few counts that happen
-// between the reads (page-faults against minor-faults + major-faults, off by one in a
-// few rows of most kernel traces), which the model absorbs: a row breaks a relation when
-// it is off by more than slack(scale), 2 counts plus a thousandth of its terms' size. The
-// counts that one event's reads put in the next row they put there for the others too,
-// so the run's totals are held to 2 counts plus a millionth. With rows false only the
-// totals are checked: a live run's truth copies are read one after another while the
-// target runs on, so its rows disagree by whatever it counts between the reads, while
-// its totals end at the same final reads. Non-linear relations are not checked.
+// estimates far outside what the readings allow, so a replay warns about it.
+//
+// Events read one after the other at a slice's end disagree by the few counts that
+// happen between the reads (page-faults against minor-faults + major-faults, off by one
+// in a few rows of most kernel traces), which the model absorbs: a row breaks a relation
+// when it is off by more than slack(scale), 2 counts plus a thousandth of its terms'
+// size. Those counts land in the next row, so over the run they cancel: the totals are
+// held to 2 counts plus a millionth (not for a relation with a constant term, which does
+// not add up over rows). With rows false only the totals are checked: a live run's truth
+// copies are read one after another while the target runs on, so its rows disagree by
+// whatever it counts between the reads, while its totals end at the same final reads.
+// Non-linear relations are not checked.
 func BrokenRelations(tr *replay.Trace, rels []relation.Relation, rows bool) []Broken {
 	var out []Broken
 	for _, r := range rels {
@@ -88,10 +90,11 @@ func BrokenRelations(tr *replay.Trace, rels []relation.Relation, rows bool) []Br
 				worst, b.Worst, b.Residual, b.Scale = rel, t, v, scale
 			}
 		}
-		if b.Rows == 0 && violation(lin.Op, total) > 2+1e-6*totalScale {
+		totalsOff := lin.Const == 0 && violation(lin.Op, total) > 2+1e-6*totalScale
+		if b.Rows == 0 && totalsOff {
 			b.Residual, b.Scale = total, totalScale
 		}
-		if b.Rows > 0 || b.Scale > 0 {
+		if b.Rows > 0 || totalsOff {
 			out = append(out, b)
 		}
 	}
