@@ -17,19 +17,26 @@ import (
 // captureStdout runs f with os.Stdout redirected and returns what it wrote.
 func captureStdout(t *testing.T, f func() int) (string, int) {
 	t.Helper()
+	return capture(t, &os.Stdout, f)
+}
+
+// capture runs f with *file (os.Stdout or os.Stderr) redirected to a pipe and returns
+// what it wrote there.
+func capture(t *testing.T, file **os.File, f func() int) (string, int) {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := os.Stdout
-	os.Stdout = w
+	old := *file
+	*file = w
 	done := make(chan []byte)
 	go func() {
 		b, _ := io.ReadAll(r)
 		done <- b
 	}()
 	code := f()
-	os.Stdout = old
+	*file = old
 	w.Close()
 	return string(<-done), code
 }
@@ -233,23 +240,14 @@ func TestEvalWarnsOfBrokenRelations(t *testing.T) {
 	if err := os.WriteFile(rels, []byte("total = x + y\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := os.Stderr
-	os.Stderr = w
-	done := make(chan []byte)
-	go func() {
-		b, _ := io.ReadAll(r)
-		done <- b
-	}()
-	out, code := captureStdout(t, func() int {
-		return runEval([]string{"--trace", trace, "--counters", "2", "--relations", rels})
+	var out string
+	stderr, code := capture(t, &os.Stderr, func() int {
+		var code int
+		out, code = captureStdout(t, func() int {
+			return runEval([]string{"--trace", trace, "--counters", "2", "--relations", rels})
+		})
+		return code
 	})
-	os.Stderr = old
-	w.Close()
-	stderr := string(<-done)
 	if code != 0 {
 		t.Fatalf("exit %d; stdout %q, stderr %q", code, out, stderr)
 	}
