@@ -23,10 +23,10 @@ func TestBrokenRelations(t *testing.T) {
 	// 500 misses of 100 accesses; drift = a off by one count in every row (the jitter
 	// of two reads), which adds up over the run to more than the slack.
 	var counts [][]uint64
-	for t := range 40 {
-		a, b := uint64(1000+t), uint64(50*t)
+	for row := range 40 {
+		a, b := uint64(1000+row), uint64(50*row)
 		misses, acc := uint64(10), uint64(100)
-		if t == 2 {
+		if row == 2 {
 			misses = 500
 		}
 		counts = append(counts, []uint64{a + b, a, b, misses, acc, a + 1})
@@ -52,16 +52,16 @@ func TestBrokenRelations(t *testing.T) {
 		t.Errorf("totals only: want drift = a alone, got %v", got)
 	}
 
-	// Two counts read into the next row and one into the row before, totals agreeing:
+	// Counts read into the next row (two at row 5, one at row 8), the totals agreeing:
 	// not broken.
-	for t := range counts {
-		counts[t][5] = counts[t][1]
+	for row := range counts {
+		counts[row][5] = counts[row][1]
 	}
 	counts[5][5] -= 2
 	counts[6][5] += 2
 	counts[9][5]++
 	counts[8][5]--
 	if got := BrokenRelations(tr, parseRels(t, events, "drift = a"), true); len(got) != 0 {
-		t.Errorf("one-count jitter reported as broken: %v", got)
+		t.Errorf("jitter that cancels over the run reported as broken: %v", got)
 	}
 }
