@@ -268,13 +268,14 @@ func (c *evalCmd) live(rels []relation.Relation, universe []string, opt *eval.Op
 		fmt.Fprintf(os.Stderr, "bayesperf eval: %s: %v (scoring the run anyway)\n", c.fs.Arg(0), lr.ExitErr)
 	}
 	obs = lr.Obs
-	warnBroken("the run", lr.Trace(), opt.Relations, false)
+	tr := lr.Trace()
+	warnBroken("the run", tr, opt.Relations, false)
 	if *c.saveTrace != "" {
 		f, err := os.Create(*c.saveTrace)
 		if err != nil {
 			return obs, "", "", fail(fmt.Errorf("create trace file: %w", err)), true
 		}
-		werr := lr.Trace().WriteCSV(f)
+		werr := tr.WriteCSV(f)
 		if cerr := f.Close(); werr == nil {
 			werr = cerr
 		}

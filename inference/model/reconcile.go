@@ -239,7 +239,7 @@ func nearestFeasible(x0, w []float64, cons []constraint) ([]float64, bool) {
 		if p < 0 {
 			// The steps add up rounding: solve once more, from x0, for the point
 			// nearest to it on the constraints taken in, held at equality.
-			polish(x, x0, w, cons, active, sign, sBuf, tBuf)
+			polish(x, x0, w, cons, active, sign, mBuf, rBuf, sBuf, tBuf)
 			return x, true
 		}
 		lp := 0.0
@@ -375,19 +375,18 @@ func drop(active []int, lam []float64, u int) ([]int, []float64) {
 // polish sets x to the point nearest to x0 in the metric of w at which the constraints
 // active hold at equality: x = x0 + W Nᵀ λ with (N W Nᵀ) λ = k − N x0. It leaves x as it
 // was when that system cannot be solved.
-func polish(x, x0, w []float64, cons []constraint, active []int, sign, sBuf, tBuf []float64) {
+// mBuf, rBuf, sBuf and tBuf are the step's scratch (nearestFeasible), free by then.
+func polish(x, x0, w []float64, cons []constraint, active []int, sign, mBuf, rBuf, sBuf, tBuf []float64) {
 	a := len(active)
 	if a == 0 {
 		copy(x, x0)
 		return
 	}
-	m := gram(make([]float64, a*a), cons, active, sign, w)
-	b := make([]float64, a)
+	m := gram(mBuf, cons, active, sign, w)
+	b := rBuf[:a]
 	for u, cu := range active {
-		b[u] = sign[cu] * cons[cu].k
-		for _, t := range cons[cu].row {
-			b[u] -= sign[cu] * t.c * x0[t.i]
-		}
+		s, _ := cons[cu].slack(x0)
+		b[u] = -sign[cu] * s // k − row·x0, signed as taken in
 	}
 	if !solveRegularised(m, b, a, sBuf, tBuf) {
 		return

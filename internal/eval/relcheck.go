@@ -58,16 +58,13 @@ func BrokenRelations(tr *replay.Trace, rels []relation.Relation, rows bool) []Br
 		cols := make([]int, 0, len(lin.Coef))
 		coefs := make([]float64, 0, len(lin.Coef))
 		for e, c := range lin.Coef {
-			j := tr.EventIndex(e)
-			if j < 0 {
-				cols = nil
-				break
+			if j := tr.EventIndex(e); j >= 0 {
+				cols = append(cols, j)
+				coefs = append(coefs, c)
 			}
-			cols = append(cols, j)
-			coefs = append(coefs, c)
 		}
-		if cols == nil {
-			continue
+		if len(cols) < len(lin.Coef) {
+			continue // an event the trace lacks: nothing to check it on
 		}
 		b := Broken{Relation: r, Of: tr.Slices(), Worst: -1}
 		worst := 0.0
