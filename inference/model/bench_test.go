@@ -12,6 +12,11 @@ import (
 // other half, each child also <= its parent), 2 fixed and 4 programmable counters
 // in the kernel's round robin, and slices drawn from the model.
 func benchSetup(b *testing.B, n int) (*Model, []inference.Slice) {
+	return benchSetupWith(b, n, Options{})
+}
+
+// benchSetupWith is benchSetup with the model's options given.
+func benchSetupWith(b *testing.B, n int, opt Options) (*Model, []inference.Slice) {
 	parents := map[int][]int{}
 	var cons []Constraint
 	for p := 0; p+4 < n; p += 5 {
@@ -28,7 +33,7 @@ func benchSetup(b *testing.B, n int) (*Model, []inference.Slice) {
 		cons = append(cons, c)
 	}
 	s := drawSynth(1, n, 512, 0.05, 0.3, 0.95, parents)
-	md, err := NewLinear(n, cons, Options{})
+	md, err := NewLinear(n, cons, opt)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -36,11 +41,24 @@ func benchSetup(b *testing.B, n int) (*Model, []inference.Slice) {
 }
 
 // BenchmarkSlice times one online slice update (Observe): predict, condition on the
-// slice's readings and relations, learn. ns/op is the time per slice.
+// slice's readings and relations, learn. ns/op is the time per slice. The model has
+// the default options, as eval's replays run it: past the history's limit every slice
+// freezes into a block of its own.
 func BenchmarkSlice(b *testing.B) {
+	benchSlice(b, Options{})
+}
+
+// BenchmarkSliceLive is BenchmarkSlice with the options the sidecars run the model
+// with: a history of a few hundred slices (kstage keeps 256, vstage up to 1024), older
+// slices merged into one block between the reader's marks (none here).
+func BenchmarkSliceLive(b *testing.B) {
+	benchSlice(b, Options{History: 512, Marked: true})
+}
+
+func benchSlice(b *testing.B, opt Options) {
 	for _, n := range []int{8, 16, 35, 64, 128} {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
-			md, sl := benchSetup(b, n)
+			md, sl := benchSetupWith(b, n, opt)
 			// Warm up past the history limit, so that the history's buffers are reused
 			// (steady state: no fresh memory, whose first touch is most of the cost of
 			// a young model on a VM).

@@ -257,12 +257,15 @@ func (md *Model) predict(d float64) {
 		l.burst[i] = math.Max(b, l.first[i])
 	}
 	// P ← F·P·F + diag(qs)·corr·diag(qs) + diag(qb), in one pass.
+	// (The slices are cut to one length so that the inner loop runs without bounds
+	// checks: this and downdate are most of Observe's arithmetic.)
 	for i := range k {
-		ai, si := l.a[i], l.qs[i]
 		row := md.P[i*k : i*k+k]
-		crow := l.corr[i*k : i*k+k]
+		crow := l.corr[i*k : i*k+k][:len(row)]
+		a, qs := l.a[:len(row)], l.qs[:len(row)]
+		ai, si := a[i], qs[i]
 		for j, v := range row {
-			row[j] = ai*l.a[j]*v + si*l.qs[j]*crow[j]
+			row[j] = ai*a[j]*v + si*qs[j]*crow[j]
 		}
 		row[i] += l.qb[i]
 	}
@@ -372,10 +375,10 @@ func (md *Model) update(h []entry, y, r float64, event int) {
 
 // covWith returns P·hᵀ, the state's covariance with the combination h, in md.ph.
 func (md *Model) covWith(h []entry) []float64 {
-	k, ph := md.k, md.ph
+	k, ph := md.k, md.ph[:md.k]
 	clear(ph)
 	for _, a := range h {
-		row := md.P[a.i*k : a.i*k+k]
+		row := md.P[a.i*k : a.i*k+k][:len(ph)]
 		for j, v := range row {
 			ph[j] += a.c * v
 		}
@@ -604,12 +607,9 @@ func (md *Model) truncate(g []entry, k0, at float64, atMode, shrink bool) {
 			return
 		}
 	}
-	mu, s2 := k0, 0.0
+	mu, s2 := k0, rowVar(g, md.P, k)
 	for _, a := range g {
 		mu += a.c * md.m[a.i]
-		for _, b := range g {
-			s2 += a.c * b.c * md.P[a.i*k+b.i]
-		}
 	}
 	if !(s2 > 0) {
 		return
@@ -656,12 +656,21 @@ func invMills(a float64) float64 {
 }
 
 func finite(v []float64) bool {
-	for _, x := range v {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return false
-		}
+	// x−x is 0 for a finite x and NaN for an infinite or NaN one, so the sum is 0 exactly
+	// when every element is finite; it cannot overflow, and four sums in turn let the
+	// additions overlap (Observe checks the whole k×k covariance every slice).
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		s0 += v[i] - v[i]
+		s1 += v[i+1] - v[i+1]
+		s2 += v[i+2] - v[i+2]
+		s3 += v[i+3] - v[i+3]
 	}
-	return true
+	for ; i < len(v); i++ {
+		s0 += v[i] - v[i]
+	}
+	return s0+s1+s2+s3 == 0
 }
 
 func median(v []float64) float64 {
@@ -707,14 +716,15 @@ func (md *Model) withClocks(s inference.Slice) inference.Slice {
 // update, ph being P·h.
 func (md *Model) downdate(ph []float64, c float64) {
 	k := md.k
-	for i := range k {
-		pi := ph[i] * c
+	ph = ph[:k]
+	for i, v := range ph {
+		pi := v * c
 		if pi == 0 {
 			continue
 		}
-		row := md.P[i*k : i*k+k]
-		for j := range k {
-			row[j] -= pi * ph[j]
+		row := md.P[i*k : i*k+k][:len(ph)]
+		for j, w := range ph {
+			row[j] -= pi * w
 		}
 	}
 }

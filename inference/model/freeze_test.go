@@ -5,7 +5,8 @@ import (
 )
 
 // TestKeptLevelErrorEach: the one-sweep level errors freeze uses are, slice by slice,
-// the same numbers as keptLevelError of each slice alone, with slices frozen before.
+// the same numbers as keptLevelError of each slice alone, with slices frozen before, and
+// the table of powers they take gives math.Pow's.
 func TestKeptLevelErrorEach(t *testing.T) {
 	md, sl := benchSetup(&testing.B{}, 35)
 	md.hist.limit = 120
@@ -21,10 +22,11 @@ func TestKeptLevelErrorEach(t *testing.T) {
 	from, to := h.lo, h.t
 	out := make([]float64, to-from)
 	nonzero := 0
+	pw := md.levelPowers()
 	for e := range md.n {
-		md.keptLevelErrorEach(e, from, to, out)
+		md.keptLevelErrorEach(e, from, to, out, pw)
 		for s := from; s < to; s++ {
-			if want := md.keptLevelError(e, s, s+1); out[s-from] != want {
+			if want := md.keptLevelError(e, s, s+1, nil); out[s-from] != want {
 				t.Fatalf("event %d slice %d: %g in one sweep, %g alone", e, s, out[s-from], want)
 			}
 			if out[s-from] != 0 {

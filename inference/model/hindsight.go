@@ -178,7 +178,7 @@ func (md *Model) lookahead() int {
 func (h *history) reuse(old *history) {
 	h.d, h.exact = old.d[:0], old.exact[:0]
 	h.a, h.qs, h.qb, h.rid = old.a[:0], old.qs[:0], old.qb[:0], old.rid[:0]
-	h.mp, h.mf, h.pf = old.mp[:0], old.mf[:0], old.pf[:0]
+	h.mp, h.mf, h.pf, h.vf = old.mp[:0], old.mf[:0], old.pf[:0], old.vf[:0]
 	h.frozen.marks = old.frozen.marks // refilter runs only before anything froze
 }
 

@@ -28,6 +28,7 @@ type history struct {
 	rid    []int     // (t−lo): id of the step correlation matrix used
 	mp, mf []float64 // (t−lo)·k
 	pf     []float64 // (t−lo)·k·k; predicted covariances are recomputed from these
+	vf     []float64 // (t−lo)·n: per event, its rate's filtered variance (from pf)
 	frozen frozen    // slices [0, lo)
 }
 
@@ -74,6 +75,26 @@ func grow(s []float64, add int) []float64 {
 	return s
 }
 
+// rowVar is the variance of an event's rate, row·P·rowᵀ, for a k×k covariance P.
+func rowVar(row []entry, p []float64, k int) float64 {
+	v := 0.0
+	for _, a := range row {
+		for _, b := range row {
+			v += a.c * b.c * p[a.i*k+b.i]
+		}
+	}
+	return v
+}
+
+// extend appends n zeros to s, doubling its storage when it must grow: unmarked, the
+// frozen sums gain a block every slice for the whole run.
+func extend(s []float64, n int) []float64 {
+	s = grow(s, n)
+	s = s[:len(s)+n]
+	clear(s[len(s)-n:])
+	return s
+}
+
 func (h *history) pushPredicted(m, qs, qb, a []float64, rid int, d float64) {
 	h.qb = append(grow(h.qb, len(qb)), qb...)
 	h.d = append(h.d, d)
@@ -108,6 +129,14 @@ func (md *Model) predicted(i int, p []float64) {
 func (h *history) pushFiltered(m, p []float64, s inference.Slice, n int, same [][2]int, rows [][]entry) {
 	h.mf = append(grow(h.mf, len(m)), m...)
 	h.pf = append(grow(h.pf, len(p)), p...)
+	// Each event's variance now, while p is in cache: freeze would otherwise read a
+	// few scattered rows of every frozen slice's covariance, one cache miss each.
+	k := len(m)
+	vbase := len(h.vf)
+	h.vf = grow(h.vf, n)[:vbase+n]
+	for e, row := range rows[:n] {
+		h.vf[vbase+e] = rowVar(row, p, k)
+	}
 	base := len(h.exact)
 	h.exact = grow(h.exact, n)[:base+n]
 	ex := h.exact[base:]
@@ -235,11 +264,12 @@ func (md *Model) freeze(w int) {
 	}
 	// Unmarked, every slice is a block of its own: its level error, per event, in one
 	// sweep over the window.
+	pw := md.levelPowers()
 	var each []float64
 	if !f.marked {
 		each = make([]float64, n*w)
 		for e := range n {
-			md.keptLevelErrorEach(e, h.lo, h.lo+w, each[e*w:(e+1)*w])
+			md.keptLevelErrorEach(e, h.lo, h.lo+w, each[e*w:(e+1)*w], pw)
 		}
 	}
 	// Freeze smoothed values where the last smoothing pass (a live reader's Estimate)
@@ -256,7 +286,7 @@ func (md *Model) freeze(w int) {
 		if newBlock {
 			f.start = append(f.start, s)
 			for _, arr := range []*[]float64{&f.m, &f.sd, &f.counted, &f.un, &f.level} {
-				*arr = append(*arr, make([]float64, n)...)
+				*arr = extend(*arr, n)
 			}
 		}
 		b := len(f.start) - 1
@@ -274,22 +304,24 @@ func (md *Model) freeze(w int) {
 				if each != nil {
 					f.level[b*n+e] += each[e*w+i]
 				} else {
-					f.level[b*n+e] += md.keptLevelError(e, s, end)
+					f.level[b*n+e] += md.keptLevelError(e, s, end, pw)
 				}
 			}
 		}
-		m, p := h.mf[i*k:(i+1)*k], h.pf[i*kk:(i+1)*kk]
+		m, vf := h.mf[i*k:(i+1)*k], h.vf[i*n:(i+1)*n]
+		var ps []float64 // smoothed covariance, if any
 		if c.base == h.lo && c.lo <= s && c.upTo > s {
-			m, p = c.ms[i*k:(i+1)*k], c.ps[i*kk:(i+1)*kk]
+			m, ps = c.ms[i*k:(i+1)*k], c.ps[i*kk:(i+1)*kk]
 		}
 		d := h.d[i]
 		for e := range n {
-			v, vr := 0.0, 0.0
+			v := 0.0
 			for _, a := range md.rows[e] {
 				v += a.c * m[a.i]
-				for _, b := range md.rows[e] {
-					vr += a.c * b.c * p[a.i*k+b.i]
-				}
+			}
+			vr := vf[e]
+			if ps != nil {
+				vr = rowVar(md.rows[e], ps, k)
 			}
 			f.m[b*n+e] += d * v
 			f.sd[b*n+e] += d * math.Sqrt(math.Max(vr, 0))
@@ -310,6 +342,7 @@ func (md *Model) freeze(w int) {
 	h.mp = h.mp[:copy(h.mp, h.mp[w*k:])]
 	h.mf = h.mf[:copy(h.mf, h.mf[w*k:])]
 	h.pf = h.pf[:copy(h.pf, h.pf[w*kk:])]
+	h.vf = h.vf[:copy(h.vf, h.vf[w*n:])]
 	h.lo += w
 	// Correlation matrices no kept slice refers to can go.
 	if len(h.rid) > 0 {

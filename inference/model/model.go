@@ -187,6 +187,7 @@ type Model struct {
 	ph  []float64
 	xs  []float64
 	obs []meas
+	pw  []float64 // levelPowers
 
 	hist  history
 	cache smoothCache

@@ -225,3 +225,29 @@ func TestNonlinearRelation(t *testing.T) {
 		}
 	}
 }
+
+// finite finds a NaN or an infinity wherever it sits (the unrolled body or the tail)
+// and passes the largest finite values (whose x−x is still 0).
+func TestFinite(t *testing.T) {
+	for n := range 11 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = float64(i) * 1e300
+			if i%2 == 1 {
+				v[i] = -math.MaxFloat64
+			}
+		}
+		if !finite(v) {
+			t.Errorf("%d finite values: not finite", n)
+		}
+		for i := range n {
+			for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+				w := append([]float64(nil), v...)
+				w[i] = bad
+				if finite(w) {
+					t.Errorf("%g at %d of %d: finite", bad, i, n)
+				}
+			}
+		}
+	}
+}
