@@ -76,6 +76,8 @@ func benchSlice(b *testing.B, opt Options) {
 				i++
 			}
 			b.ReportMetric(float64(md.StateDim()), "state-dim")
+			// Every this many slices one freezes half the history (bench_ir.sh needs it).
+			b.ReportMetric(float64(md.hist.limit/2), "slices/freeze")
 		})
 	}
 }

@@ -410,11 +410,7 @@ func (md *Model) updateDense(h []entry, y, r float64) {
 		pii := ph[i] / h[0].c
 		md.P[i*k+i] = pii * r / (h[0].c*h[0].c*pii + r)
 	}
-	for i := range k {
-		if md.P[i*k+i] < 0 {
-			md.P[i*k+i] = 0
-		}
-	}
+	md.clampVariances()
 }
 
 // determined reports whether an identity over the form g may inform this slice: when
@@ -607,10 +603,14 @@ func (md *Model) truncate(g []entry, k0, at float64, atMode, shrink bool) {
 			return
 		}
 	}
-	mu, s2 := k0, rowVar(g, md.P, k)
+	mu := k0
 	for _, a := range g {
 		mu += a.c * md.m[a.i]
 	}
+	if mu > 0 && at <= 0 {
+		return // alpha > 0 >= at below, whatever the variance: most bounds, most slices
+	}
+	s2 := rowVar(g, md.P, k)
 	if !(s2 > 0) {
 		return
 	}
@@ -635,11 +635,7 @@ func (md *Model) truncate(g []entry, k0, at float64, atMode, shrink bool) {
 	if shrink {
 		md.downdate(ph, (1-newVar/s2)/s2)
 	}
-	for i := range k {
-		if md.P[i*k+i] < 0 {
-			md.P[i*k+i] = 0
-		}
-	}
+	md.clampVariances()
 }
 
 // invMills is φ(a)/Φ(a), computed stably for very negative a.
@@ -660,15 +656,14 @@ func finite(v []float64) bool {
 	// when every element is finite; it cannot overflow, and four sums in turn let the
 	// additions overlap (Observe checks the whole k×k covariance every slice).
 	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(v); i += 4 {
-		s0 += v[i] - v[i]
-		s1 += v[i+1] - v[i+1]
-		s2 += v[i+2] - v[i+2]
-		s3 += v[i+3] - v[i+3]
+	for ; len(v) >= 4; v = v[4:] {
+		s0 += v[0] - v[0]
+		s1 += v[1] - v[1]
+		s2 += v[2] - v[2]
+		s3 += v[3] - v[3]
 	}
-	for ; i < len(v); i++ {
-		s0 += v[i] - v[i]
+	for _, x := range v {
+		s0 += x - x
 	}
 	return s0+s1+s2+s3 == 0
 }
@@ -710,6 +705,16 @@ func (md *Model) withClocks(s inference.Slice) inference.Slice {
 	}
 	s.Readings = md.cbuf
 	return s
+}
+
+// clampVariances sets the covariance's negative diagonal entries (rounding after an
+// update) to zero.
+func (md *Model) clampVariances() {
+	for i := 0; i < len(md.P); i += md.k + 1 {
+		if md.P[i] < 0 {
+			md.P[i] = 0
+		}
+	}
 }
 
 // downdate subtracts c·ph·phᵀ from the covariance: the rank-one change of a scalar
