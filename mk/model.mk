@@ -17,6 +17,13 @@ model-bench:
 	$(GO) test -run '^$$' -bench 'BenchmarkSlice' -benchtime 3000x -count 3 -cpu 1 ./inference/model/
 	$(GO) test -run '^$$' -bench 'BenchmarkSmooth/events=(8|16|35|64)$$' -benchtime 50x -cpu 1 ./inference/model/
 
+# model-bench-ir counts the instructions of one online slice update under callgrind, a
+# figure that repeats on a noisy machine (BENCH_EVENTS: event counts, default 35).
+.PHONY: model-bench-ir
+model-bench-ir:
+	command -v valgrind >/dev/null || apt-get install -y valgrind
+	inference/model/bench_ir.sh $(BENCH_EVENTS)
+
 # Diagnostics of the model: each prints per-trace and per-event figures that the tests
 # do not judge (inference/model/diag_test.go says what each showed). DIAG_TRACES
 # narrows the traces (comma-separated names, default all); CUT and SKIP cut the live
