@@ -453,3 +453,20 @@ func TestLiveRepeatsNamed(t *testing.T) {
 		t.Errorf("the run's trace does not replay: %v", err)
 	}
 }
+
+// A scored run keeps every slice's covariances when they fit the budget (so the whole
+// run is smoothed and Finish's second pass runs), else as many slices as fit; never
+// fewer than the model's own minimum.
+func TestWholeRunHistory(t *testing.T) {
+	for _, c := range []struct{ slices, events, want int }{
+		{2106, 60, 2107}, // live-gcc (corpus): the whole run
+		{8424, 60, 8425}, // played four times over: 243 MB, fits
+		{100000, 60, runHistoryBudget / (8 * 3600)}, // 2.9 GB: as many as fit
+		{10, 3, 64},
+		{5000, 2000, 64}, // 32 MB a slice: the model's minimum
+	} {
+		if got := wholeRunHistory(c.slices, c.events); got != c.want {
+			t.Errorf("%d slices of %d events: history %d, want %d", c.slices, c.events, got, c.want)
+		}
+	}
+}
