@@ -36,7 +36,7 @@ live-traces: $(BIN)/bayesperf
 			--save-trace internal/eval/testdata/live-$$w.csv -- $(BIN)/bayesperf workload $$w --duration 3s --seed 1 >/dev/null; \
 	done
 
-.PHONY: corpus corpus-phases corpus-budgets
+.PHONY: corpus corpus-phases corpus-budgets corpus-online
 # corpus prints TestCorpus's figures on the corpus's validation half and what falls
 # short of issue 13's acceptance (CORPUS_HALF=tune: the tuning half).
 CORPUS_HALF ?= valid
@@ -50,3 +50,7 @@ corpus-phases:
 # (fewer and more; first start) and prints the figures corpus judges (about a minute).
 corpus-budgets:
 	BAYESPERF_CORPUS=$(CORPUS_HALF) BAYESPERF_CORPUS_BUDGETS=1 $(GO) test -count=1 -timeout 30m -run '^TestCorpusBudgets$$' -v ./internal/eval/
+# corpus-online prints the figures of the values a live reader gets (each interval
+# estimated right after it ends), which corpus does not judge (about a minute).
+corpus-online:
+	BAYESPERF_CORPUS=$(CORPUS_HALF) BAYESPERF_CORPUS_ONLINE=1 $(GO) test -count=1 -timeout 30m -run '^TestCorpusOnline$$' -v ./internal/eval/

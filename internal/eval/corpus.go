@@ -124,6 +124,22 @@ func scoreCorpusTrace(dir string, fam CorpusFamily, file string, universe []stri
 	return Score(obs, opt)
 }
 
+// ScoreCorpusOnline scores the trace as ScoreCorpusTrace does on the values a tool
+// reading live gets (Options.Online: each interval estimated right after its last
+// slice, by the filter's first pass smoothed back over the interval), not the final ones.
+func ScoreCorpusOnline(dir string, fam CorpusFamily, file string, universe []string) (*Result, error) {
+	tr, opt, err := corpusTrace(dir, fam, file, universe)
+	if err != nil {
+		return nil, err
+	}
+	opt.Online = true
+	obs, err := FromTraceAt(tr, fam.Counters, fam.Fixed, opt.Relations, 0)
+	if err != nil {
+		return nil, err
+	}
+	return Score(obs, opt)
+}
+
 // ScoreCorpusBudget scores the trace as ScoreCorpusTrace does on a budget of counters
 // other than the family's (its fixed events still take theirs).
 func ScoreCorpusBudget(dir string, fam CorpusFamily, file string, universe []string, counters int) (*Result, error) {
