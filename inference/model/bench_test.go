@@ -42,8 +42,8 @@ func benchSetupWith(b *testing.B, n int, opt Options) (*Model, []inference.Slice
 
 // BenchmarkSlice times one online slice update (Observe): predict, condition on the
 // slice's readings and relations, learn. ns/op is the time per slice. The model has
-// the default options, as eval's replays run it: past the history's limit every slice
-// freezes into a block of its own.
+// the default options (bayesperf stat's; eval keeps a replay's whole run instead):
+// past the history's limit every slice freezes into a block of its own.
 func BenchmarkSlice(b *testing.B) {
 	benchSlice(b, Options{})
 }
