@@ -269,47 +269,6 @@ func TestCorpusPhases(t *testing.T) {
 // ratio. Nothing was tuned at these budgets.
 //
 //	BAYESPERF_CORPUS_BUDGETS=1 go test -count=1 -run TestCorpusBudgets -v ./internal/eval/
-//
-// TestCorpusOnline prints the figures of the values a live reader gets (make
-// corpus-online), which the acceptance does not judge and TestCorpus does not show: the
-// first pass alone can do harm that the final pass repairs.
-func TestCorpusOnline(t *testing.T) {
-	if os.Getenv("BAYESPERF_CORPUS_ONLINE") == "" {
-		t.Skip("diagnostic: make corpus-online (BAYESPERF_CORPUS_ONLINE=1)")
-	}
-	half, split, universe := corpusHalf(t)
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n%-22s %s\n", "trace ("+half+", online)", figuresHeader)
-	for _, fam := range CorpusFamilies {
-		files, err := CorpusTraces(corpusDir, fam, split, half)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var reds []float64
-		above, worst, worstAt := 0, 0.0, ""
-		for _, f := range files {
-			res, err := ScoreCorpusOnline(corpusDir, fam, f, universe)
-			if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			bp, lx := res.Estimators[BayesPerf], res.Estimators[Linux]
-			reds = append(reds, res.ErrorReduction[BayesPerf])
-			if bp.WAPE > lx.WAPE {
-				above++
-			}
-			if w := deref(bp.WorstRatio); w > worst {
-				worst, worstAt = w, fmt.Sprintf("%s %s", filepath.Base(f), deref(bp.WorstEvent))
-			}
-			fmt.Fprintf(&b, "%-22s %s\n", filepath.Base(f), figures(res))
-		}
-		if len(reds) > 0 {
-			fmt.Fprintf(&b, "%-22s %8.2fx median over %d traces; mean WAPE above linux's on %d; largest worst ratio %.2fx (%s)\n",
-				fam.Prefix+"*", metrics.Median(reds), len(reds), above, worst, worstAt)
-		}
-	}
-	t.Log(b.String())
-}
-
 func TestCorpusBudgets(t *testing.T) {
 	if os.Getenv("BAYESPERF_CORPUS_BUDGETS") == "" {
 		t.Skip("diagnostic: make corpus-budgets (BAYESPERF_CORPUS_BUDGETS=1)")
@@ -345,6 +304,46 @@ func TestCorpusBudgets(t *testing.T) {
 				fmt.Fprintf(&b, "%-22s %8d %8.2fx median over %d traces; mean WAPE above linux's on %d; largest worst ratio %.2fx (%s)\n",
 					fam.Prefix+"*", c, metrics.Median(reds), len(reds), above, worst, worstAt)
 			}
+		}
+	}
+	t.Log(b.String())
+}
+
+// TestCorpusOnline prints the figures of the values a live reader gets (make
+// corpus-online), which the acceptance does not judge and TestCorpus does not show: the
+// first pass alone can do harm that the final pass repairs.
+func TestCorpusOnline(t *testing.T) {
+	if os.Getenv("BAYESPERF_CORPUS_ONLINE") == "" {
+		t.Skip("diagnostic: make corpus-online (BAYESPERF_CORPUS_ONLINE=1)")
+	}
+	half, split, universe := corpusHalf(t)
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-22s %s\n", "trace ("+half+", online)", figuresHeader)
+	for _, fam := range CorpusFamilies {
+		files, err := CorpusTraces(corpusDir, fam, split, half)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reds []float64
+		above, worst, worstAt := 0, 0.0, ""
+		for _, f := range files {
+			res, err := ScoreCorpusOnline(corpusDir, fam, f, universe)
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			bp, lx := res.Estimators[BayesPerf], res.Estimators[Linux]
+			reds = append(reds, res.ErrorReduction[BayesPerf])
+			if bp.WAPE > lx.WAPE {
+				above++
+			}
+			if w := deref(bp.WorstRatio); w > worst {
+				worst, worstAt = w, fmt.Sprintf("%s %s", filepath.Base(f), deref(bp.WorstEvent))
+			}
+			fmt.Fprintf(&b, "%-22s %s\n", filepath.Base(f), figures(res))
+		}
+		if len(reds) > 0 {
+			fmt.Fprintf(&b, "%-22s %8.2fx median over %d traces; mean WAPE above linux's on %d; largest worst ratio %.2fx (%s)\n",
+				fam.Prefix+"*", metrics.Median(reds), len(reds), above, worst, worstAt)
 		}
 	}
 	t.Log(b.String())

@@ -149,15 +149,16 @@ func estimators(obs Observations, opt Options) ([]entrant, []string, error) {
 }
 
 // runHistoryBudget bounds the covariances one model keeps while a run is scored: 8·k²
-// bytes a slice for k free rates (k <= the events), and Finish's smoothing holds as
-// much again while it runs. Two models are scored (bayesperf and bayesperf-rr).
+// bytes a slice for k free rates (k <= the events); Finish's smoothing holds twice as
+// much again (smoothed covariances and gains). Two models are scored, one after the
+// other (bayesperf-rr and bayesperf).
 const runHistoryBudget = 256 << 20
 
 // wholeRunHistory is the model's Options.History for scoring a run of the given slices
 // over n events: the whole run when its covariances fit runHistoryBudget, else as many
 // slices as fit. The model's default keeps 64 MiB; past it the oldest slices keep
 // their filtered values, unsmoothed, and Finish's second pass, which needs the whole
-// run, is skipped: live-gcc (corpus, 2106 slices, 54 events) played twice over had
+// run, is skipped: live-gcc (corpus, 2106 slices, 60 events) played twice over had
 // bayesperf's error reduction fall from 1.24x to 1.11x and its mean WAPE rise from
 // 0.893 to 1.043 (Linux's 1.11); with the whole run kept, 1.26x and 0.892.
 func wholeRunHistory(slices, n int) int {
