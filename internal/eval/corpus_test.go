@@ -282,27 +282,17 @@ func TestCorpusBudgets(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range fam.Budgets {
-			var reds []float64
-			above, worst, worstAt := 0, 0.0, ""
+			var ft familyTally
 			for _, f := range files {
 				res, err := ScoreCorpusBudget(corpusDir, fam, f, universe, c)
 				if err != nil {
 					t.Fatalf("%s at %d counters: %v", f, c, err)
 				}
-				bp, lx := res.Estimators[BayesPerf], res.Estimators[Linux]
-				red := res.ErrorReduction[BayesPerf]
-				reds = append(reds, red)
-				if bp.WAPE > lx.WAPE {
-					above++
-				}
-				if w := deref(bp.WorstRatio); w > worst {
-					worst, worstAt = w, fmt.Sprintf("%s %s", filepath.Base(f), deref(bp.WorstEvent))
-				}
+				ft.add(f, res)
 				fmt.Fprintf(&b, "%-22s %8d %s\n", filepath.Base(f), c, figures(res))
 			}
-			if len(reds) > 0 {
-				fmt.Fprintf(&b, "%-22s %8d %8.2fx median over %d traces; mean WAPE above linux's on %d; largest worst ratio %.2fx (%s)\n",
-					fam.Prefix+"*", c, metrics.Median(reds), len(reds), above, worst, worstAt)
+			if len(ft.reds) > 0 {
+				fmt.Fprintf(&b, "%-22s %8d %s\n", fam.Prefix+"*", c, ft.summary())
 			}
 		}
 	}
@@ -324,27 +314,43 @@ func TestCorpusOnline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var reds []float64
-		above, worst, worstAt := 0, 0.0, ""
+		var ft familyTally
 		for _, f := range files {
 			res, err := ScoreCorpusOnline(corpusDir, fam, f, universe)
 			if err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
-			bp, lx := res.Estimators[BayesPerf], res.Estimators[Linux]
-			reds = append(reds, res.ErrorReduction[BayesPerf])
-			if bp.WAPE > lx.WAPE {
-				above++
-			}
-			if w := deref(bp.WorstRatio); w > worst {
-				worst, worstAt = w, fmt.Sprintf("%s %s", filepath.Base(f), deref(bp.WorstEvent))
-			}
+			ft.add(f, res)
 			fmt.Fprintf(&b, "%-22s %s\n", filepath.Base(f), figures(res))
 		}
-		if len(reds) > 0 {
-			fmt.Fprintf(&b, "%-22s %8.2fx median over %d traces; mean WAPE above linux's on %d; largest worst ratio %.2fx (%s)\n",
-				fam.Prefix+"*", metrics.Median(reds), len(reds), above, worst, worstAt)
+		if len(ft.reds) > 0 {
+			fmt.Fprintf(&b, "%-22s %s\n", fam.Prefix+"*", ft.summary())
 		}
 	}
 	t.Log(b.String())
+}
+
+// familyTally sums up a family's traces for the diagnostics: bayesperf's error
+// reductions, the traces whose mean WAPE is above Linux's, and the largest worst ratio.
+type familyTally struct {
+	reds    []float64
+	above   int
+	worst   float64
+	worstAt string
+}
+
+func (ft *familyTally) add(file string, res *Result) {
+	bp, lx := res.Estimators[BayesPerf], res.Estimators[Linux]
+	ft.reds = append(ft.reds, res.ErrorReduction[BayesPerf])
+	if bp.WAPE > lx.WAPE {
+		ft.above++
+	}
+	if w := deref(bp.WorstRatio); w > ft.worst {
+		ft.worst, ft.worstAt = w, fmt.Sprintf("%s %s", filepath.Base(file), deref(bp.WorstEvent))
+	}
+}
+
+func (ft *familyTally) summary() string {
+	return fmt.Sprintf("%8.2fx median over %d traces; mean WAPE above linux's on %d; largest worst ratio %.2fx (%s)",
+		metrics.Median(ft.reds), len(ft.reds), ft.above, ft.worst, ft.worstAt)
 }
