@@ -119,7 +119,7 @@ func (a *activity) add(md *Model, d float64) {
 	if a.off {
 		return
 	}
-	a.shareN = math.Min(a.shareN+1, 256)
+	a.shareN = min(a.shareN+1, 256)
 	a.cand = a.cand[:0]
 	for e := range a.share {
 		x := 0.0

@@ -54,15 +54,15 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 			for _, a := range row {
 				v += a.c * a.c * sOf[a.i] * sOf[a.i]
 			}
-			s = math.Max(s, math.Sqrt(v))
+			s = max(s, math.Sqrt(v))
 		}
 		est := inference.Estimate{Value: val, Lo: val - q*s, Hi: val + q*s, HasInterval: true, Status: inference.StatusInferred}
 		if !md.opt.AllowNegative {
 			// Counts are never negative, so what the slices counted whole already
 			// saw is a floor for the interval's count.
-			est.Value = math.Max(est.Value, counted)
-			est.Lo = math.Max(est.Lo, counted)
-			est.Hi = math.Max(est.Hi, counted)
+			est.Value = max(est.Value, counted)
+			est.Lo = max(est.Lo, counted)
+			est.Hi = max(est.Hi, counted)
 		}
 		if math.IsNaN(est.Value) || math.IsInf(est.Value, 0) || math.IsNaN(sd[e]) {
 			est = inference.Estimate{Status: inference.StatusNotCounted}
@@ -299,7 +299,7 @@ func (md *Model) Posterior(from, to int) (mean, sd []float64) {
 			val += f.m[b*md.n+e]
 			fsd += f.sd[b*md.n+e]
 		}
-		vr = math.Max(vr, 0)
+		vr = max(vr, 0)
 		if fsd > 0 {
 			vr += fsd*fsd + 2*fsd*math.Sqrt(vr)
 		}

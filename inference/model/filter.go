@@ -40,7 +40,7 @@ func (md *Model) Observe(s inference.Slice) error {
 		md.start(d)
 	}
 	// The usual slice duration: a running mean over recent slices.
-	md.dN = math.Min(md.dN+1, 64)
+	md.dN = min(md.dN+1, 64)
 	md.dTyp += (d - md.dTyp) / md.dN
 	md.predict(d)
 	md.hist.pushPredicted(md.m, md.lrn.qs, md.lrn.qb, md.lrn.a, md.lrn.rid, d)
@@ -205,7 +205,7 @@ func (md *Model) start(d float64) {
 	for i := range md.k {
 		md.big[i] = priorWidth * typ
 		if i < len(md.runRate) && md.runRate[i] > 0 {
-			md.big[i] = math.Max(priorWidth*md.runRate[i], 1/d)
+			md.big[i] = max(priorWidth*md.runRate[i], 1/d)
 		}
 		md.P[i*md.k+i] = md.big[i] * md.big[i]
 	}
@@ -252,13 +252,28 @@ func (md *Model) predict(d float64) {
 		// too (l.burst, added in the next slice): whether the rate stays up is for
 		// the next reading to say, so that a one-slice burst is not carried into the
 		// slices after it while a new phase still is (docs/model.md).
-		b := math.Max(l.scale[i]*l.scale[i], l.rnoise[i]) * (1/lam[i] - 1)
+		b := max(l.scale[i]*l.scale[i], l.rnoise[i]) * (1/lam[i] - 1)
 		l.qb[i] = b + l.burst[i]
-		l.burst[i] = math.Max(b, l.first[i])
+		l.burst[i] = max(b, l.first[i])
 	}
 	// P ← F·P·F + diag(qs)·corr·diag(qs) + diag(qb), in one pass.
 	// (The slices are cut to one length so that the inner loop runs without bounds
 	// checks: this and downdate are most of Observe's arithmetic.)
+	if l.identity {
+		// Without learned correlations (the default) the step is diagonal: the same
+		// values, without multiplying by the correlations' zeros.
+		for i := range k {
+			row := md.P[i*k : i*k+k]
+			a := l.a[:len(row)]
+			ai := a[i]
+			for j, v := range row {
+				row[j] = ai * a[j] * v
+			}
+			row[i] += l.qs[i] * l.qs[i]
+			row[i] += l.qb[i]
+		}
+		return
+	}
 	for i := range k {
 		row := md.P[i*k : i*k+k]
 		crow := l.corr[i*k : i*k+k][:len(row)]
@@ -278,7 +293,7 @@ func (md *Model) readingNoise() {
 	for x := range md.obs {
 		if o := &md.obs[x]; o.pois {
 			c := l.mu[o.h[0].i] * o.span
-			o.r += math.Max(c, 1) / (o.span * o.span)
+			o.r += max(c, 1) / (o.span * o.span)
 			if md.dTyp > o.span {
 				// A count over a slice shorter than usual (the task ran for part of
 				// it) samples the rate over a fraction of a usual slice: like a count
@@ -355,11 +370,11 @@ func (md *Model) studentT(d float64) []float64 {
 			// An inferred interval adds the scatter of an uncounted slice's count
 			// (Model.scatter), unscaled, where a reading has its noise: the scale
 			// is calibrated for the rest, or it learns the scatter a second time.
-			sc := math.Max(rv, l.countScatter(o.event, c*l.mu[i]*d, 1)/(d*d))
+			sc := max(rv, l.countScatter(o.event, c*l.mu[i]*d, 1)/(d*d))
 			l.calibrate(o.event, nu*nu, sl, sc)
 		}
 		if dof := md.opt.Dof; dof > 0 {
-			lam[i] = math.Max(math.Min((dof+1)/(dof+r2), 1), 1e-2)
+			lam[i] = max(min((dof+1)/(dof+r2), 1), 1e-2)
 		}
 	}
 	return lam
@@ -566,8 +581,25 @@ func (md *Model) applyInequalities(d float64) {
 		if c.nonneg {
 			at = md.nonnegAt
 		}
+		if !md.mayBind(c.g, c.k/d, at) {
+			continue // most bounds, most slices: spares truncate and the flags below
+		}
 		md.truncate(c.g, c.k/d, at, c.nonneg && md.asleep(c.g, d), c.nonneg || !md.sleeper(c.g, d))
 	}
+}
+
+// mayBind reports whether truncate(g, k0, at, ...) might move the posterior: every
+// term has been counted, and the bound's mean is not above zero or at is above 0 (so
+// that its variance decides). Cheaper than truncate's own checks, in one pass.
+func (md *Model) mayBind(g []entry, k0, at float64) bool {
+	mu := k0
+	for _, a := range g {
+		if !md.seen[a.i] {
+			return false
+		}
+		mu += a.c * md.m[a.i]
+	}
+	return !(mu > 0 && at <= 0)
 }
 
 // sleeper reports whether a term on the lower side of g (a negative coefficient) is a
@@ -625,7 +657,7 @@ func (md *Model) truncate(g []entry, k0, at float64, atMode, shrink bool) {
 	if atMode {
 		newMu = 0
 	}
-	newVar := s2 * math.Max(1-lam*(lam+alpha), 1e-9)
+	newVar := s2 * max(1-lam*(lam+alpha), 1e-9)
 	// Shift the mean along P g and shrink the variance in that direction.
 	ph := md.covWith(g)
 	shift := (newMu - mu) / s2

@@ -92,7 +92,7 @@ func (md *Model) refilter() {
 		for ; next < T && next <= t+ahead; next++ {
 			s := r.slice(next)
 			nm.learnAhead(s, dTyp, dN > 0)
-			dN = math.Min(dN+1, 64)
+			dN = min(dN+1, 64)
 			dTyp += (s.Duration - dTyp) / dN
 		}
 		// A slice that failed in the first pass may fail again: the model then keeps

@@ -329,7 +329,7 @@ func (md *Model) freeze(w int) {
 				vr = rowVar(md.rows[e], ps, k)
 			}
 			f.m[b*n+e] += d * v
-			f.sd[b*n+e] += d * math.Sqrt(math.Max(vr, 0))
+			f.sd[b*n+e] += d * math.Sqrt(max(vr, 0))
 			if x := h.exact[i*n+e]; math.IsNaN(x) {
 				f.un[b*n+e]++
 			} else {

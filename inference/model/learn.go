@@ -46,6 +46,7 @@ type learner struct {
 	s, sq        []float64 // pair sums: s[i*k+j] Σ u_i u_j; sq[i*k+j] Σ u_i² over pairs with j
 	cnt          []float64 // pair weights
 	corr         []float64 // correlation matrix in use (positive definite)
+	identity     bool      // corr is the identity: no correlations learned (the default)
 	scale        []float64 // per component innovation standard deviation of the current slice
 	prevY        []float64
 	prevT        []int
@@ -113,6 +114,7 @@ func (l *learner) init(k, n int, opt Options) {
 	for i := range k {
 		l.corr[i*k+i] = 1
 	}
+	l.identity = true
 	l.rvers = map[int][]float64{0: l.corr}
 	l.rank = min(factors, max(k-1, 0))
 	l.load = make([]float64, k*l.rank)
@@ -160,13 +162,13 @@ func (l *learner) init(k, n int, opt Options) {
 func (l *learner) calibrate(e int, nu2, v, sc float64) {
 	step := func(logc, n *float64, q, p float64) {
 		*n++
-		rate := math.Max(0.05, 0.5/math.Sqrt(*n))
+		rate := max(0.05, 0.5/math.Sqrt(*n))
 		miss := 0.0
 		if nu2 > q*(math.Exp(2**logc)*v+sc) {
 			miss = 1
 		}
 		*logc += rate * (miss - p)
-		*logc = math.Max(math.Log(0.25), math.Min(math.Log(20), *logc))
+		*logc = max(math.Log(0.25), min(math.Log(20), *logc))
 	}
 	if l.calN[e] == 0 {
 		l.logcE[e] = l.logc80
@@ -200,19 +202,19 @@ func (l *learner) persistence(i int) float64 {
 	if !(l.stat[i] > 0) {
 		return 0.9
 	}
-	return math.Max(0, math.Min(0.99, 1-l.vol[i]/(2*l.stat[i])))
+	return max(0, min(0.99, 1-l.vol[i]/(2*l.stat[i])))
 }
 
 // disperse records a counted slice's innovation nu (rate units) against its predicted
 // variance s, for event e whose level is mu, in a slice of duration d.
 func (l *learner) disperse(e int, nu, s, mu, d float64) {
-	ex := math.Max(0, nu*nu-s) * d * d
+	ex := max(0, nu*nu-s) * d * d
 	if math.IsNaN(ex) || math.IsInf(ex, 0) || math.IsNaN(mu) || math.IsInf(mu, 0) {
 		return
 	}
 	l.dispN[e] = l.gamma*l.dispN[e] + 1
 	l.dispV[e] += (ex - l.dispV[e]) / l.dispN[e]
-	l.dispM[e] += (math.Max(mu, 0)*d - l.dispM[e]) / l.dispN[e]
+	l.dispM[e] += (max(mu, 0)*d - l.dispM[e]) / l.dispN[e]
 }
 
 // dispersion is event e's index of dispersion: the variance of a slice's count that
@@ -222,7 +224,7 @@ func (l *learner) dispersion(e int) float64 {
 	if l.dispN[e] < 4 || !(l.dispM[e] > 0) {
 		return 1
 	}
-	return math.Max(1, l.dispV[e]/l.dispM[e])
+	return max(1, l.dispV[e]/l.dispM[e])
 }
 
 // countScatter is the variance, beyond the walk's, of event e's count over slices
@@ -230,7 +232,7 @@ func (l *learner) dispersion(e int) float64 {
 // least the mean count of a slice per slice. Model.scatter adds it to inferred intervals;
 // calibrate leaves it out of the scale it learns.
 func (l *learner) countScatter(e int, count, slices float64) float64 {
-	return l.dispersion(e) * math.Max(count, l.dispM[e]*slices)
+	return l.dispersion(e) * max(count, l.dispM[e]*slices)
 }
 
 // levelVar is the variance of component i's level estimate, in rate units.
@@ -240,7 +242,7 @@ func (l *learner) levelVar(i int, d float64) float64 {
 		return rv * l.mu[i] * l.mu[i]
 	}
 	sc := relScale(l.level[i], l.level[i], d)
-	return l.stat[i] * sc * sc / math.Max(l.levelN[i], 1)
+	return l.stat[i] * sc * sc / max(l.levelN[i], 1)
 }
 
 // oracleWalk holds walk parameters computed from the truth (tests only).
@@ -252,7 +254,7 @@ type oracleWalk struct {
 // least a quarter of its long-run level and one count per slice, so that a rate that
 // sits at zero may still jump.
 func relScale(x, level, d float64) float64 {
-	flo := math.Max(1/d, 0.25*level)
+	flo := max(1/d, 0.25*level)
 	return math.Sqrt(x*x + flo*flo)
 }
 
@@ -272,7 +274,7 @@ func (l *learner) buildQ(md *Model, d float64) {
 			l.scale[i] = l.oracle.sd[i] * math.Sqrt(1-l.oracleA*l.oracleA)
 			l.muP[i], l.mu[i] = l.mu[i], l.level[i]
 		}
-		l.corr = l.oracle.corr
+		l.corr, l.identity = l.oracle.corr, false
 		l.rvers[l.rid] = l.corr
 		return
 	}
@@ -340,7 +342,7 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 			// otherwise): the change is measured against the level's size then, as
 			// buildQ scales the step by it. Against the readings' size (zero) it
 			// taught a walk a thousand times too wide.
-			x = math.Max(x, 0.5*(math.Abs(mu)+math.Abs(pmu)))
+			x = max(x, 0.5*(math.Abs(mu)+math.Abs(pmu)))
 		}
 		if md.inSum[i] && !l.actUsed[i] {
 			// A constant level is only re-estimated between readings (buildQ takes
@@ -366,7 +368,7 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 			}
 			l.volN[i] = l.gamma*l.volN[i] + 1
 			l.vol[i] += (u*u - l.vol[i]) / l.volN[i]
-			l.vol[i] = math.Max(l.vol[i], 1e-8)
+			l.vol[i] = max(l.vol[i], 1e-8)
 			continue
 		}
 		// Spread around the level (before this reading moves it), for the persistence
@@ -387,7 +389,7 @@ func (l *learner) learn(md *Model, s inference.Slice, d float64) {
 		l.volN[i] = l.gamma*l.volN[i] + 1
 		w := 1 / l.volN[i]
 		l.vol[i] += w * (u*u - l.vol[i])
-		l.vol[i] = math.Max(l.vol[i], 1e-8)
+		l.vol[i] = max(l.vol[i], 1e-8)
 	}
 	l.learnCorrelations()
 	l.learnLevels(md, d, t)
@@ -431,7 +433,7 @@ func (l *learner) learnLevels(md *Model, d float64, t int) {
 	for _, o := range md.obs {
 		if t > 0 && len(o.h) == 1 && o.full {
 			i := o.h[0].i
-			l.levelN[i] = math.Min(l.levelN[i]+1, levelWindow)
+			l.levelN[i] = min(l.levelN[i]+1, levelWindow)
 			l.levelC[i] = g*l.levelC[i] + o.y*d
 			l.levelD[i] = g*l.levelD[i] + d
 			l.level[i] = l.levelC[i] / l.levelD[i]
@@ -439,7 +441,7 @@ func (l *learner) learnLevels(md *Model, d float64, t int) {
 	}
 	for i := range k {
 		if l.levelN[i] == 0 {
-			l.level[i] = math.Max(md.m[i], 0)
+			l.level[i] = max(md.m[i], 0)
 		}
 	}
 }
@@ -457,7 +459,7 @@ func (l *learner) rebuild() {
 		c = make([]float64, k*k)
 	}
 	l.rid++
-	l.corr = c
+	l.corr, l.identity = c, false
 	l.rvers[l.rid] = c
 	l.fitFactors()
 	// corr = L·Lᵀ off the diagonal, 1 on it: positive semi-definite by construction
@@ -508,7 +510,7 @@ func (l *learner) fitFactors() {
 				if !(den > 0) {
 					continue
 				}
-				rho := math.Max(-1, math.Min(1, l.s[p]/den))
+				rho := max(-1, min(1, l.s[p]/den))
 				lj := l.load[j*r : j*r+r]
 				for f := range r {
 					b[f] += n * rho * lj[f]

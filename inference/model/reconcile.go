@@ -158,8 +158,8 @@ func (md *Model) reconcile(out []inference.Estimate, counted []float64) {
 		out[e].Value = v
 		// The interval moves with the value and keeps covering the value before the
 		// move: the shift is a correction the model's own variances did not foresee.
-		out[e].Lo = math.Max(math.Min(out[e].Lo, out[e].Lo+d), floor[e])
-		out[e].Hi = math.Max(math.Max(out[e].Hi, out[e].Hi+d), out[e].Value)
+		out[e].Lo = max(min(out[e].Lo, out[e].Lo+d), floor[e])
+		out[e].Hi = max(max(out[e].Hi, out[e].Hi+d), out[e].Value)
 	}
 }
 
@@ -308,7 +308,7 @@ func nearestFeasible(x0, w []float64, cons []constraint) ([]float64, bool) {
 				active, lam = drop(active, lam, l)
 				continue
 			}
-			t := math.Min(t1, t2)
+			t := min(t1, t2)
 			for j := range x {
 				x[j] += t * z[j]
 			}
