@@ -187,6 +187,9 @@ const priorWidth = 10
 // the typical rate is the rate's own over the run (runRate), where it has one: the first
 // slice's median rate, of events in other units, sized the slices before a rate's first
 // reading (cg-bzip2's Ge: ±6,353 in its first reporting interval against 392, now ±327).
+// A sparse rate's prior there (see seedLevels) is one typical rate wide, not ten: with
+// ten, the few counts of its first reading set the slices before it, to which the
+// smoother carries that reading back unchanged (docs/model.md).
 // A clock event (Options.Clocks) counts nanoseconds, so it is not among the observed
 // rates: with 2 counters its rate was the first slice's median, and a rate counted only
 // in parts of slices kept that prior to the end (TestPriorNotInClockUnits).
@@ -206,6 +209,9 @@ func (md *Model) start(d float64) {
 		md.big[i] = priorWidth * typ
 		if i < len(md.runRate) && md.runRate[i] > 0 {
 			md.big[i] = max(priorWidth*md.runRate[i], 1/d)
+			if md.runRate[i]*d < sparseCounts {
+				md.big[i] = max(md.runRate[i], 1/d)
+			}
 		}
 		md.P[i*md.k+i] = md.big[i] * md.big[i]
 	}

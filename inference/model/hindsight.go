@@ -33,6 +33,15 @@ func (r *runLog) drop() { *r = runLog{dropped: true} }
 
 func (r *runLog) slices() int { return len(r.off) }
 
+// meanDuration is the mean duration of the logged slices (0 for none).
+func (r *runLog) meanDuration() float64 {
+	sum := 0.0
+	for _, d := range r.d {
+		sum += d
+	}
+	return sum / max(float64(len(r.d)), 1)
+}
+
 // slice returns slice t of the log; its readings alias the log's buffer.
 func (r *runLog) slice(t int) inference.Slice {
 	end := len(r.rs)
@@ -77,7 +86,9 @@ func (md *Model) refilter() {
 	nm := &Model{opt: md.opt, names: md.names, n: md.n, k: md.k, free: md.free, rows: md.rows,
 		byDependence: md.byDependence, inSum: md.inSum, idEvents: md.idEvents, identities: md.identities, bounds: md.bounds, soft: md.soft, ineq: md.ineq, nl: md.nl, same: md.same, clocks: md.clocks, Dropped: md.Dropped}
 	nm.alloc()
-	nm.runRate = md.hindsightRates()
+	var runMean []float64
+	nm.runRate, runMean = md.hindsightRates()
+	nm.lrn.seedLevels(runMean, nm.runRate, r.meanDuration())
 	// The second pass fills the history and the smoother's buffers again, in the same
 	// order: reuse the first pass's, whose memory is already touched (fresh memory's
 	// first touch cost as much as the filter itself).
@@ -189,27 +200,33 @@ func (h *history) reuse(old *history) {
 // 3/T is excluded at 95%, so its prior is sized by a few counts over the whole run, not
 // by the other events' rates (cg-sort's Ge, read at zero in every reading, had ±23,288
 // in its first interval against a truth of 37). 0 where it was never counted (the first
-// pass's prior stands). It reads the first pass's history, so refilter calls it before
-// the second pass reuses that.
-func (md *Model) hindsightRates() []float64 {
+// pass's prior stands). mean is the rate over the run's counted time (its counts over
+// that time; NaN where never counted). It reads the first pass's history, so refilter
+// calls it before the second pass reuses that.
+func (md *Model) hindsightRates() (rms, mean []float64) {
 	h := &md.hist
-	out := make([]float64, md.k)
+	rms, mean = make([]float64, md.k), make([]float64, md.k)
 	for i, e := range md.free {
-		ss, span, cnt := 0.0, 0.0, 0
+		ss, sum, span, cnt := 0.0, 0.0, 0.0, 0
 		for t := h.lo; t < h.t; t++ {
 			x, d := h.exact[(t-h.lo)*md.n+e], h.d[t-h.lo]
 			if !math.IsNaN(x) && d > 0 {
 				ss += (x / d) * (x / d)
+				sum += x
 				span += d
 				cnt++
 			}
 		}
 		switch {
 		case ss > 0:
-			out[i] = math.Sqrt(ss / float64(cnt))
+			rms[i] = math.Sqrt(ss / float64(cnt))
 		case cnt > 0:
-			out[i] = 3 / span
+			rms[i] = 3 / span
+		}
+		mean[i] = math.NaN()
+		if span > 0 {
+			mean[i] = sum / span
 		}
 	}
-	return out
+	return rms, mean
 }
