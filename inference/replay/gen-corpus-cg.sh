@@ -273,4 +273,16 @@ tcg cg-sqlite 400000 sqlite3 :memory: "create table t(a,b); with recursive c(x) 
 # uniq -c: line comparisons over the text.
 tcg cg-uniq 50000 uniq -c text.txt
 
+# Added on 2026-11-30: a fourth batch, of programs in no trace of this family, recorded
+# as a held-out check (not scored when recorded). Each is one process, like the others.
+# wc -lwm: line, word and character counts of three inputs (a byte loop, isspace branches).
+tcg cg-wc 600000 wc -lwm text.txt keys.txt data.json
+# base64: encoding all the inputs (23 MB, as cg-unzstd's): table lookups, long lines out.
+cat "$work/mixed.bin" "$work/text.txt" "$work/keys.txt" "$work/data.json" > "$work/all.bin"
+tcg cg-base64 40000 base64 all.bin
+# od -An -tx4: a hex dump of mixed.bin (formatted output, printf-like conversions).
+tcg cg-od 500000 od -An -tx4 mixed.bin
+# cut -f1,3: fields 1 and 3 of keys.txt's tab-separated lines (delimiter scanning, output).
+tcg cg-cut 100000 cut -f1,3 keys.txt
+
 ls -la "$out"/cg-*.csv >&2

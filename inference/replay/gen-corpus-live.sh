@@ -18,7 +18,7 @@
 #
 # usage: inference/replay/gen-corpus-live.sh [OUTDIR [NAME...]]
 # With NAMEs (gcc zstd bzip2 sqlite pysqlite perl python du find http forkstorm sort git
-# gzip lz4 node txz),
+# gzip lz4 node txz cpdiff lsr make awk),
 # only those traces are recorded. Traces differ from run to run (timing, page cache, other
 # load on the machine): the committed ones are one sample. TIME_ONLY=1 only times each
 # workload (to size it) and records nothing.
@@ -352,3 +352,25 @@ rec lz4 sh -c 'lz4 -q -9 -f in/text.txt t.lz4 && lz4 -q -dc t.lz4 > /dev/null &&
 rec node node -e 'let s=0;const m=new Map();for(let i=0;i<3e6;i++){const k="k"+(i*7919%100003);m.set(k,(m.get(k)||0)+1)}const a=[...m.values()].sort((x,y)=>y-x);s+=a[0];const t=require("fs").readFileSync("in/text.txt","utf8");s+=t.split(/\s+/).length;console.log(s)'
 # 17. txz: tar -cJ of the kernel headers (xz through a pipe), then a listing.
 rec txz sh -c 'tar -cJf t.txz -C /usr/include linux && tar -tJf t.txz > /dev/null && rm -f t.txz'
+
+# Added on 2026-11-30: a fourth batch, of programs in no trace of this family, recorded
+# as a held-out check (not scored when recorded).
+command -v mawk > /dev/null || apt-get install -y -q mawk
+cat > c/Makefile <<'MK'
+CFLAGS = -O1
+OBJS = $(patsubst %.c,%.o,$(wildcard *.c))
+prog: $(OBJS)
+	$(CC) -o $@ $(OBJS)
+MK
+# 18. cpdiff: cp -r of the C++ and kernel headers, perl's library and the inputs, each
+#     copy compared with its original by diff -r, then removed.
+rec cpdiff sh -c 'rm -rf cp1 && mkdir cp1 && cp -r /usr/include/c++ /usr/include/linux /usr/share/perl in docroot cp1/ && diff -r /usr/include/c++ cp1/c++ && diff -r /usr/include/linux cp1/linux && diff -r /usr/share/perl cp1/perl && diff -r in cp1/in && diff -r docroot cp1/docroot && rm -rf cp1'
+# 19. lsr: ls -lR of /usr/share and /usr/lib, ls -laRi of /usr/include and /etc (lstat,
+#     getdents64, readlink, user and group names).
+rec lsr sh -c 'ls -lR /usr/share /usr/lib > /dev/null 2>&1; ls -laRi --time-style=full-iso /usr/include /etc > /dev/null 2>&1; exit 0'
+# 20. make: make -B -j2 of the six C units and main.c at -O1 (make's jobserver, the
+#     gcc driver, cc1 and as per object), then the link.
+rec make make -s -B -j2 -C c prog
+# 21. awk: mawk word counts over the 24 MB text, each line written to a file by its first
+#     letter, then a second mawk over those files.
+rec awk sh -c 'rm -rf awkout && mkdir awkout && mawk "{ for (i = 1; i <= NF; i++) n[\$i]++; print > (\"awkout/\" substr(\$1, 1, 1)) } END { for (w in n) if (n[w] > 100) k++; print k }" in/text.txt > /dev/null && mawk "{ c += length(\$0); w += NF } END { print c, w }" awkout/* > /dev/null && rm -rf awkout'

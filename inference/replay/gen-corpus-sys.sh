@@ -11,8 +11,8 @@
 # usage: inference/replay/gen-corpus-sys.sh [OUTDIR [NAME...]]   (from the repository root)
 # Writes OUTDIR/sys-NAME.csv and sys-NAME.log (OUTDIR defaults to testdata/corpus).
 # With NAMEs (bzip2 zstd perl awk sort du cpdiff gcc pysqlite http forks untar sha256
-# jq make xz find tgz gzip cpio lz4 node sqlite), only those traces are recorded. See
-# testdata/corpus/README-sys.md.
+# jq make xz find tgz gzip cpio lz4 node sqlite zip grep sedi pigz), only those traces are
+# recorded. See testdata/corpus/README-sys.md.
 #
 # Each program is chosen to make 20-50 distinct syscalls (40-70 events in all) and to
 # run 2-15 s natively (200-1500 rows of 10 ms); the script warns when a trace falls
@@ -328,5 +328,31 @@ select b % 10, count(*) from t group by 1;
 pragma wal_checkpoint(truncate);
 SQL
 tg sqlite sh -c 'rm -f q.db q.db-wal q.db-shm && sqlite3 q.db < q.sql > /dev/null && sqlite3 q.db "select count(*) from t" > /dev/null && rm -f q.db q.db-wal q.db-shm'
+
+# Added on 2026-11-30: a fourth batch, of programs in no trace of this family, recorded
+# as a held-out check (not scored when recorded).
+need=()
+for p in zip:zip unzip:unzip pigz:pigz; do
+  command -v "${p#*:}" > /dev/null || need+=("${p%%:*}")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get install -y "${need[@]}" >&2
+fi
+
+# 24. zip: zip -9 -r of the tree and the kernel headers into one archive, a test of it
+#     (unzip -t), its extraction elsewhere, everything removed.
+tg zip sh -c 'rm -rf u t.zip && zip -q -r -9 t.zip tree /usr/include/linux && unzip -tq t.zip > /dev/null && mkdir u && unzip -q t.zip -d u && rm -rf u t.zip'
+
+# 25. grep: five recursive greps of the tree (a back-reference, case-folded alternations,
+#     whole-line and whole-word matches) and of /usr/include and /usr/share/perl.
+tg grep sh -c 'grep -r -c -E "([a-z]{3}) [a-z]+ \1" tree > /dev/null && grep -r -c -i -E "(ab|cd)[a-z]*e[^ ]* [a-z]*(qu|xy)" tree /usr/include > /dev/null && grep -r -l -F "include <linux/types.h>" /usr/include > /dev/null && grep -r -n -w -E "qa|zz[a-z]+" tree /usr/share/perl > /dev/null && grep -r -c -v -x -E "[a-z ]{10,60}" tree > /dev/null'
+
+# 26. sedi: sed -i (a temporary file and a rename per file) over a copy of the tree: two
+#     regex substitutions on every file, a deletion, insertions, then line counts.
+tg sedi sh -c 'rm -rf s && cp -r tree s && sed -i -E "s/(ab|cd)([a-z]*)/\2\1/g; s/ ([a-z])([a-z]+)$/ \2\1/" s/d*/*.txt && sed -i -n "/q/!p" s/d0*/*.txt s/d1*/*.txt && sed -i -e "1i header" -e "\$a footer" s/d2*/*.txt && sed -s -n "\$=" s/d*/*.txt > /dev/null && rm -rf s'
+
+# 27. pigz: parallel gzip (-p2: two compressing threads) of two copies of the text
+#     through a pipe at levels 9, 6 and 3, each decompressed and counted.
+tg pigz sh -c 'for l in 9 6 3; do cat words.txt words.txt | pigz -p2 -$l > w.gz && pigz -dc w.gz | wc -c > /dev/null; done; rm -f w.gz'
 
 ls -la "$out"/sys-*.csv >&2
