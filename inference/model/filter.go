@@ -594,9 +594,10 @@ func (md *Model) applyInequalities(d float64) {
 	}
 }
 
-// mayBind reports whether truncate(g, k0, at, ...) might move the posterior: every
-// term has been counted, and the bound's mean is not above zero or at is above 0 (so
-// that its variance decides). Cheaper than truncate's own checks, in one pass.
+// mayBind reports whether truncate(g, k0, at, ...) might move the posterior: not when a
+// term was never counted, nor when the bound's mean is already above zero and at is at
+// most zero (truncate returns at once in both cases). It is one pass over g, cheaper
+// than computing truncate's flags and calling it.
 func (md *Model) mayBind(g []entry, k0, at float64) bool {
 	mu := k0
 	for _, a := range g {
