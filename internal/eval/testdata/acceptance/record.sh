@@ -17,8 +17,12 @@ trap 'rm -rf "$out"' EXIT
 cmd=(tar czf "$out/x.tgz" -C /usr/share doc/)
 strace -f -c -o "$out/strace.txt" "${cmd[@]}"
 # strace's summary: one line per syscall, its name last; the totals line says "total".
+# Syscalls without a tracepoint are left out.
+tp=/sys/kernel/tracing/events/syscalls
+[ -d "$tp" ] || tp=/sys/kernel/debug/tracing/events/syscalls
 sys=$(awk '$NF ~ /^[a-z_0-9]+$/ && $NF != "total" && $NF != "syscall" {print "syscalls:sys_enter_" $NF}' "$out/strace.txt" |
-	while read -r ev; do [ -d "/sys/kernel/tracing/events/syscalls/${ev#syscalls:}" ] && echo "$ev"; done | paste -sd,)
+	while read -r ev; do [ -d "$tp/${ev#syscalls:}" ] && echo "$ev"; done | paste -sd,)
+[ -n "$sys" ] || { echo "record.sh: no syscall tracepoints under $tp (root? tracefs mounted?)" >&2; exit 1; }
 ev="$sys,raw_syscalls:sys_enter,page-faults,minor-faults,major-faults,context-switches"
 n=1
 while [ -e "$here/live-tgz-$n.csv" ]; do n=$((n + 1)); done
