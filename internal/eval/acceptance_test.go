@@ -4,8 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/bayesperf/bayesperf/internal/perf"
 )
 
 // TestLiveAcceptanceRuns replays saved runs of issue 13's live acceptance command (`tar
@@ -22,8 +20,7 @@ func TestLiveAcceptanceRuns(t *testing.T) {
 	}
 	strict := os.Getenv("BAYESPERF_CORPUS_STRICT") != ""
 	fam, _ := FamilyOf("live-")
-	var r perf.Resolver
-	universe := append(perf.SymbolNames(), r.Tracepoints()...)
+	universe := hostUniverse()
 	for _, f := range files {
 		name := filepath.Base(f)
 		res, err := ScoreCorpusTrace(filepath.Dir(f), fam, f, universe)

@@ -102,21 +102,25 @@ func ScoreCorpusTrace(dir string, fam CorpusFamily, file string, universe []stri
 // ScoreCorpusTraceWith is ScoreCorpusTrace with the learned estimators of m as well
 // (none when m is nil), as `bayesperf eval --trace FILE --model M` scores them.
 func ScoreCorpusTraceWith(dir string, fam CorpusFamily, file string, universe []string, m *learned.Model) (*Result, error) {
-	return scoreCorpusTrace(dir, fam, file, universe, m, 0)
+	return scoreCorpusTrace(dir, fam, file, universe, 0, func(o *Options) { o.Learned = m })
 }
 
 // ScoreCorpusTraceAt scores the trace as ScoreCorpusTrace does with bayesperf's schedule
 // cycle started start configurations in (FromTraceAt): one of ScoreCorpusPhases' results.
 func ScoreCorpusTraceAt(dir string, fam CorpusFamily, file string, universe []string, start int) (*Result, error) {
-	return scoreCorpusTrace(dir, fam, file, universe, nil, start)
+	return scoreCorpusTrace(dir, fam, file, universe, start, nil)
 }
 
-func scoreCorpusTrace(dir string, fam CorpusFamily, file string, universe []string, m *learned.Model, start int) (*Result, error) {
+// scoreCorpusTrace replays the trace with bayesperf's cycle started start configurations
+// in, with the family's scoring options as set changes them (nil: as they are).
+func scoreCorpusTrace(dir string, fam CorpusFamily, file string, universe []string, start int, set func(*Options)) (*Result, error) {
 	tr, opt, err := corpusTrace(dir, fam, file, universe)
 	if err != nil {
 		return nil, err
 	}
-	opt.Learned = m
+	if set != nil {
+		set(&opt)
+	}
 	obs, err := FromTraceAt(tr, fam.Counters, fam.Fixed, opt.Relations, start)
 	if err != nil {
 		return nil, err
@@ -128,16 +132,7 @@ func scoreCorpusTrace(dir string, fam CorpusFamily, file string, universe []stri
 // reading live gets (Options.Online: each interval estimated right after its last
 // slice, by the filter's first pass smoothed back over the interval), not the final ones.
 func ScoreCorpusOnline(dir string, fam CorpusFamily, file string, universe []string) (*Result, error) {
-	tr, opt, err := corpusTrace(dir, fam, file, universe)
-	if err != nil {
-		return nil, err
-	}
-	opt.Online = true
-	obs, err := FromTraceAt(tr, fam.Counters, fam.Fixed, opt.Relations, 0)
-	if err != nil {
-		return nil, err
-	}
-	return Score(obs, opt)
+	return scoreCorpusTrace(dir, fam, file, universe, 0, func(o *Options) { o.Online = true })
 }
 
 // ScoreCorpusBudget scores the trace as ScoreCorpusTrace does on a budget of counters

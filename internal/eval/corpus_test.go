@@ -81,8 +81,14 @@ func corpusHalf(t *testing.T) (half string, split map[string]string, universe []
 	if err != nil {
 		t.Fatal(err)
 	}
+	return half, split, hostUniverse()
+}
+
+// hostUniverse is the event names this machine knows (perf's symbolic events and its
+// tracepoints), which relations over exhaustive sums are bound against as eval binds them.
+func hostUniverse() []string {
 	var r perf.Resolver
-	return half, split, append(perf.SymbolNames(), r.Tracepoints()...)
+	return append(perf.SymbolNames(), r.Tracepoints()...)
 }
 
 // scoreCorpusAt scores a corpus trace of either half with bayesperf's schedule cycle
@@ -282,18 +288,9 @@ func TestCorpusBudgets(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range fam.Budgets {
-			var ft familyTally
-			for _, f := range files {
-				res, err := ScoreCorpusBudget(corpusDir, fam, f, universe, c)
-				if err != nil {
-					t.Fatalf("%s at %d counters: %v", f, c, err)
-				}
-				ft.add(f, res)
-				fmt.Fprintf(&b, "%-22s %8d %s\n", filepath.Base(f), c, figures(res))
-			}
-			if len(ft.reds) > 0 {
-				fmt.Fprintf(&b, "%-22s %8d %s\n", fam.Prefix+"*", c, ft.summary())
-			}
+			printFamily(t, &b, fam, files, fmt.Sprintf(" %8d", c), func(f string) (*Result, error) {
+				return ScoreCorpusBudget(corpusDir, fam, f, universe, c)
+			})
 		}
 	}
 	t.Log(b.String())
@@ -314,20 +311,30 @@ func TestCorpusOnline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ft familyTally
-		for _, f := range files {
-			res, err := ScoreCorpusOnline(corpusDir, fam, f, universe)
-			if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			ft.add(f, res)
-			fmt.Fprintf(&b, "%-22s %s\n", filepath.Base(f), figures(res))
-		}
-		if len(ft.reds) > 0 {
-			fmt.Fprintf(&b, "%-22s %s\n", fam.Prefix+"*", ft.summary())
-		}
+		printFamily(t, &b, fam, files, "", func(f string) (*Result, error) {
+			return ScoreCorpusOnline(corpusDir, fam, f, universe)
+		})
 	}
 	t.Log(b.String())
+}
+
+// printFamily scores each of a family's files with score and writes to b one line of
+// TestCorpus's figures per trace and the family's summary (familyTally), each after the
+// trace's name and col.
+func printFamily(t *testing.T, b *strings.Builder, fam CorpusFamily, files []string, col string, score func(file string) (*Result, error)) {
+	t.Helper()
+	var ft familyTally
+	for _, f := range files {
+		res, err := score(f)
+		if err != nil {
+			t.Fatalf("%s%s: %v", f, col, err)
+		}
+		ft.add(f, res)
+		fmt.Fprintf(b, "%-22s%s %s\n", filepath.Base(f), col, figures(res))
+	}
+	if len(ft.reds) > 0 {
+		fmt.Fprintf(b, "%-22s%s %s\n", fam.Prefix+"*", col, ft.summary())
+	}
 }
 
 // familyTally sums up a family's traces for the diagnostics: bayesperf's error
