@@ -587,26 +587,28 @@ func (md *Model) applyInequalities(d float64) {
 		if c.nonneg {
 			at = md.nonnegAt
 		}
-		if !md.mayBind(c.g, c.k/d, at) {
+		if _, ok := md.mayBind(c.g, c.k/d, at); !ok {
 			continue // most bounds, most slices: spares truncate and the flags below
 		}
 		md.truncate(c.g, c.k/d, at, c.nonneg && md.asleep(c.g, d), c.nonneg || !md.sleeper(c.g, d))
 	}
 }
 
-// mayBind reports whether truncate(g, k0, at, ...) might move the posterior: not when a
-// term was never counted, nor when the bound's mean is already above zero and at is at
-// most zero (truncate returns at once in both cases). It is one pass over g, cheaper
-// than computing truncate's flags and calling it.
-func (md *Model) mayBind(g []entry, k0, at float64) bool {
-	mu := k0
+// mayBind reports whether truncating g·z + k0 >= 0 at at might move the posterior, and
+// the bound's mean mu: not when a term was never counted (a rate never counted still has
+// its diffuse prior: truncating that would invent a level out of nothing), nor when mu
+// is already above zero and at is at most zero (alpha > 0 >= at in truncate, whatever
+// the variance: most bounds, most slices). One pass over g; applyInequalities asks it
+// before computing truncate's flags.
+func (md *Model) mayBind(g []entry, k0, at float64) (mu float64, ok bool) {
+	mu = k0
 	for _, a := range g {
 		if !md.seen[a.i] {
-			return false
+			return 0, false
 		}
 		mu += a.c * md.m[a.i]
 	}
-	return !(mu > 0 && at <= 0)
+	return mu, !(mu > 0 && at <= 0)
 }
 
 // sleeper reports whether a term on the lower side of g (a negative coefficient) is a
@@ -635,19 +637,9 @@ func (md *Model) asleepRate(i int, d float64) bool { return md.lrn.level[i]*d < 
 // and without shrink only the mean moves.
 func (md *Model) truncate(g []entry, k0, at float64, atMode, shrink bool) {
 	k := md.k
-	for _, a := range g {
-		if !md.seen[a.i] {
-			// A rate never counted still has its diffuse prior: truncating that would
-			// invent a level out of nothing.
-			return
-		}
-	}
-	mu := k0
-	for _, a := range g {
-		mu += a.c * md.m[a.i]
-	}
-	if mu > 0 && at <= 0 {
-		return // alpha > 0 >= at below, whatever the variance: most bounds, most slices
+	mu, ok := md.mayBind(g, k0, at)
+	if !ok {
+		return
 	}
 	s2 := rowVar(g, md.P, k)
 	if !(s2 > 0) {
