@@ -181,15 +181,20 @@ func (md *Model) gather(s inference.Slice, d float64) error {
 // priorWidth is how many typical rates wide the prior of a rate never observed is.
 const priorWidth = 10
 
+// sparsePriorFloor is the least width, in counts a slice, of a sparse rate's prior in
+// Finish's second pass (start).
+const sparsePriorFloor = 0.3
+
 // start sets the prior from the first slice: a rate never observed is 0 with a standard
 // deviation ten times the typical observed rate, wide enough to be diffuse and narrow
 // enough that updates do not lose every digit to cancellation. In Finish's second pass
 // the typical rate is the rate's own over the run (runRate), where it has one: the first
 // slice's median rate, of events in other units, sized the slices before a rate's first
 // reading (cg-bzip2's Ge: ±6,353 in its first reporting interval against 392, now ±327).
-// A sparse rate's prior there (see seedLevels) is one typical rate wide, not ten: with
-// ten, the few counts of its first reading set the slices before it, to which the
-// smoother carries that reading back unchanged (docs/model.md).
+// A sparse rate's prior there (see seedLevels) is one typical rate wide, not ten, and
+// at least sparsePriorFloor counts a slice rather than one: with ten, or a floor of
+// one count, the few counts of its first reading set the slices before it, to which
+// the smoother carries that reading back (docs/model.md).
 // A clock event (Options.Clocks) counts nanoseconds, so it is not among the observed
 // rates: with 2 counters its rate was the first slice's median, and a rate counted only
 // in parts of slices kept that prior to the end (TestPriorNotInClockUnits).
@@ -210,7 +215,7 @@ func (md *Model) start(d float64) {
 		if i < len(md.runRate) && md.runRate[i] > 0 {
 			md.big[i] = max(priorWidth*md.runRate[i], 1/d)
 			if md.runRate[i]*d < sparseCounts {
-				md.big[i] = max(md.runRate[i], 1/d)
+				md.big[i] = max(md.runRate[i], sparsePriorFloor/d)
 			}
 		}
 		md.P[i*md.k+i] = md.big[i] * md.big[i]
