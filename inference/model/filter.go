@@ -214,7 +214,7 @@ func (md *Model) start(d float64) {
 		md.big[i] = priorWidth * typ
 		if i < len(md.runRate) && md.runRate[i] > 0 {
 			md.big[i] = max(priorWidth*md.runRate[i], 1/d)
-			if md.runRate[i]*d < sparseCounts {
+			if md.sparse[i] {
 				md.big[i] = max(md.runRate[i], sparsePriorFloor/d)
 			}
 		}

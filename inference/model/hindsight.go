@@ -88,7 +88,8 @@ func (md *Model) refilter() {
 	nm.alloc()
 	var runMean []float64
 	nm.runRate, runMean = md.hindsightRates()
-	nm.lrn.seedLevels(runMean, nm.runRate, r.meanDuration())
+	nm.sparse = sparseRates(nm.runRate, r.meanDuration())
+	nm.lrn.seedLevels(runMean, nm.sparse, r.meanDuration())
 	// The second pass fills the history and the smoother's buffers again, in the same
 	// order: reuse the first pass's, whose memory is already touched (fresh memory's
 	// first touch cost as much as the filter itself).

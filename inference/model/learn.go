@@ -446,22 +446,32 @@ func (l *learner) learnLevels(md *Model, d float64, t int) {
 	}
 }
 
-// seedLevels starts the level of each sparse rate (a root mean square under sparseCounts
-// counts in a slice of duration d over the run) from its mean rate over the run, worth
-// levelSeed readings, where the level otherwise starts at the rate's first reading: in
-// Finish's second pass the run is known. A few counts in one reading are mostly Poisson
-// noise, and as the whole level they were carried to the slices around the reading:
-// rt_sigprocmask, 3 calls in one slice of a tar run and read there, came out at 19 over
-// its first reporting interval (docs/model.md). Dense rates keep their first readings:
+// seedLevels starts the level of each sparse rate (sparseRates, for the run's mean slice
+// duration d) from its mean rate over the run, worth levelSeed readings, where the
+// level otherwise starts at the rate's first reading: in Finish's second pass the run
+// is known. A few counts in one reading are mostly Poisson noise, and as the whole
+// level they were carried to the slices around the reading: rt_sigprocmask, 3 calls in
+// one slice of a tar run and read there, came out at 19 over its first reporting
+// interval (docs/model.md). Dense rates keep their first readings:
 // a run's mean is no level for its start-up phase (seeded too, the tuning half's
 // callgrind median fell from 2.15x to 2.10x, the kernel one from 1.75x to 1.71x).
-func (l *learner) seedLevels(mean, rms []float64, d float64) {
+func (l *learner) seedLevels(mean []float64, sparse []bool, d float64) {
 	for i := range l.k {
-		if mean[i] >= 0 && rms[i]*d < sparseCounts {
+		if mean[i] >= 0 && sparse[i] {
 			l.levelC[i] = mean[i] * levelSeed * d
 			l.levelD[i] = levelSeed * d
 		}
 	}
+}
+
+// sparseRates reports per state component whether its rate over the run, rms (a root
+// mean square, hindsightRates), is under sparseCounts counts in a slice of duration d.
+func sparseRates(rms []float64, d float64) []bool {
+	sparse := make([]bool, len(rms))
+	for i, r := range rms {
+		sparse[i] = r*d < sparseCounts
+	}
+	return sparse
 }
 
 const (

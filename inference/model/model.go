@@ -176,10 +176,13 @@ type Model struct {
 	// runRate is, in Finish's second pass, per state component the typical rate of its
 	// event over the run (hindsightRates; 0: none), which start sizes its prior by.
 	runRate []float64
-	seen    []bool  // state component was observed directly at least once
-	now     []bool  // state component is counted whole in the current slice
-	none    []bool  // ... and its count there is zero
-	softG   []entry // scratch for applySoft
+	// sparse is, in Finish's second pass, per state component whether its rate is
+	// under sparseCounts counts a slice over the run (sparseRates).
+	sparse []bool
+	seen   []bool  // state component was observed directly at least once
+	now    []bool  // state component is counted whole in the current slice
+	none   []bool  // ... and its count there is zero
+	softG  []entry // scratch for applySoft
 
 	lrn learner
 
