@@ -99,8 +99,9 @@
 // rate not yet read is sized by that rate's own readings over the run (their root mean
 // square), where the first pass could only take the first slice's typical rate, of
 // events in other units. A sparse rate (a few counts a slice over the run) has a prior
-// one such rate wide and starts its level from its mean over the run rather than its
-// first reading (seedLevels). Live values are the first pass's.
+// one such rate wide (at least 0.3 counts a slice) and starts its level from its mean
+// over the run rather than its first reading (seedLevels). Live values are the first
+// pass's.
 // The intervals keep the first pass's calibration and count scatter, learned from
 // predictions that had not yet read the reading they predicted. The slices are kept
 // for the second pass until the history first freezes (Options.History); a longer run
