@@ -452,9 +452,9 @@ func (l *learner) learnLevels(md *Model, d float64, t int) {
 // is known. A few counts in one reading are mostly Poisson noise, and as the whole
 // level they were carried to the slices around the reading: rt_sigprocmask, 3 calls in
 // one slice of a tar run and read there, came out at 19 over its first reporting
-// interval (docs/model.md). Dense rates keep their first readings:
-// a run's mean is no level for its start-up phase (seeded too, the tuning half's
-// callgrind median fell from 2.15x to 2.10x, the kernel one from 1.75x to 1.71x).
+// interval (docs/model.md). Dense rates keep their first readings: a run's mean is no
+// level for its start-up phase (seeded too, the tuning half's callgrind median fell
+// from 2.15x to 2.10x, the kernel one from 1.75x to 1.71x).
 func (l *learner) seedLevels(mean []float64, sparse []bool, d float64) {
 	for i := range l.k {
 		if mean[i] >= 0 && sparse[i] {
@@ -475,7 +475,7 @@ func sparseRates(rms []float64, d float64) []bool {
 }
 
 const (
-	sparseCounts = 5.0 // a rate under this many counts a slice is sparse (seedLevels)
+	sparseCounts = 5.0 // a rate under this many counts a slice is sparse (sparseRates)
 	levelSeed    = 2.0 // readings' worth of the run's mean in a sparse rate's first level
 )
 

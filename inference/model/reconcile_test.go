@@ -36,10 +36,10 @@ func TestNearestFeasible(t *testing.T) {
 		// bound is still kept.
 		{"an identity the exact values break is left out", []float64{3, 4, 0}, []float64{0, 0, 1},
 			[]constraint{eq(10, entry{0, 1}, entry{1, 1}), ge(2, entry{2, 1})}, []float64{3, 4, 2}},
-		// cg-od's first interval: instruction misses I (sparse, 0 with a variance of 0.15)
-		// bound below by last-level ones L (3404, variance 3e10) and those by the 1526 their
-		// counted slices saw. The normal equations of the two bounds lose 11 digits: one
-		// solve left I at 1525.9904, under L (polish refines).
+		// cg-od's first interval: instruction misses I (sparse: 0, variance 0.15) bounded
+		// below by last-level ones L (3404, variance 3e10), and L by the 1526 its counted
+		// slices saw. The normal equations of the two bounds lose 11 digits: one solve
+		// left I at 1525.9904, under L (polish refines).
 		{"variances eleven orders apart", []float64{0, 3403.675167602074}, []float64{0.15493676936138376, 3.1867864460118603e+10},
 			[]constraint{ge(1526, entry{1, 1}), ge(0, entry{0, 1}, entry{1, -1})}, []float64{1526, 1526}},
 	} {
