@@ -1,8 +1,11 @@
 package eval
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -18,6 +21,10 @@ func TestLiveAcceptanceRuns(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no saved acceptance runs in testdata/acceptance (%v)", err)
 	}
+	// In the order they were recorded: live-tgz-10 after live-tgz-9, not before -2.
+	slices.SortFunc(files, func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(a), len(b)), strings.Compare(a, b))
+	})
 	strict := os.Getenv("BAYESPERF_CORPUS_STRICT") != ""
 	fam, _ := FamilyOf("live-")
 	universe := hostUniverse()
