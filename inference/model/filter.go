@@ -592,10 +592,11 @@ func (md *Model) applyInequalities(d float64) {
 		if c.nonneg {
 			at = md.nonnegAt
 		}
-		if _, ok := md.mayBind(c.g, c.k/d, at); !ok {
+		mu, ok := md.mayBind(c.g, c.k/d, at)
+		if !ok {
 			continue // most bounds, most slices: spares truncate and the flags below
 		}
-		md.truncate(c.g, c.k/d, at, c.nonneg && md.asleep(c.g, d), c.nonneg || !md.sleeper(c.g, d))
+		md.truncateFrom(c.g, mu, at, c.nonneg && md.asleep(c.g, d), c.nonneg || !md.sleeper(c.g, d))
 	}
 }
 
@@ -604,7 +605,7 @@ func (md *Model) applyInequalities(d float64) {
 // its diffuse prior: truncating that would invent a level out of nothing), nor when mu
 // is already above zero and at is at most zero (alpha > 0 >= at in truncate, whatever
 // the variance: most bounds, most slices). One pass over g; applyInequalities asks it
-// before computing truncate's flags.
+// before computing truncate's flags, and passes mu on to truncateFrom.
 func (md *Model) mayBind(g []entry, k0, at float64) (mu float64, ok bool) {
 	mu = k0
 	for _, a := range g {
@@ -637,15 +638,18 @@ func (md *Model) asleep(g []entry, d float64) bool {
 // duration d.
 func (md *Model) asleepRate(i int, d float64) bool { return md.lrn.level[i]*d < 0.5 }
 
-// truncate imposes g·z + k >= 0 on the posterior by moment matching (see
+// truncate imposes g·z + k0 >= 0 on the posterior by moment matching (see
 // applyInequalities); atMode puts the mean at the bound instead of the truncation's mean,
 // and without shrink only the mean moves.
 func (md *Model) truncate(g []entry, k0, at float64, atMode, shrink bool) {
-	k := md.k
-	mu, ok := md.mayBind(g, k0, at)
-	if !ok {
-		return
+	if mu, ok := md.mayBind(g, k0, at); ok {
+		md.truncateFrom(g, mu, at, atMode, shrink)
 	}
+}
+
+// truncateFrom is truncate for a bound that mayBind let through, with its mean mu.
+func (md *Model) truncateFrom(g []entry, mu, at float64, atMode, shrink bool) {
+	k := md.k
 	s2 := rowVar(g, md.P, k)
 	if !(s2 > 0) {
 		return
