@@ -88,8 +88,9 @@ func (md *Model) refilter() {
 	nm.alloc()
 	var runMean []float64
 	nm.runRate, runMean = md.hindsightRates()
-	nm.sparse = sparseRates(nm.runRate, r.meanDuration())
-	nm.lrn.seedLevels(runMean, nm.sparse, r.meanDuration())
+	d := r.meanDuration()
+	nm.sparse = sparseRates(nm.runRate, d)
+	nm.lrn.seedLevels(runMean, nm.sparse, d)
 	// The second pass fills the history and the smoother's buffers again, in the same
 	// order: reuse the first pass's, whose memory is already touched (fresh memory's
 	// first touch cost as much as the filter itself).
