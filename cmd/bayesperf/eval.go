@@ -29,10 +29,10 @@ const traceFormat = "a trace is a CSV file: a header naming the events, then one
 const evalUsage = `usage:
   bayesperf eval -e EVENTS --counters N [--fixed EVENTS] [-I MS] [--relations FILE]
                  [--collector auto|read|bpf] [--mux-interval D] [--save-trace FILE]
-                 [--online] [--json] [--plot FILE] -- CMD ARGS...
+                 [--online] [--linux-own] [--json] [--plot FILE] -- CMD ARGS...
   bayesperf eval --trace FILE.csv --counters N [--fixed EVENTS] [--window K]
-                 [--relations FILE] [--time-column NAME] [--model FILE] [--online] [--json]
-                 [--plot FILE]
+                 [--relations FILE] [--time-column NAME] [--model FILE] [--online]
+                 [--linux-own] [--json] [--plot FILE]
   bayesperf eval --reads FILE.csv [--json] [--plot FILE]
 
 Live mode runs CMD with every event opened for it and multiplexes them on a virtual PMU
@@ -45,7 +45,11 @@ Replay mode reads a CSV of exact per-slice counts and simulates the kernel's rou
 Every estimator (linux, fixed, linear, bayesperf-rr, and bayesperf on its own schedule
 when available) sees the same observations and is scored against the truth. With
 --model FILE (written by 'bayesperf train'), the learned estimators mlp and bigru are
-scored too, on the kernel's multiplexing as linux and fixed see it.
+scored too, on the kernel's multiplexing as linux and fixed see it. With --linux-own,
+linux-own is scored too: the kernel's count*enabled/running of the readings bayesperf's
+own schedule took. Where bayesperf and linux differ, linux-own tells which part is the
+schedule's (what was read) and which the model's (what was made of it), as bayesperf-rr
+does from the other side.
 Reads mode scores a drop-in run on a real PMU from the rows 'bayesperf run --truth
 FILE.csv' wrote, one per read of a hardware event by the tool: per interval (an event's
 reads), linux is what perf stat -I prints from the kernel's values and bayesperf-rr what
@@ -92,7 +96,7 @@ func runEval(args []string) int {
 	}
 	var r perf.Resolver
 	universe := append(perf.SymbolNames(), r.Tracepoints()...)
-	opt := eval.Options{Counters: *c.counters, Learned: lm}
+	opt := eval.Options{Counters: *c.counters, Learned: lm, LinuxOwn: *c.linuxOwn}
 	var (
 		obs           eval.Observations
 		title         string
@@ -126,7 +130,7 @@ type evalCmd struct {
 	mux                                   *time.Duration
 	relFile, collector, trace, timeCol    *string
 	saveTrace, plotFile, modelFile, reads *string
-	online, asJSON                        *bool
+	online, asJSON, linuxOwn              *bool
 	cf                                    statFlags
 }
 
@@ -144,6 +148,7 @@ func newEvalCmd() *evalCmd {
 	c.window = fs.Int("window", 25, "replay: slices per reporting interval")
 	c.timeCol = fs.String("time-column", "", "replay: metadata column holding each slice's duration")
 	c.online = fs.Bool("online", false, "score the live values (each interval estimated right after it ends) instead of the final, smoothed ones")
+	c.linuxOwn = fs.Bool("linux-own", false, "also score linux-own, the kernel's scaling of the readings bayesperf's own schedule took")
 	c.asJSON = fs.Bool("json", false, "print exactly one JSON object instead of the table")
 	c.saveTrace = fs.String("save-trace", "", "live: also write the run's exact per-slice counts as a trace CSV (replay it with --trace FILE --time-column time_ns)")
 	c.plotFile = fs.String("plot", "", "draw truth and estimates of the worst events and the errors to FILE.png or FILE.svg")

@@ -67,6 +67,56 @@ func TestEvalReplayJSONIsOneObject(t *testing.T) {
 	}
 }
 
+// --linux-own adds linux-own, the kernel's scaling of bayesperf's own readings: exact on
+// the fixed event, as every scaling is, and not Linux's figures, which scale the
+// kernel's rotation's readings.
+func TestEvalLinuxOwn(t *testing.T) {
+	trace := filepath.Join("..", "..", "inference", "replay", "testdata", "make.csv")
+	score := func(extra ...string) (res struct {
+		Estimators map[string]json.RawMessage   `json:"estimators"`
+		PerEvent   []map[string]json.RawMessage `json:"per_event"`
+	}) {
+		args := append([]string{"--trace", trace, "--counters", "4", "--fixed", "task-clock", "--json"}, extra...)
+		out, code := captureStdout(t, func() int { return runEval(args) })
+		if code != 0 {
+			t.Fatalf("eval %v: exit %d, output %q", args, code, out)
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, out)
+		}
+		return res
+	}
+	if _, ok := score().Estimators["linux-own"]; ok {
+		t.Error("linux-own scored without --linux-own")
+	}
+	res := score("--linux-own")
+	if _, ok := res.Estimators["linux-own"]; !ok {
+		t.Fatal("no linux-own with --linux-own")
+	}
+	wape := func(pe map[string]json.RawMessage, name string) float64 {
+		var m struct{ WAPE *float64 }
+		if err := json.Unmarshal(pe[name], &m); err != nil || m.WAPE == nil {
+			return math.NaN()
+		}
+		return *m.WAPE
+	}
+	differs := 0
+	for _, pe := range res.PerEvent {
+		var ev string
+		json.Unmarshal(pe["event"], &ev)
+		own, lin := wape(pe, "linux-own"), wape(pe, "linux")
+		if ev == "task-clock" && own != 0 {
+			t.Errorf("linux-own's WAPE on the fixed task-clock %v, want 0", own)
+		}
+		if own != lin && !math.IsNaN(own) {
+			differs++
+		}
+	}
+	if differs == 0 {
+		t.Error("linux-own equals linux on every event: not scored on bayesperf's own readings")
+	}
+}
+
 func TestEvalBadInput(t *testing.T) {
 	for _, args := range [][]string{
 		{"--trace", "/nonexistent.csv"},

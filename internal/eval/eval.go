@@ -22,13 +22,14 @@ const (
 	Fixed       = "fixed"
 	Linear      = "linear"
 	BayesPerfRR = "bayesperf-rr"
+	LinuxOwn    = "linux-own"
 	BayesPerf   = "bayesperf"
 	MLP         = learned.NameMLP
 	BiGRU       = learned.NameBiGRU
 )
 
 // Order is the order estimators are reported in.
-var Order = []string{Linux, Fixed, Linear, BayesPerfRR, BayesPerf, MLP, BiGRU}
+var Order = []string{Linux, Fixed, Linear, BayesPerfRR, LinuxOwn, BayesPerf, MLP, BiGRU}
 
 // Observations are one run: the truth and what each schedule let the estimators see.
 type Observations struct {
@@ -56,6 +57,12 @@ type Options struct {
 	// Learned, when set, adds its mlp and bigru estimators, on the kernel's
 	// multiplexing as linux and fixed see it.
 	Learned *learned.Model
+	// LinuxOwn adds the estimator linux-own: the kernel's count·enabled/running of the
+	// readings bayesperf's own schedule took. Beside linux and bayesperf-rr (the other
+	// pair that shares its readings) it tells what the schedule read from what the
+	// model made of it: an event bayesperf gets far worse than linux, and linux-own
+	// too, was sampled differently, not estimated worse.
+	LinuxOwn bool
 }
 
 // Metric is one estimator's scores for one event, as in the JSON report.
@@ -133,6 +140,9 @@ func estimators(obs Observations, opt Options) ([]entrant, []string, error) {
 		own, err := pipeline.NewModel(mc)
 		if err != nil {
 			return nil, nil, err
+		}
+		if opt.LinuxOwn {
+			out = append(out, entrant{LinuxOwn, baseline.New(baseline.Linux, n), obs.Own})
 		}
 		out = append(out, entrant{BayesPerf, own, obs.Own})
 	}

@@ -22,6 +22,7 @@ var palette = map[string]color.Color{
 	Fixed:       color.RGBA{R: 255, G: 127, B: 14, A: 255},
 	Linear:      color.RGBA{R: 148, G: 103, B: 189, A: 255},
 	BayesPerfRR: color.RGBA{R: 31, G: 119, B: 180, A: 255},
+	LinuxOwn:    color.RGBA{R: 140, G: 86, B: 75, A: 255},
 	BayesPerf:   color.RGBA{R: 44, G: 160, B: 44, A: 255},
 }
 
