@@ -2,11 +2,15 @@ package eval
 
 import (
 	"cmp"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bayesperf/bayesperf/inference/metrics"
 )
 
 // TestLiveAcceptanceRuns replays saved runs of issue 13's live acceptance command (`tar
@@ -48,5 +52,40 @@ func TestLiveAcceptanceRuns(t *testing.T) {
 		if red < 1 {
 			t.Errorf("regression guard: %s: reduction %.2fx, worse than Linux's scaling", name, red)
 		}
+	}
+}
+
+// A bar's shortfalls name each figure that misses it, and an event's miss is put down
+// to the readings only where linux-own, the kernel's scaling of bayesperf's readings,
+// misses the same bar.
+func TestShortfallsAttributeEvents(t *testing.T) {
+	cov, sharp := 0.99, 0.6
+	ev := func(name string, truth, bp, lx, own float64) PerEvent {
+		return PerEvent{Event: name, Truth: truth, Defined: truth > 0, Metrics: map[string]Metric{
+			BayesPerf: {WAPE: bp}, Linux: {WAPE: lx}, LinuxOwn: {WAPE: own}, BayesPerfRR: {WAPE: lx}}}
+	}
+	res := &Result{PerEvent: []PerEvent{
+		ev("missed-burst", 10, 1.0, 0.1, 1.0),     // own readings missed it too
+		ev("model-harm", 10, 0.9, 0.2, 0.3),       // own readings scaled were fine
+		ev("within-bar", 10, 0.4, 0.2, 0.9),       // 0.4 <= 2·0.2 + 0.01
+		ev("never-occurred", 0, math.NaN(), 0, 0), // no truth: not judged
+	}}
+	res.Estimators = map[string]metrics.Summary{
+		BayesPerf: {WAPE: 0.5, TotalError: 0.1, Coverage95: &cov, Sharpness: &sharp},
+		Linux:     {WAPE: 0.4, TotalError: 0.2},
+	}
+	bar := CorpusBar{Worst: 2, Coverage: [2]float64{0.88, 0.98}, Sharpness: 0.5}
+	var got []string
+	for _, s := range bar.Shortfalls(res) {
+		got = append(got, fmt.Sprintf("%s|%v", s.Event, s.Sampled))
+	}
+	want := []string{"|false", "missed-burst|true", "model-harm|false", "|false", "|false"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("shortfalls %q, want %q (mean WAPE, two events, coverage, sharpness)", got, want)
+	}
+	// The guard's form leaves out events Linux got almost exactly.
+	bar.MinLinuxWAPE = 0.15
+	if n := len(bar.Shortfalls(res)); n != 4 {
+		t.Errorf("%d shortfalls with MinLinuxWAPE 0.15, want 4 (missed-burst left out)", n)
 	}
 }

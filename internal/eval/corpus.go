@@ -188,7 +188,8 @@ func corpusTrace(dir string, fam CorpusFamily, file string, universe []string) (
 		}
 		rels = append(rels, more...)
 	}
-	return tr, Options{Counters: fam.Counters, Relations: relation.BindUniverse(rels, tr.Events, universe)}, nil
+	// linux-own costs little and tells a shortfall of the schedule from one of the model.
+	return tr, Options{Counters: fam.Counters, Relations: relation.BindUniverse(rels, tr.Events, universe), LinuxOwn: true}, nil
 }
 
 // Command is the `bayesperf eval` command line that scores file as the family does.

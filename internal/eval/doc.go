@@ -5,13 +5,18 @@
 // Estimators: linux, fixed and linear (inference/baseline) and bayesperf-rr
 // (inference/model) all see the kernel round robin's observations; bayesperf sees the
 // observations of its own schedule when one is available (Observations.Own), and is
-// absent from the result otherwise, never faked. Every estimator receives its own deep
+// absent from the result otherwise, never faked; linux-own (Options.LinuxOwn) is linux's
+// scaling of those same observations. Every estimator receives its own deep
 // copy of identical slices, so that one cannot disturb another's input.
 //
 // Scoring follows the brief's definitions (inference/metrics): per event and reporting
 // interval (Window slices), WAPE, total error, RA, DTW cost, coverage95; per estimator the
 // means over events and the median WAPE; error reduction = geometric mean over events of
 // WAPE_linux / WAPE_X, each ratio capped at 100.
+//
+// The evaluation corpus (CorpusFamilies) is scored as `bayesperf eval --trace` scores
+// it, and judged against issue 13's acceptance (CorpusAcceptance), each event's miss put
+// down to the readings or to the model by linux-own.
 //
 // The truth also checks the relations: BrokenRelations lists the exact ones a run's exact
 // counts break, which the model would take as facts (the command warns of them).
