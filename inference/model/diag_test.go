@@ -425,7 +425,7 @@ func TestCoverageDiag(t *testing.T) {
 					a := f * f * sd[e] * sd[e]
 					lv := f * md.levelError(e, bd[0], bd[1])
 					lv *= lv
-					s := md.scatter(e, un, bd[1]-bd[0], md.withCounts(e, bd[0], bd[1], mean[e]))
+					s := md.scatter(e, bd[0], bd[1], un, md.withCounts(e, bd[0], bd[1], mean[e]))
 					v := a + lv + s
 					if v > 0 {
 						vsd += a / v

@@ -39,7 +39,7 @@ func (md *Model) Estimate(from, to int) []inference.Estimate {
 		q := q0
 		s := md.lrn.intervalScale(e) * math.Hypot(sd[e], md.levelError(e, from, to))
 		val = md.withCounts(e, from, to, val)
-		if v := md.scatter(e, un, to-from, val); v > 0 {
+		if v := md.scatter(e, from, to, un, val); v > 0 {
 			s = math.Sqrt(s*s + v)
 		}
 		if row := md.rows[e]; len(row) == 1 {
@@ -337,22 +337,114 @@ func tQuantile(p, dof float64) float64 {
 	return z + (z3+z)/(4*dof) + (5*z5+16*z3+3*z)/(96*dof*dof) + (3*z7+19*z5+17*z3-15*z)/(384*dof*dof*dof)
 }
 
-// scatter is the variance that event e's un uncounted slices, of the n of an interval,
-// add to its count there beyond the state's: a count is not its rate, what a slice
-// counts scatters around the rate the state describes by about dispersion·count
-// (Poisson-like, widened by bursts), independently from slice to slice. The count is
-// the larger of the estimate's (val) and the usual level's, so that an estimate near
-// zero does not call a burst impossible.
-func (md *Model) scatter(e, un, n int, val float64) float64 {
-	if n <= 0 {
+// scatter is the variance that event e's un uncounted slices of [from, to) add to its
+// count there beyond the state's: a count is not its rate, what a slice counts scatters
+// around the rate the state describes by about dispersion·count (Poisson-like, widened
+// by bursts), independently from slice to slice. The count is the larger of the
+// estimate's (val) and the usual level's, so that an estimate near zero does not call a
+// burst impossible. Where every reading in and around the range read zero, what the run
+// counted between two zero readings (quietScatter) may say the range is quieter than
+// that; it never widens the interval.
+func (md *Model) scatter(e, from, to, un int, val float64) float64 {
+	if to <= from {
 		return 0
 	}
-	share := float64(un) / float64(n)
+	share := float64(un) / float64(to-from)
 	v := md.lrn.countScatter(e, val*share, float64(un))
+	if mean, msq, ok := md.quietScatter(e, from, to); ok {
+		// The uncounted slices as draws of what the run counted between two zero
+		// readings: their spread, and how far their mean is from the estimate's share.
+		u := float64(un)
+		miss := u*mean - val*share
+		v = min(v, max(md.lrn.dispersion(e)*val*share, u*max(msq-mean*mean, 0)+miss*miss))
+	}
 	if !(v > 0) || math.IsInf(v, 0) {
 		return 0
 	}
 	return v
+}
+
+// quietScatter reports whether [from, to) lies in a quiet stretch of event e: every
+// whole reading of e in it, the last before it and the first after it read zero (and
+// there is one). If so it returns the mean and mean square of the readings the run took
+// between two zero readings, each shrunk towards the run's (the usual level, the count
+// scatter of a slice) by one reading's weight. The run's count scatter is learned mostly
+// where bursts begin: callgrind's syscall count in bzip2, 0 in 20 of its 24 intervals,
+// got 95% intervals of 0 to 95 there on estimates of 0.1 from it.
+func (md *Model) quietScatter(e, from, to int) (mean, msq float64, ok bool) {
+	h := &md.hist
+	n := md.n
+	from, to = max(from, h.lo), min(to, h.t)
+	if from >= to {
+		return 0, 0, false
+	}
+	seen := false
+	for t := from - 1; t >= h.lo; t-- {
+		if x := h.exact[(t-h.lo)*n+e]; !math.IsNaN(x) {
+			if x != 0 {
+				return 0, 0, false
+			}
+			seen = true
+			break
+		}
+	}
+	for t := from; t < h.t; t++ {
+		x := h.exact[(t-h.lo)*n+e]
+		if math.IsNaN(x) {
+			continue
+		}
+		if x != 0 {
+			return 0, 0, false
+		}
+		seen = true
+		if t >= to {
+			break
+		}
+	}
+	if !seen {
+		return 0, 0, false
+	}
+	q := md.quietStats()
+	w := q.m[e] + 1
+	return (q.s[e] + md.lrn.dispM[e]) / w, (q.sq[e] + md.lrn.countScatter(e, 0, 1)) / w, true
+}
+
+// quietStats is quietScatter's statistic over the slices recorded before at: per
+// event, the sum (s), the sum of squares (sq) and the number (m) of the whole readings
+// taken between two zero readings, and its last two readings (r1 the latest, r2 the one
+// before; have counts them), from which the next slices carry on.
+type quietStats struct {
+	at               int
+	s, sq, m, r1, r2 []float64
+	have             []int
+}
+
+// quietStats returns quietScatter's statistic, brought up to the latest slice.
+func (md *Model) quietStats() *quietStats {
+	h := &md.hist
+	q := &md.quiet
+	n := md.n
+	if q.sq == nil {
+		*q = quietStats{s: make([]float64, n), sq: make([]float64, n), m: make([]float64, n), r1: make([]float64, n),
+			r2: make([]float64, n), have: make([]int, n)}
+	}
+	for t := max(q.at, h.lo); t < h.t; t++ {
+		for e := range n {
+			x := h.exact[(t-h.lo)*n+e]
+			if math.IsNaN(x) {
+				continue
+			}
+			if q.have[e] >= 2 && q.r2[e] == 0 && x == 0 {
+				q.s[e] += q.r1[e]
+				q.sq[e] += q.r1[e] * q.r1[e]
+				q.m[e]++
+			}
+			q.r2[e], q.r1[e] = q.r1[e], x
+			q.have[e]++
+		}
+	}
+	q.at = max(q.at, h.t)
+	return q
 }
 
 // withCounts replaces, in event e's sum over [from, to), the smoothed rate of the

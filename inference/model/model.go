@@ -194,6 +194,7 @@ type Model struct {
 
 	hist  history
 	cache smoothCache
+	quiet quietStats // quietScatter's, recomputed as the history grows
 	fail  int
 	// truncAt: an inequality is applied when its mean is below truncAt sd of the
 	// bound, i.e. only on clear violations. Truncating a Gaussian over and over
