@@ -82,7 +82,7 @@ func (b CorpusBar) Shortfalls(res *Result) []Shortfall {
 	}
 	if b.Coverage[1] > 0 {
 		if c := deref(bp.Coverage95); c < b.Coverage[0] || c > b.Coverage[1] {
-			out = append(out, Shortfall{What: fmt.Sprintf("coverage95 %.3f", c)})
+			out = append(out, Shortfall{What: fmt.Sprintf("coverage95 %.4f", c)})
 		}
 	}
 	if b.Sharpness > 0 {

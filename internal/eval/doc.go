@@ -6,8 +6,8 @@
 // (inference/model) all see the kernel round robin's observations; bayesperf sees the
 // observations of its own schedule when one is available (Observations.Own), and is
 // absent from the result otherwise, never faked; linux-own (Options.LinuxOwn) is linux's
-// scaling of those same observations. Every estimator receives its own deep
-// copy of identical slices, so that one cannot disturb another's input.
+// scaling of those same observations. Every estimator receives its own deep copy of
+// identical slices, so that one cannot disturb another's input.
 //
 // Scoring follows the brief's definitions (inference/metrics): per event and reporting
 // interval (Window slices), WAPE, total error, RA, DTW cost, coverage95; per estimator the

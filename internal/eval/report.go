@@ -45,9 +45,8 @@ func fin(x float64) *float64 {
 
 // WriteTable writes a perf-stat-like table: per event the truth, Linux's scaled total and
 // the bayesperf totals with their 95% intervals (and linux-own's, when scored), each with
-// its error against the truth;
-// then one line per estimator with the brief's metrics, including how much it harms its
-// worst events relative to Linux scaling.
+// its error against the truth; then one line per estimator with the brief's metrics,
+// including how much it harms its worst events relative to Linux scaling.
 func (r *Result) WriteTable(w io.Writer, title string) {
 	models := []string{}
 	for _, n := range []string{BayesPerfRR, LinuxOwn, BayesPerf} {
