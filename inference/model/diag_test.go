@@ -420,12 +420,12 @@ func TestCoverageDiag(t *testing.T) {
 						hw = x.Hi - x.Value
 					}
 					rs = append(rs, math.Abs(c-x.Value)/math.Max(hw, 1e-9))
-					_, un := md.countedIn(e, bd[0], bd[1])
+					counted, un := md.countedIn(e, bd[0], bd[1])
 					f := md.lrn.intervalScale(e)
 					a := f * f * sd[e] * sd[e]
 					lv := f * md.levelError(e, bd[0], bd[1])
 					lv *= lv
-					s := md.scatter(e, bd[0], bd[1], un, md.withCounts(e, bd[0], bd[1], mean[e]))
+					s := md.scatter(e, bd[0], bd[1], counted, un, md.withCounts(e, bd[0], bd[1], mean[e]))
 					v := a + lv + s
 					if v > 0 {
 						vsd += a / v
