@@ -3,6 +3,8 @@ package eval
 import (
 	"fmt"
 	"math"
+
+	"github.com/bayesperf/bayesperf/inference/metrics"
 )
 
 // CorpusBar is what bayesperf must do on every trace of a corpus family's validation
@@ -91,6 +93,36 @@ func (b CorpusBar) Shortfalls(res *Result) []Shortfall {
 		}
 	}
 	return out
+}
+
+// FamilyShortfalls judges a family's scored traces against b (rs[i] named labels[i]):
+// each trace's Shortfalls, their What led by the trace's label, then the family's median
+// error reduction, led by prefix+"*".
+func (b CorpusBar) FamilyShortfalls(prefix string, labels []string, rs []*Result) []Shortfall {
+	var out []Shortfall
+	var reds []float64
+	for i, res := range rs {
+		reds = append(reds, res.ErrorReduction[BayesPerf])
+		for _, s := range b.Shortfalls(res) {
+			s.What = labels[i] + ": " + s.What
+			out = append(out, s)
+		}
+	}
+	if med := metrics.Median(reds); len(reds) > 0 && med < b.MedianReduce {
+		out = append(out, Shortfall{What: fmt.Sprintf("%s*: median error reduction %.2fx", prefix, med)})
+	}
+	return out
+}
+
+// InReadings counts the shortfalls put down to the readings (Sampled).
+func InReadings(ss []Shortfall) int {
+	n := 0
+	for _, s := range ss {
+		if s.Sampled {
+			n++
+		}
+	}
+	return n
 }
 
 func deref[T any](p *T) T {

@@ -128,10 +128,10 @@ func TestCorpus(t *testing.T) {
 		if len(files) < 6 {
 			t.Errorf("%s: %d traces in the %s half, want at least 6", fam.Prefix, len(files), half)
 		}
-		var reds []float64
-		var short []Shortfall // below the acceptance
-		var broken []string   // below the guard
-		acc, grd := CorpusAcceptance[fam.Prefix], guard[fam.Prefix]
+		var names []string
+		var results []*Result
+		var broken []string // below the guard
+		grd := guard[fam.Prefix]
 		for _, f := range files {
 			name := filepath.Base(f)
 			grd := grd
@@ -142,34 +142,26 @@ func TestCorpus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			reds = append(reds, res.ErrorReduction[BayesPerf])
+			names, results = append(names, name), append(results, res)
 			fmt.Fprintf(&report, "%-22s %s\n", name, figures(res))
-			for _, s := range acc.Shortfalls(res) {
-				s.What = name + ": " + s.What
-				short = append(short, s)
-			}
 			for _, s := range grd.Shortfalls(res) {
 				broken = append(broken, name+": "+s.What)
 			}
 		}
-		if len(reds) == 0 {
+		if len(results) == 0 {
 			continue
 		}
-		med := metrics.Median(reds)
-		if med < acc.MedianReduce {
-			short = append(short, Shortfall{What: fmt.Sprintf("%s*: median error reduction %.2fx", fam.Prefix, med)})
+		var reds []float64
+		for _, res := range results {
+			reds = append(reds, res.ErrorReduction[BayesPerf])
 		}
+		med := metrics.Median(reds)
 		if med < grd.MedianReduce {
 			broken = append(broken, fmt.Sprintf("%s*: median error reduction %.2fx", fam.Prefix, med))
 		}
-		sampled := 0
-		for _, s := range short {
-			if s.Sampled {
-				sampled++
-			}
-		}
+		short := CorpusAcceptance[fam.Prefix].FamilyShortfalls(fam.Prefix, names, results)
 		fmt.Fprintf(&report, "%-22s %8.2fx median over %d traces; %d short of issue 13's acceptance, %d of them in the readings\n",
-			fam.Prefix+"*", med, len(reds), len(short), sampled)
+			fam.Prefix+"*", med, len(results), len(short), InReadings(short))
 		for _, s := range short {
 			fmt.Fprintf(&report, "    short: %s\n", s)
 		}

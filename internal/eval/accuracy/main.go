@@ -299,28 +299,20 @@ func corpusTable(b *strings.Builder, rows []row) {
 // shortfalls lists what misses issue 13's acceptance (eval.CorpusAcceptance) in the
 // first-start table, each event's miss with linux-own and bayesperf-rr beside it.
 func shortfalls(b *strings.Builder, fr familyRows) {
-	acc := eval.CorpusAcceptance[fr.fam.Prefix]
-	var lines []string
-	var reds []float64
-	sampled := 0
+	var labels []string
+	var rs []*eval.Result
 	for _, r := range fr.rows {
-		reds = append(reds, r.res.ErrorReduction[eval.BayesPerf])
-		for _, s := range acc.Shortfalls(r.res) {
-			lines = append(lines, fmt.Sprintf("- %s: %s", r.label, s))
-			if s.Sampled {
-				sampled++
-			}
-		}
+		labels, rs = append(labels, r.label), append(rs, r.res)
 	}
-	if med := metrics.Median(reds); med < acc.MedianReduce {
-		lines = append(lines, fmt.Sprintf("- median error reduction %.2fx", med))
-	}
-	if len(lines) == 0 {
+	short := eval.CorpusAcceptance[fr.fam.Prefix].FamilyShortfalls(fr.fam.Prefix, labels, rs)
+	if len(short) == 0 {
 		fmt.Fprintf(b, "\nNothing in this table misses issue 13's acceptance.\n")
 		return
 	}
-	fmt.Fprintf(b, "\nShort of issue 13's acceptance in this table (%d; %d of them in the readings: the kernel's scaling of the readings bayesperf's schedule took, `linux-own`, misses the same bar, while `bayesperf-rr` is the model on the readings Linux scaled):\n\n%s\n",
-		len(lines), sampled, strings.Join(lines, "\n"))
+	fmt.Fprintf(b, "\nShort of issue 13's acceptance in this table (%d; %d of them in the readings: the kernel's scaling of the readings bayesperf's schedule took, `linux-own`, misses the same bar, while `bayesperf-rr` is the model on the readings Linux scaled):\n\n", len(short), eval.InReadings(short))
+	for _, s := range short {
+		fmt.Fprintf(b, "- %s\n", s)
+	}
 }
 
 // phaseTable writes one line per trace: its figures over every start of bayesperf's
